@@ -1,0 +1,92 @@
+/*
+ * base.h - what every layer uses: arenas, growable strings, diagnostics with
+ * source locations, the per-thread last error, and content hashing.
+ * Prefix: oxb_.
+ */
+#ifndef OXIDE_BASE_H
+#define OXIDE_BASE_H
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "oxide/oxide.h"
+
+#define OXB_UNUSED(x) ((void)(x))
+#define OXB_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- arena: all nodes of one compilation live in one arena, freed at once,
+ * so an error anywhere in the front end cannot leak. */
+typedef struct oxb_arena_chunk oxb_arena_chunk;
+typedef struct oxb_arena {
+  oxb_arena_chunk *head;
+} oxb_arena;
+
+void *oxb_alloc(oxb_arena *a, size_t n); /* zeroed, 16-byte aligned, aborts on OOM */
+char *oxb_strndup(oxb_arena *a, const char *s, size_t n);
+void oxb_arena_free(oxb_arena *a);
+
+/* ---- growable array of pointers (arena-backed). */
+typedef struct oxb_vec {
+  void **items;
+  int len, cap;
+} oxb_vec;
+void oxb_vec_push(oxb_arena *a, oxb_vec *v, void *item);
+
+/* ---- growable heap string. */
+typedef struct oxb_str {
+  char *buf;
+  size_t len, cap;
+} oxb_str;
+void oxb_str_addf(oxb_str *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void oxb_str_vaddf(oxb_str *s, const char *fmt, va_list ap);
+void oxb_str_add(oxb_str *s, const char *text, size_t n);
+char *oxb_str_take(oxb_str *s); /* returns the malloc'ed text ("" if empty); s is reset */
+void oxb_str_free(oxb_str *s);
+
+/* ---- source files and locations. */
+typedef struct oxb_source {
+  const char *name; /* file name shown in diagnostics */
+  const char *text; /* NUL-terminated */
+  size_t len;
+} oxb_source;
+
+typedef struct oxb_loc {
+  int line, col; /* 1-based; 0 = unknown */
+  int offset;    /* byte offset into the source */
+} oxb_loc;
+
+/* ---- diagnostics: collected during a compilation, rendered chibicc-style. */
+typedef struct oxb_diags {
+  const oxb_source *src;
+  oxb_str text; /* all rendered messages */
+  int errors;
+  int max_errors; /* stop collecting after this many (0 = 20) */
+} oxb_diags;
+
+void oxb_error_at(oxb_diags *d, oxb_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void oxb_note_at(oxb_diags *d, oxb_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+bool oxb_too_many_errors(const oxb_diags *d);
+
+/* ---- the per-thread last error behind ox_last_error(). Returns `s`. */
+ox_status oxb_set_error(ox_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+ox_status oxb_set_error_text(ox_status s, const char *text);
+
+/* ---- content hashing (BLAKE3, as shipped by LLVM). */
+typedef struct oxb_hasher {
+  unsigned char state[2048]; /* holds an llvm_blake3_hasher */
+} oxb_hasher;
+void oxb_hash_init(oxb_hasher *h);
+void oxb_hash_update(oxb_hasher *h, const void *data, size_t n);
+void oxb_hash_str(oxb_hasher *h, const char *s); /* hashes length and bytes */
+void oxb_hash_final_hex(oxb_hasher *h, char out[65]);
+
+/* ---- small helpers. */
+char *oxb_read_file(const char *path, size_t *len); /* malloc'ed, NUL-terminated; NULL on error */
+uint64_t oxb_now_ns(void);
+
+#endif

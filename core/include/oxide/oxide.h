@@ -1,0 +1,298 @@
+/*
+ * oxide.h - the public C API of Oxide.
+ *
+ * Oxide compiles kernels written in the Oxide kernel language (docs/language.md)
+ * and runs them on NVIDIA GPUs through the CUDA driver, or on the CPU.
+ *
+ * Conventions (see docs/c-api.md):
+ *  - Handles are opaque pointers. A handle made by a Create-like call is owned by
+ *    the caller and given back with the matching Destroy/Release call. Handles
+ *    returned by Get-like calls are borrowed and must not be destroyed.
+ *  - Every call that can fail returns an ox_status. On failure, the message of
+ *    the last error of the calling thread (with file:line:col where the error has
+ *    a source location) is returned by ox_last_error().
+ *  - Nothing here needs a GPU: without a driver or a GPU, CUDA requests fail
+ *    with OX_ERR_NO_DEVICE and the CPU device keeps working.
+ */
+#ifndef OXIDE_OXIDE_H
+#define OXIDE_OXIDE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define OX_API __declspec(dllexport)
+#else
+#define OX_API __attribute__((visibility("default")))
+#endif
+
+#define OX_VERSION_MAJOR 0
+#define OX_VERSION_MINOR 1
+#define OX_VERSION_PATCH 0
+
+/* ---------------------------------------------------------------- status */
+
+/** Result of every fallible call. OX_OK is zero. */
+typedef enum ox_status {
+  OX_OK = 0,
+  OX_ERR_INVALID_ARGUMENT, /**< a bad argument to an API call or a launch */
+  OX_ERR_COMPILE,          /**< the kernel text has errors */
+  OX_ERR_NOT_FOUND,        /**< no kernel, device or file of that name */
+  OX_ERR_NO_DEVICE,        /**< no CUDA driver, or no such GPU */
+  OX_ERR_DRIVER,           /**< the CUDA driver returned an error */
+  OX_ERR_OUT_OF_MEMORY,    /**< an allocation failed */
+  OX_ERR_LAUNCH,           /**< a launch violates its contract or device limits */
+  OX_ERR_BOUNDS,           /**< a kernel made an out-of-bounds access (reported at sync) */
+  OX_ERR_IO,               /**< a file could not be read or written */
+  OX_ERR_UNSUPPORTED,      /**< valid, but not supported (yet) on this target */
+  OX_ERR_INTERNAL          /**< a bug in Oxide */
+} ox_status;
+
+/** Message of the calling thread's last error ("" if none). Valid until the
+ *  next failing Oxide call on this thread. */
+OX_API const char *ox_last_error(void);
+
+/** Status code of the calling thread's last error (OX_OK if none). */
+OX_API ox_status ox_last_status(void);
+
+/** Clears the calling thread's last error. */
+OX_API void ox_clear_error(void);
+
+/** A short constant name for a status ("OX_ERR_COMPILE", ...). */
+OX_API const char *ox_status_name(ox_status s);
+
+/** Version string of this build, e.g. "0.1.0 (LLVM 19.1.7)". */
+OX_API const char *ox_version(void);
+
+/** Frees a string or buffer that an Oxide call returned to the caller. */
+OX_API void ox_free(void *p);
+
+/* ---------------------------------------------------------------- dtypes */
+
+/** Scalar element types. */
+typedef enum ox_dtype {
+  OX_BOOL = 0,
+  OX_I8, OX_I16, OX_I32, OX_I64,
+  OX_U8, OX_U16, OX_U32, OX_U64,
+  OX_F16, OX_BF16, OX_F32, OX_F64,
+  OX_DTYPE_COUNT
+} ox_dtype;
+
+/** Size in bytes of one element of dtype `t` (0 for an invalid dtype). */
+OX_API size_t ox_dtype_size(ox_dtype t);
+
+/** Name of dtype `t` as the kernel language spells it ("f32", "u8", ...). */
+OX_API const char *ox_dtype_name(ox_dtype t);
+
+/* --------------------------------------------------------------- devices */
+
+typedef enum ox_device_type { OX_DEVICE_CPU = 1, OX_DEVICE_CUDA = 2 } ox_device_type;
+
+/** A device. Devices are borrowed handles that live as long as the process. */
+typedef struct ox_device_s *ox_device;
+
+/** Number of devices of `type` (CPU: always 1; CUDA: 0 without a driver). */
+OX_API ox_status ox_device_count(ox_device_type type, int *count);
+
+/** Device `ordinal` of `type`. Fails with OX_ERR_NO_DEVICE when there is none. */
+OX_API ox_status ox_device_get(ox_device_type type, int ordinal, ox_device *out);
+
+/** The default device: the one named by $OXIDE_DEVICE ("cpu", "cuda", "cuda:N")
+ *  if set, else CUDA device 0 when a GPU is usable, else the CPU. */
+OX_API ox_status ox_device_default(ox_device *out);
+
+OX_API ox_device_type ox_device_get_type(ox_device d);
+OX_API int ox_device_ordinal(ox_device d);
+/** Human-readable name ("NVIDIA H200", "CPU (x86_64, 16 threads)"). */
+OX_API const char *ox_device_name(ox_device d);
+/** Compute capability of a CUDA device as major*10+minor (90 for sm_90); 0 for the CPU. */
+OX_API int ox_device_compute_capability(ox_device d);
+
+/* --------------------------------------------------------------- streams */
+
+/** An ordered queue of work on one device. */
+typedef struct ox_stream_s *ox_stream;
+
+/** Creates a stream on `dev`. Release it with ox_stream_destroy. */
+OX_API ox_status ox_stream_create(ox_device dev, ox_stream *out);
+
+/** The device's default stream (borrowed; for CUDA, the legacy default stream
+ *  of the primary context, which PyTorch and CuPy also use by default). */
+OX_API ox_status ox_device_stream(ox_device dev, ox_stream *out);
+
+/** Waits for all work queued on `s`. If a kernel on `s` made an out-of-bounds
+ *  access since the last synchronization, returns OX_ERR_BOUNDS with the
+ *  kernel, file:line:col, index and length in the message. */
+OX_API ox_status ox_stream_synchronize(ox_stream s);
+
+/** Destroys a stream made by ox_stream_create (waits for its work first).
+ *  Default streams are ignored. NULL is ignored. */
+OX_API void ox_stream_destroy(ox_stream s);
+
+OX_API ox_device ox_stream_device(ox_stream s);
+
+/* --------------------------------------------------------------- tensors */
+
+#define OX_MAX_DIMS 8
+
+/** A reference-counted, typed, strided array in one device's memory. */
+typedef struct ox_tensor_s *ox_tensor;
+
+/** Allocates an uninitialized contiguous tensor on `dev`, stream-ordered on
+ *  `s` (NULL: the device's default stream). Release with ox_tensor_release. */
+OX_API ox_status ox_tensor_empty(ox_device dev, ox_stream s, ox_dtype dtype, int ndim,
+                                 const int64_t *shape, ox_tensor *out);
+
+/** Like ox_tensor_empty, then copies `bytes` bytes of `host` in (which must be
+ *  exactly the tensor's size). Returns once the copy is done. */
+OX_API ox_status ox_tensor_from_host(ox_device dev, ox_stream s, ox_dtype dtype, int ndim,
+                                     const int64_t *shape, const void *host, size_t bytes,
+                                     ox_tensor *out);
+
+/** Copies the whole tensor to host memory `dst` of `bytes` bytes (which must be
+ *  exactly the tensor's size) after the work queued on `s` (NULL: default stream);
+ *  returns once the data is there. */
+OX_API ox_status ox_tensor_to_host(ox_tensor t, ox_stream s, void *dst, size_t bytes);
+
+/** Copies `bytes` bytes from host memory into the tensor, ordered on `s`;
+ *  returns once the copy is done. */
+OX_API ox_status ox_tensor_copy_from_host(ox_tensor t, ox_stream s, const void *src,
+                                          size_t bytes);
+
+OX_API void ox_tensor_retain(ox_tensor t);
+/** Drops one reference; the memory is freed (stream-ordered) with the last one. NULL is ignored. */
+OX_API void ox_tensor_release(ox_tensor t);
+
+OX_API ox_dtype ox_tensor_dtype(ox_tensor t);
+OX_API int ox_tensor_ndim(ox_tensor t);
+OX_API const int64_t *ox_tensor_shape(ox_tensor t);
+OX_API int64_t ox_tensor_numel(ox_tensor t);
+OX_API size_t ox_tensor_nbytes(ox_tensor t);
+OX_API ox_device ox_tensor_device(ox_tensor t);
+/** Address of the first element (a device address for CUDA tensors). */
+OX_API void *ox_tensor_data(ox_tensor t);
+
+/* --------------------------------------------------------------- modules */
+
+typedef enum ox_target {
+  OX_TARGET_DEFAULT = 0, /**< the device's own target */
+  OX_TARGET_CPU = 1,
+  OX_TARGET_CUDA = 2
+} ox_target;
+
+/** Options for compiling kernel text. Zero-initialize, then set what you need. */
+typedef struct ox_compile_options {
+  const char *filename; /**< name used in diagnostics (default "<input>") */
+  int sm;               /**< CUDA architecture as 80, 86, 90...; 0 = the device's */
+  int opt_level;        /**< LLVM optimization level 0..3; 0 here means the default 3 */
+  int no_cache;         /**< 1: neither read nor write the compiled-kernel cache */
+} ox_compile_options;
+
+/** Compiled kernels of one source text, loaded on one device. */
+typedef struct ox_module_s *ox_module;
+/** One kernel of a module (borrowed: lives as long as its module). */
+typedef struct ox_kernel_s *ox_kernel;
+
+/** Compiles `source` for `dev` and loads it. On a compile error returns
+ *  OX_ERR_COMPILE; ox_last_error() holds every diagnostic with
+ *  file:line:col, the source line and a caret. */
+OX_API ox_status ox_module_compile(ox_device dev, const char *source,
+                                   const ox_compile_options *opts, ox_module *out);
+
+/** Reads the file at `path` and compiles it (the filename defaults to `path`). */
+OX_API ox_status ox_module_compile_file(ox_device dev, const char *path,
+                                        const ox_compile_options *opts, ox_module *out);
+
+/** Unloads a module. Its kernels become invalid. NULL is ignored. */
+OX_API void ox_module_destroy(ox_module m);
+
+/** Finds the kernel `name` (a `#[kernel]` function) in `m`. */
+OX_API ox_status ox_module_get_kernel(ox_module m, const char *name, ox_kernel *out);
+
+/** True (1) if the module was loaded from the compiled-kernel cache without
+ *  running code generation. */
+OX_API int ox_module_from_cache(ox_module m);
+
+/** Number of parameters of `k` as written in the kernel. */
+OX_API int ox_kernel_num_params(ox_kernel k);
+OX_API const char *ox_kernel_name(ox_kernel k);
+
+/* ---------------------------------------------------------------- launch */
+
+typedef enum ox_arg_kind { OX_ARG_TENSOR = 1, OX_ARG_SCALAR = 2 } ox_arg_kind;
+
+/** One launch argument: a tensor (for a slice parameter) or a scalar of an
+ *  exact dtype (no implicit conversions, as in the kernel language). */
+typedef struct ox_arg {
+  ox_arg_kind kind;
+  ox_dtype dtype; /**< the scalar's dtype (ignored for tensors) */
+  union {
+    ox_tensor tensor;
+    int64_t i;  /**< bool and signed integers */
+    uint64_t u; /**< unsigned integers */
+    double f;   /**< f16, bf16, f32, f64 (converted to the dtype at launch) */
+  } v;
+} ox_arg;
+
+static inline ox_arg ox_arg_tensor(ox_tensor t) {
+  ox_arg a; a.kind = OX_ARG_TENSOR; a.dtype = OX_F32; a.v.tensor = t; return a;
+}
+static inline ox_arg ox_arg_i32(int32_t x) { ox_arg a; a.kind = OX_ARG_SCALAR; a.dtype = OX_I32; a.v.i = x; return a; }
+static inline ox_arg ox_arg_i64(int64_t x) { ox_arg a; a.kind = OX_ARG_SCALAR; a.dtype = OX_I64; a.v.i = x; return a; }
+static inline ox_arg ox_arg_u32(uint32_t x) { ox_arg a; a.kind = OX_ARG_SCALAR; a.dtype = OX_U32; a.v.u = x; return a; }
+static inline ox_arg ox_arg_u64(uint64_t x) { ox_arg a; a.kind = OX_ARG_SCALAR; a.dtype = OX_U64; a.v.u = x; return a; }
+static inline ox_arg ox_arg_f32(float x) { ox_arg a; a.kind = OX_ARG_SCALAR; a.dtype = OX_F32; a.v.f = x; return a; }
+static inline ox_arg ox_arg_f64(double x) { ox_arg a; a.kind = OX_ARG_SCALAR; a.dtype = OX_F64; a.v.f = x; return a; }
+static inline ox_arg ox_arg_bool(int x) { ox_arg a; a.kind = OX_ARG_SCALAR; a.dtype = OX_BOOL; a.v.i = x != 0; return a; }
+
+/** Grid and block shape of a launch. Zero dimensions are taken as 1. */
+typedef struct ox_launch_config {
+  uint32_t grid[3];
+  uint32_t block[3];
+} ox_launch_config;
+
+/** Checks a launch of `k` without running it: the argument count, each
+ *  argument's kind, dtype, mutability and device, the kernel's launch contract
+ *  (exact block shape, `requires` relations) and the device's limits. */
+OX_API ox_status ox_launch_check(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
+                                 const ox_arg *args, int nargs);
+
+/** Checks the launch like ox_launch_check, then queues it on `s` (NULL: the
+ *  device's default stream). Out-of-bounds accesses inside the kernel are
+ *  reported by the next ox_stream_synchronize of `s`. */
+OX_API ox_status ox_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
+                           const ox_arg *args, int nargs);
+
+/* ------------------------------------------------------------ inspection */
+
+typedef enum ox_emit_kind {
+  OX_EMIT_AST = 1,  /**< the parsed syntax tree */
+  OX_EMIT_IR,       /**< Oxide IR, verified */
+  OX_EMIT_LLVM,     /**< optimized LLVM IR */
+  OX_EMIT_PTX,      /**< PTX assembly (CUDA target) */
+  OX_EMIT_ASM       /**< host assembly (CPU target) */
+} ox_emit_kind;
+
+/** Compiles `source` for `target` (OX_TARGET_DEFAULT means CUDA for PTX, CPU
+ *  otherwise) and returns the text of stage `kind` in *out (free it with
+ *  ox_free). Needs no device. */
+OX_API ox_status ox_emit(const char *source, const ox_compile_options *opts, ox_target target,
+                         ox_emit_kind kind, char **out);
+
+/** Directory of the on-disk compiled-kernel cache ($OXIDE_CACHE_DIR, else
+ *  $XDG_CACHE_HOME/oxide, else ~/.cache/oxide), or "" when the cache is off
+ *  ($OXIDE_CACHE=0). */
+OX_API const char *ox_cache_dir(void);
+
+/** Writes a report of the environment (driver, GPUs, LLVM, cache, ptxas) to a
+ *  new string in *out (free with ox_free). */
+OX_API ox_status ox_doctor(char **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* OXIDE_OXIDE_H */
