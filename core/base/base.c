@@ -1,0 +1,274 @@
+/* base.c - arenas, strings, diagnostics, last error, hashing. */
+#include "base/base.h"
+
+#include <llvm-c/blake3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------------ arena */
+
+struct oxb_arena_chunk {
+  oxb_arena_chunk *next;
+  size_t used, cap;
+  _Alignas(16) unsigned char data[];
+};
+
+void *oxb_alloc(oxb_arena *a, size_t n) {
+  n = (n + 15) & ~(size_t)15;
+  oxb_arena_chunk *c = a->head;
+  if (!c || c->used + n > c->cap) {
+    size_t cap = n > 60000 ? n : 60000;
+    c = malloc(sizeof(*c) + cap);
+    if (!c) {
+      fprintf(stderr, "oxide: out of memory\n");
+      abort();
+    }
+    c->cap = cap;
+    c->used = 0;
+    c->next = a->head;
+    a->head = c;
+  }
+  void *p = c->data + c->used;
+  c->used += n;
+  memset(p, 0, n);
+  return p;
+}
+
+char *oxb_strndup(oxb_arena *a, const char *s, size_t n) {
+  char *p = oxb_alloc(a, n + 1);
+  memcpy(p, s, n);
+  return p;
+}
+
+void oxb_arena_free(oxb_arena *a) {
+  oxb_arena_chunk *c = a->head;
+  while (c) {
+    oxb_arena_chunk *next = c->next;
+    free(c);
+    c = next;
+  }
+  a->head = NULL;
+}
+
+void oxb_vec_push(oxb_arena *a, oxb_vec *v, void *item) {
+  if (v->len == v->cap) {
+    int cap = v->cap ? v->cap * 2 : 8;
+    void **items = oxb_alloc(a, sizeof(void *) * (size_t)cap);
+    if (v->len)
+      memcpy(items, v->items, sizeof(void *) * (size_t)v->len);
+    v->items = items;
+    v->cap = cap;
+  }
+  v->items[v->len++] = item;
+}
+
+/* ----------------------------------------------------------------- string */
+
+static void str_reserve(oxb_str *s, size_t extra) {
+  if (s->len + extra + 1 <= s->cap)
+    return;
+  size_t cap = s->cap ? s->cap : 256;
+  while (cap < s->len + extra + 1)
+    cap *= 2;
+  char *buf = realloc(s->buf, cap);
+  if (!buf) {
+    fprintf(stderr, "oxide: out of memory\n");
+    abort();
+  }
+  s->buf = buf;
+  s->cap = cap;
+}
+
+void oxb_str_add(oxb_str *s, const char *text, size_t n) {
+  str_reserve(s, n);
+  memcpy(s->buf + s->len, text, n);
+  s->len += n;
+  s->buf[s->len] = 0;
+}
+
+void oxb_str_vaddf(oxb_str *s, const char *fmt, va_list ap) {
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  if (n < 0)
+    return;
+  str_reserve(s, (size_t)n);
+  vsnprintf(s->buf + s->len, (size_t)n + 1, fmt, ap);
+  s->len += (size_t)n;
+}
+
+void oxb_str_addf(oxb_str *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  oxb_str_vaddf(s, fmt, ap);
+  va_end(ap);
+}
+
+char *oxb_str_take(oxb_str *s) {
+  char *p = s->buf;
+  if (!p) {
+    p = malloc(1);
+    if (!p)
+      abort();
+    p[0] = 0;
+  }
+  s->buf = NULL;
+  s->len = s->cap = 0;
+  return p;
+}
+
+void oxb_str_free(oxb_str *s) {
+  free(s->buf);
+  s->buf = NULL;
+  s->len = s->cap = 0;
+}
+
+/* ------------------------------------------------------------ diagnostics */
+
+/* Prints "file:line:col: kind: message", then the source line and a caret under
+ * the column, as chibicc does. */
+static void diag_v(oxb_diags *d, oxb_loc loc, const char *kind, const char *fmt, va_list ap) {
+  const oxb_source *src = d->src;
+  const char *name = src && src->name ? src->name : "<input>";
+  if (loc.line > 0)
+    oxb_str_addf(&d->text, "%s:%d:%d: %s: ", name, loc.line, loc.col, kind);
+  else
+    oxb_str_addf(&d->text, "%s: %s: ", name, kind);
+  oxb_str_vaddf(&d->text, fmt, ap);
+  oxb_str_add(&d->text, "\n", 1);
+  if (loc.line <= 0 || !src || !src->text)
+    return;
+  size_t off = (size_t)loc.offset <= src->len ? (size_t)loc.offset : src->len;
+  size_t start = off, end = off;
+  while (start > 0 && src->text[start - 1] != '\n')
+    start--;
+  while (end < src->len && src->text[end] != '\n')
+    end++;
+  oxb_str_addf(&d->text, "%5d | ", loc.line);
+  oxb_str_add(&d->text, src->text + start, end - start);
+  oxb_str_add(&d->text, "\n      | ", 9);
+  for (size_t i = start; i < off; i++)
+    oxb_str_add(&d->text, src->text[i] == '\t' ? "\t" : " ", 1);
+  oxb_str_add(&d->text, "^\n", 2);
+}
+
+void oxb_error_at(oxb_diags *d, oxb_loc loc, const char *fmt, ...) {
+  if (oxb_too_many_errors(d))
+    return;
+  d->errors++;
+  va_list ap;
+  va_start(ap, fmt);
+  diag_v(d, loc, "error", fmt, ap);
+  va_end(ap);
+}
+
+void oxb_note_at(oxb_diags *d, oxb_loc loc, const char *fmt, ...) {
+  if (oxb_too_many_errors(d))
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  diag_v(d, loc, "note", fmt, ap);
+  va_end(ap);
+}
+
+bool oxb_too_many_errors(const oxb_diags *d) {
+  return d->errors >= (d->max_errors ? d->max_errors : 20);
+}
+
+/* ------------------------------------------------------------- last error */
+
+static _Thread_local ox_status tl_status;
+static _Thread_local char *tl_message;
+
+ox_status oxb_set_error_text(ox_status s, const char *text) {
+  char *copy = strdup(text ? text : "");
+  free(tl_message);
+  tl_message = copy;
+  tl_status = s;
+  return s;
+}
+
+ox_status oxb_set_error(ox_status s, const char *fmt, ...) {
+  oxb_str str = {0};
+  va_list ap;
+  va_start(ap, fmt);
+  oxb_str_vaddf(&str, fmt, ap);
+  va_end(ap);
+  free(tl_message);
+  tl_message = oxb_str_take(&str);
+  tl_status = s;
+  return s;
+}
+
+const char *ox_last_error(void) { return tl_message ? tl_message : ""; }
+ox_status ox_last_status(void) { return tl_status; }
+void ox_clear_error(void) {
+  free(tl_message);
+  tl_message = NULL;
+  tl_status = OX_OK;
+}
+
+const char *ox_status_name(ox_status s) {
+  static const char *const names[] = {
+      "OX_OK",           "OX_ERR_INVALID_ARGUMENT", "OX_ERR_COMPILE",      "OX_ERR_NOT_FOUND",
+      "OX_ERR_NO_DEVICE", "OX_ERR_DRIVER",          "OX_ERR_OUT_OF_MEMORY", "OX_ERR_LAUNCH",
+      "OX_ERR_BOUNDS",   "OX_ERR_IO",               "OX_ERR_UNSUPPORTED",  "OX_ERR_INTERNAL"};
+  if ((unsigned)s < OXB_COUNT(names))
+    return names[s];
+  return "OX_ERR_UNKNOWN";
+}
+
+void ox_free(void *p) { free(p); }
+
+/* ---------------------------------------------------------------- hashing */
+
+_Static_assert(sizeof(llvm_blake3_hasher) <= sizeof(((oxb_hasher *)0)->state),
+               "oxb_hasher too small for llvm_blake3_hasher");
+
+void oxb_hash_init(oxb_hasher *h) { llvm_blake3_hasher_init((llvm_blake3_hasher *)h->state); }
+void oxb_hash_update(oxb_hasher *h, const void *data, size_t n) {
+  llvm_blake3_hasher_update((llvm_blake3_hasher *)h->state, data, n);
+}
+void oxb_hash_str(oxb_hasher *h, const char *s) {
+  uint64_t n = s ? strlen(s) : 0;
+  oxb_hash_update(h, &n, sizeof n);
+  if (n)
+    oxb_hash_update(h, s, n);
+}
+void oxb_hash_final_hex(oxb_hasher *h, char out[65]) {
+  uint8_t digest[32];
+  llvm_blake3_hasher_finalize((llvm_blake3_hasher *)h->state, digest, sizeof digest);
+  for (int i = 0; i < 32; i++)
+    snprintf(out + 2 * i, 3, "%02x", digest[i]);
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+char *oxb_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  oxb_str s = {0};
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+    oxb_str_add(&s, buf, n);
+  int bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    oxb_str_free(&s);
+    return NULL;
+  }
+  if (len)
+    *len = s.len;
+  return oxb_str_take(&s);
+}
+
+uint64_t oxb_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
