@@ -38,6 +38,8 @@ struct ox_device_s {
   CUdevice cu_dev;
   CUcontext cu_ctx; /* the retained primary context */
   struct ox_stream_s *default_stream;
+  int mem_pools;                   /* CUDA: stream-ordered allocation (cuMemAllocAsync) works */
+  struct ox_stream_s *free_streams; /* destroyed streams kept for reuse (see device.c) */
 };
 
 /* ---- streams. On the CPU, work runs when it is queued (synchronously), and
@@ -48,6 +50,8 @@ struct ox_stream_s {
   int is_default;    /* the device's default stream: never destroyed */
   oxr_errrec *err;   /* host address of this stream's error record */
   CUdeviceptr err_d; /* its device address (CUDA: mapped pinned memory) */
+  int live;          /* 0 once destroyed: the struct is then on dev->free_streams */
+  struct ox_stream_s *next_free;
 };
 
 /* ---- tensors. */

@@ -1,0 +1,271 @@
+/*
+ * cuda.c - loading the CUDA driver at run time, turning its errors into Oxide
+ * errors, the per-thread current context, and PTX/cubin modules.
+ */
+#include "runtime/runtime.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+oxr_cu_api oxr_cu;
+
+/* Where each table member comes from. `name` is the symbol the driver exports
+ * for the API version cuda.h maps the call to (see its #defines); `old` is a
+ * fallback for drivers older than that version. */
+typedef struct cu_sym {
+  size_t offset;
+  const char *name, *old;
+  int optional;
+} cu_sym;
+
+#define SYM(member, name) {offsetof(oxr_cu_api, member), name, NULL, 0}
+#define SYM_OLD(member, name, old) {offsetof(oxr_cu_api, member), name, old, 0}
+#define SYM_OPT(member, name) {offsetof(oxr_cu_api, member), name, NULL, 1}
+
+static const cu_sym cu_syms[] = {
+    SYM(cuInit, "cuInit"),
+    SYM(cuDriverGetVersion, "cuDriverGetVersion"),
+    SYM(cuGetErrorName, "cuGetErrorName"),
+    SYM(cuGetErrorString, "cuGetErrorString"),
+    SYM(cuDeviceGetCount, "cuDeviceGetCount"),
+    SYM(cuDeviceGet, "cuDeviceGet"),
+    SYM(cuDeviceGetName, "cuDeviceGetName"),
+    SYM(cuDeviceGetAttribute, "cuDeviceGetAttribute"),
+    SYM(cuDeviceTotalMem, "cuDeviceTotalMem_v2"),
+    SYM(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+    SYM(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+    SYM(cuCtxSetCurrent, "cuCtxSetCurrent"),
+    SYM(cuCtxGetCurrent, "cuCtxGetCurrent"),
+    SYM(cuCtxSynchronize, "cuCtxSynchronize"),
+    SYM(cuMemAlloc, "cuMemAlloc_v2"),
+    SYM(cuMemFree, "cuMemFree_v2"),
+    SYM_OPT(cuMemAllocAsync, "cuMemAllocAsync"), /* CUDA 11.2+ */
+    SYM_OPT(cuMemFreeAsync, "cuMemFreeAsync"),
+    SYM_OPT(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool"),
+    SYM_OPT(cuMemPoolSetAttribute, "cuMemPoolSetAttribute"),
+    SYM(cuMemHostAlloc, "cuMemHostAlloc"),
+    SYM(cuMemFreeHost, "cuMemFreeHost"),
+    SYM(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2"),
+    SYM(cuMemcpyHtoD, "cuMemcpyHtoD_v2"),
+    SYM(cuMemcpyDtoH, "cuMemcpyDtoH_v2"),
+    SYM(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
+    SYM(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
+    SYM(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
+    SYM(cuMemsetD8Async, "cuMemsetD8Async"),
+    SYM(cuPointerGetAttribute, "cuPointerGetAttribute"),
+    SYM(cuStreamCreate, "cuStreamCreate"),
+    SYM(cuStreamDestroy, "cuStreamDestroy_v2"),
+    SYM(cuStreamSynchronize, "cuStreamSynchronize"),
+    SYM(cuStreamWaitEvent, "cuStreamWaitEvent"),
+    SYM(cuEventCreate, "cuEventCreate"),
+    SYM(cuEventRecord, "cuEventRecord"),
+    SYM(cuEventSynchronize, "cuEventSynchronize"),
+    SYM_OLD(cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"), /* _v2: 12.8+ */
+    SYM(cuEventDestroy, "cuEventDestroy_v2"),
+    SYM(cuModuleLoadData, "cuModuleLoadData"),
+    SYM(cuModuleLoadDataEx, "cuModuleLoadDataEx"),
+    SYM(cuModuleUnload, "cuModuleUnload"),
+    SYM(cuModuleGetFunction, "cuModuleGetFunction"),
+    SYM(cuFuncGetAttribute, "cuFuncGetAttribute"),
+    SYM(cuFuncSetAttribute, "cuFuncSetAttribute"),
+    SYM(cuLaunchKernel, "cuLaunchKernel"),
+    SYM(cuLinkCreate, "cuLinkCreate_v2"),
+    SYM(cuLinkAddData, "cuLinkAddData_v2"),
+    SYM(cuLinkComplete, "cuLinkComplete"),
+    SYM(cuLinkDestroy, "cuLinkDestroy"),
+};
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static ox_status load_status;
+static char load_message[512];
+
+/* Writes the name and description of `r` ("CUDA_ERROR_X (text)") into buf. */
+static void describe(CUresult r, char *buf, size_t size) {
+  const char *name = NULL, *text = NULL;
+  if (oxr_cu.cuGetErrorName && oxr_cu.cuGetErrorName(r, &name) != CUDA_SUCCESS)
+    name = NULL;
+  if (oxr_cu.cuGetErrorString && oxr_cu.cuGetErrorString(r, &text) != CUDA_SUCCESS)
+    text = NULL;
+  if (name)
+    snprintf(buf, size, "%s (%s)", name, text ? text : "no description");
+  else
+    snprintf(buf, size, "CUDA error %d", (int)r);
+}
+
+static void load(void) {
+  /* RTLD_LOCAL: the driver's symbols stay out of the global namespace. */
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    snprintf(load_message, sizeof load_message,
+             "CUDA driver not found: dlopen(libcuda.so.1) failed: %s", dlerror());
+    load_status = OX_ERR_NO_DEVICE;
+    return;
+  }
+  for (size_t i = 0; i < OXB_COUNT(cu_syms); i++) {
+    const cu_sym *s = &cu_syms[i];
+    void *p = dlsym(lib, s->name);
+    if (!p && s->old)
+      p = dlsym(lib, s->old);
+    if (!p && !s->optional) {
+      snprintf(load_message, sizeof load_message,
+               "CUDA driver too old: libcuda.so.1 lacks %s; update the NVIDIA driver", s->name);
+      memset(&oxr_cu, 0, sizeof oxr_cu);
+      dlclose(lib);
+      load_status = OX_ERR_NO_DEVICE;
+      return;
+    }
+    /* memcpy: ISO C has no conversion from void * to a function pointer. */
+    memcpy((char *)&oxr_cu + s->offset, &p, sizeof p);
+  }
+  CUresult r = oxr_cu.cuInit(0);
+  if (r != CUDA_SUCCESS) {
+    char why[256];
+    describe(r, why, sizeof why);
+    snprintf(load_message, sizeof load_message,
+             "CUDA driver unusable: libcuda.so.1 loaded but cuInit failed: %s", why);
+    load_status = OX_ERR_NO_DEVICE;
+    return; /* keep the library loaded: oxr_cu.cuGetErrorName may still be used */
+  }
+  load_status = OX_OK; /* the library stays loaded for the life of the process */
+}
+
+ox_status oxr_cuda_load(void) {
+  pthread_once(&load_once, load);
+  if (load_status != OX_OK)
+    return oxb_set_error_text(load_status, load_message);
+  return OX_OK;
+}
+
+int oxr_cuda_available(void) {
+  pthread_once(&load_once, load);
+  return load_status == OX_OK;
+}
+
+ox_status oxr_cuda_error(CUresult r, const char *what) {
+  assert(r != CUDA_SUCCESS);
+  char why[256];
+  describe(r, why, sizeof why);
+  return oxb_set_error(r == CUDA_ERROR_OUT_OF_MEMORY ? OX_ERR_OUT_OF_MEMORY : OX_ERR_DRIVER,
+                       "%s failed: %s", what, why);
+}
+
+int oxr_cuda_driver_version(void) {
+  int v = 0;
+  if (!oxr_cuda_available() || oxr_cu.cuDriverGetVersion(&v) != CUDA_SUCCESS)
+    return 0;
+  return v;
+}
+
+/* The context this thread made current through Oxide. Trusting it saves a
+ * driver call per operation; the price is that code which switches this
+ * thread's context behind Oxide's back (another library binding another
+ * device's context) is not noticed. Primary contexts are shared with the
+ * runtime API, so PyTorch/CuPy on the same device never cause that. */
+static _Thread_local CUcontext tl_current;
+
+ox_status oxr_cuda_make_current(ox_device dev) {
+  assert(dev && dev->type == OX_DEVICE_CUDA && dev->cu_ctx);
+  if (tl_current == dev->cu_ctx)
+    return OX_OK;
+  CUresult r = oxr_cu.cuCtxSetCurrent(dev->cu_ctx);
+  if (r != CUDA_SUCCESS)
+    return oxr_cuda_error(r, "cuCtxSetCurrent");
+  tl_current = dev->cu_ctx;
+  return OX_OK;
+}
+
+ox_status oxr_cuda_ptx_to_cubin(ox_device dev, const char *ptx, void **cubin, size_t *size) {
+  assert(ptx && cubin && size);
+  *cubin = NULL;
+  *size = 0;
+  ox_status st = oxr_cuda_make_current(dev);
+  if (st != OX_OK)
+    return st;
+  enum { ERROR_LOG = 16384, INFO_LOG = 4096 };
+  char *error_log = calloc(1, ERROR_LOG + INFO_LOG); /* the info log follows the error log */
+  if (!error_log)
+    return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory for the PTX compiler's log");
+  char *info_log = error_log + ERROR_LOG;
+  CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                         CU_JIT_INFO_LOG_BUFFER,  CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                         CU_JIT_OPTIMIZATION_LEVEL, CU_JIT_TARGET_FROM_CUCONTEXT};
+  /* Sizes and levels are passed as pointer-sized integers, as the driver expects. */
+  void *values[] = {error_log, (void *)(uintptr_t)(ERROR_LOG - 1),
+                    info_log,  (void *)(uintptr_t)(INFO_LOG - 1),
+                    (void *)(uintptr_t)4, NULL};
+  _Static_assert(OXB_COUNT(opts) == OXB_COUNT(values), "one value per JIT option");
+  CUlinkState link;
+  CUresult r = oxr_cu.cuLinkCreate(OXB_COUNT(opts), opts, values, &link);
+  if (r != CUDA_SUCCESS) {
+    free(error_log);
+    return oxr_cuda_error(r, "cuLinkCreate");
+  }
+  const char *what = "cuLinkAddData";
+  r = oxr_cu.cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)ptx, strlen(ptx) + 1, "oxide.ptx", 0,
+                           NULL, NULL);
+  void *image = NULL;
+  size_t image_size = 0;
+  if (r == CUDA_SUCCESS) {
+    what = "cuLinkComplete";
+    r = oxr_cu.cuLinkComplete(link, &image, &image_size);
+  }
+  if (r == CUDA_SUCCESS) {
+    *cubin = malloc(image_size ? image_size : 1); /* the image belongs to `link` */
+    if (!*cubin)
+      st = oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory copying a %zu-byte cubin",
+                         image_size);
+    else {
+      memcpy(*cubin, image, image_size);
+      *size = image_size;
+    }
+  } else if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    st = oxr_cuda_error(r, what);
+  } else {
+    char why[256];
+    describe(r, why, sizeof why);
+    st = oxb_set_error(OX_ERR_COMPILE, "the CUDA driver could not compile the PTX: %s failed: %s%s%s%s",
+                       what, why,
+                       r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+                           ? "; the PTX is newer than this driver supports: update the "
+                             "NVIDIA driver or compile for an older PTX version"
+                           : "",
+                       error_log[0] ? "\n" : "", error_log);
+  }
+  oxr_cu.cuLinkDestroy(link);
+  free(error_log);
+  return st;
+}
+
+ox_status oxr_cuda_module_load(ox_device dev, const void *image, CUmodule *out) {
+  assert(image && out);
+  *out = NULL;
+  ox_status st = oxr_cuda_make_current(dev);
+  if (st != OX_OK)
+    return st;
+  CUresult r = oxr_cu.cuModuleLoadData(out, image);
+  if (r != CUDA_SUCCESS) {
+    *out = NULL;
+    return oxr_cuda_error(r, "cuModuleLoadData");
+  }
+  return OX_OK;
+}
+
+void oxr_cuda_module_unload(ox_device dev, CUmodule m) {
+  if (!m || oxr_cuda_make_current(dev) != OX_OK)
+    return;
+  /* A failure here (a driver already shut down at exit) leaves nothing to undo. */
+  (void)oxr_cu.cuModuleUnload(m);
+}
+
+ox_status oxr_cuda_get_function(CUmodule m, const char *name, CUfunction *out) {
+  assert(m && name && out);
+  CUresult r = oxr_cu.cuModuleGetFunction(out, m, name);
+  if (r == CUDA_ERROR_NOT_FOUND)
+    return oxb_set_error(OX_ERR_NOT_FOUND, "no kernel named '%s' in the loaded CUDA module", name);
+  if (r != CUDA_SUCCESS)
+    return oxr_cuda_error(r, "cuModuleGetFunction");
+  return OX_OK;
+}

@@ -1,0 +1,753 @@
+/*
+ * device.c - devices, streams and tensors, on the CPU and on CUDA GPUs.
+ *
+ * Devices live as long as the process. CUDA devices are set up on first use
+ * (their primary context retained, never released: like the CUDA runtime,
+ * Oxide shares it with PyTorch and CuPy for the life of the process).
+ *
+ * Destroyed streams are not freed but kept per device for reuse. A tensor
+ * whose last stream was destroyed therefore still points at a valid struct,
+ * and its stream-ordered free goes either to the legacy default stream (cu is
+ * NULL once destroyed) or to whichever new stream reuses the struct. Both are
+ * safe because destroying a stream first waits for all its work.
+ */
+#include "runtime/runtime.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NULL_ARG(what) oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: %s is NULL", __func__, what)
+
+#if defined(__x86_64__)
+#define CPU_ARCH "x86_64"
+#elif defined(__aarch64__)
+#define CPU_ARCH "aarch64"
+#else
+#define CPU_ARCH "unknown architecture"
+#endif
+
+/* "cpu" or "cuda:N", to tell devices apart in messages (two GPUs may share a name). */
+static const char *dev_label(ox_device d, char buf[32]) {
+  if (d->type == OX_DEVICE_CPU)
+    return "cpu";
+  snprintf(buf, 32, "cuda:%d", d->ordinal);
+  return buf;
+}
+
+/* ---------------------------------------------------------------- devices */
+
+static struct ox_device_s cpu_device;
+static struct ox_stream_s cpu_stream;
+static oxr_errrec cpu_stream_err;
+static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
+
+static void cpu_init(void) {
+  ox_device d = &cpu_device;
+  int threads = oxr_cpu_threads();
+  d->type = OX_DEVICE_CPU;
+  snprintf(d->name, sizeof d->name, "CPU (%s, %d threads)", CPU_ARCH, threads);
+  /* Limits as on CUDA GPUs, so a launch valid on the CPU is valid on a GPU. */
+  d->max_threads_per_block = 1024;
+  d->max_block_dim[0] = d->max_block_dim[1] = 1024;
+  d->max_block_dim[2] = 64;
+  d->max_grid_dim[0] = 2147483647;
+  d->max_grid_dim[1] = d->max_grid_dim[2] = 65535;
+  /* 48 KiB: what every CUDA GPU gives a block without opting in. The CPU
+   * could offer more, but kernels tested on the CPU should fit on any GPU. */
+  d->max_shared_per_block = 48 * 1024;
+  d->multiprocessors = threads;
+  cpu_stream.dev = d;
+  cpu_stream.is_default = 1;
+  cpu_stream.live = 1;
+  cpu_stream.err = &cpu_stream_err;
+  cpu_stream.err_d = (CUdeviceptr)(uintptr_t)&cpu_stream_err;
+  d->default_stream = &cpu_stream;
+}
+
+static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t cuda_lock = PTHREAD_MUTEX_INITIALIZER; /* serializes device setup */
+static int cuda_count;                   /* devices the driver reports (0: no driver) */
+static struct ox_device_s *cuda_devices; /* cuda_count entries */
+static unsigned char *cuda_ready;        /* [i] = 1 once cuda_devices[i] is set up (atomic) */
+
+static void cuda_enumerate(void) {
+  int n = 0;
+  if (!oxr_cuda_available() || oxr_cu.cuDeviceGetCount(&n) != CUDA_SUCCESS || n <= 0)
+    return;
+  cuda_devices = calloc((size_t)n, sizeof *cuda_devices);
+  cuda_ready = calloc((size_t)n, 1);
+  if (!cuda_devices || !cuda_ready) {
+    free(cuda_devices);
+    free(cuda_ready);
+    cuda_devices = NULL;
+    cuda_ready = NULL;
+    return;
+  }
+  cuda_count = n;
+}
+
+/* Allocates a stream's error record where `dev`'s kernels can write it: on
+ * CUDA in mapped pinned memory, so the host reads it after a sync without a
+ * copy (the device's context must be current). */
+static ox_status errrec_alloc(ox_device dev, oxr_errrec **rec, CUdeviceptr *rec_d) {
+  if (dev->type == OX_DEVICE_CPU) {
+    *rec = calloc(1, sizeof **rec);
+    if (!*rec)
+      return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory allocating a stream");
+    *rec_d = (CUdeviceptr)(uintptr_t)*rec;
+    return OX_OK;
+  }
+  void *p = NULL;
+  CUresult r = oxr_cu.cuMemHostAlloc(&p, sizeof(oxr_errrec),
+                                     CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+  if (r != CUDA_SUCCESS)
+    return oxr_cuda_error(r, "cuMemHostAlloc");
+  memset(p, 0, sizeof(oxr_errrec));
+  r = oxr_cu.cuMemHostGetDevicePointer(rec_d, p, 0);
+  if (r != CUDA_SUCCESS) {
+    oxr_cu.cuMemFreeHost(p);
+    return oxr_cuda_error(r, "cuMemHostGetDevicePointer");
+  }
+  *rec = p;
+  return OX_OK;
+}
+
+static ox_status cuda_attr(ox_device d, CUdevice_attribute a, int *out) {
+  CUresult r = oxr_cu.cuDeviceGetAttribute(out, a, d->cu_dev);
+  return r == CUDA_SUCCESS ? OX_OK : oxr_cuda_error(r, "cuDeviceGetAttribute");
+}
+
+/* Sets up CUDA device `ordinal` (called once, under cuda_lock). */
+static ox_status cuda_setup(ox_device d, int ordinal) {
+  d->type = OX_DEVICE_CUDA;
+  d->ordinal = ordinal;
+  CUresult r = oxr_cu.cuDeviceGet(&d->cu_dev, ordinal);
+  if (r != CUDA_SUCCESS)
+    return oxr_cuda_error(r, "cuDeviceGet");
+  r = oxr_cu.cuDeviceGetName(d->name, (int)sizeof d->name - 1, d->cu_dev);
+  if (r != CUDA_SUCCESS)
+    return oxr_cuda_error(r, "cuDeviceGetName");
+  int major = 0, minor = 0;
+  const struct {
+    CUdevice_attribute attr;
+    int *out;
+  } attrs[] = {
+      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &major},
+      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &minor},
+      {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &d->max_threads_per_block},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, &d->max_block_dim[0]},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, &d->max_block_dim[1]},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, &d->max_block_dim[2]},
+      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, &d->max_grid_dim[0]},
+      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, &d->max_grid_dim[1]},
+      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, &d->max_grid_dim[2]},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &d->max_shared_per_block},
+      {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &d->multiprocessors},
+  };
+  for (size_t i = 0; i < OXB_COUNT(attrs); i++) {
+    ox_status st = cuda_attr(d, attrs[i].attr, attrs[i].out);
+    if (st != OX_OK)
+      return st;
+  }
+  d->cc = major * 10 + minor;
+  int pools = 0; /* an attribute unknown to old drivers: failure means no */
+  if (oxr_cu.cuDeviceGetAttribute(&pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+                                  d->cu_dev) != CUDA_SUCCESS)
+    pools = 0;
+  d->mem_pools = pools && oxr_cu.cuMemAllocAsync && oxr_cu.cuMemFreeAsync;
+
+  /* Retained once; a failed setup keeps it, and a retry reuses it. */
+  if (!d->cu_ctx && (r = oxr_cu.cuDevicePrimaryCtxRetain(&d->cu_ctx, d->cu_dev)) != CUDA_SUCCESS) {
+    d->cu_ctx = NULL;
+    return oxr_cuda_error(r, "cuDevicePrimaryCtxRetain");
+  }
+  ox_status st = oxr_cuda_make_current(d);
+  if (st != OX_OK)
+    return st;
+  if (d->mem_pools && oxr_cu.cuDeviceGetDefaultMemPool && oxr_cu.cuMemPoolSetAttribute) {
+    /* By default the pool gives freed memory back to the OS at every sync,
+     * which makes the next allocation slow; keep it, as PyTorch's async
+     * allocator does. Best effort: allocation works either way. */
+    CUmemoryPool pool;
+    unsigned long long keep = ~0ull;
+    if (oxr_cu.cuDeviceGetDefaultMemPool(&pool, d->cu_dev) == CUDA_SUCCESS)
+      (void)oxr_cu.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+  }
+  struct ox_stream_s *s = calloc(1, sizeof *s);
+  if (!s)
+    return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory setting up %s", d->name);
+  st = errrec_alloc(d, &s->err, &s->err_d);
+  if (st != OX_OK) {
+    free(s);
+    return st;
+  }
+  s->dev = d;
+  s->cu = NULL; /* the legacy default stream */
+  s->is_default = 1;
+  s->live = 1;
+  d->default_stream = s;
+  return OX_OK;
+}
+
+ox_status ox_device_count(ox_device_type type, int *count) {
+  if (!count)
+    return NULL_ARG("count");
+  *count = 0;
+  if (type == OX_DEVICE_CPU) {
+    *count = 1;
+    return OX_OK;
+  }
+  if (type != OX_DEVICE_CUDA)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: invalid device type %d", __func__, (int)type);
+  if (oxr_cuda_available()) { /* no driver: zero devices, not an error */
+    pthread_once(&cuda_once, cuda_enumerate);
+    *count = cuda_count;
+  }
+  return OX_OK;
+}
+
+ox_status ox_device_get(ox_device_type type, int ordinal, ox_device *out) {
+  if (!out)
+    return NULL_ARG("out");
+  *out = NULL;
+  if (type == OX_DEVICE_CPU) {
+    if (ordinal != 0)
+      return oxb_set_error(OX_ERR_NO_DEVICE, "no CPU device %d: the CPU is device 0", ordinal);
+    pthread_once(&cpu_once, cpu_init);
+    *out = &cpu_device;
+    return OX_OK;
+  }
+  if (type != OX_DEVICE_CUDA)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: invalid device type %d", __func__, (int)type);
+  ox_status st = oxr_cuda_load();
+  if (st != OX_OK)
+    return st;
+  pthread_once(&cuda_once, cuda_enumerate);
+  if (ordinal < 0 || ordinal >= cuda_count)
+    return oxb_set_error(OX_ERR_NO_DEVICE, "no CUDA device %d: the driver reports %d", ordinal,
+                         cuda_count);
+  if (!__atomic_load_n(&cuda_ready[ordinal], __ATOMIC_ACQUIRE)) {
+    pthread_mutex_lock(&cuda_lock);
+    if (!cuda_ready[ordinal]) {
+      st = cuda_setup(&cuda_devices[ordinal], ordinal);
+      if (st == OX_OK)
+        __atomic_store_n(&cuda_ready[ordinal], 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&cuda_lock);
+    if (st != OX_OK)
+      return st;
+  }
+  *out = &cuda_devices[ordinal];
+  return OX_OK;
+}
+
+/* Parses "cuda:N" (N decimal, no sign or spaces) into *n. */
+static int parse_cuda_ordinal(const char *s, int *n) {
+  if (strncmp(s, "cuda:", 5) != 0 || !s[5])
+    return 0;
+  long v = 0;
+  for (const char *p = s + 5; *p; p++) {
+    if (*p < '0' || *p > '9' || v > 100000)
+      return 0;
+    v = v * 10 + (*p - '0');
+  }
+  *n = (int)v;
+  return 1;
+}
+
+ox_status ox_device_default(ox_device *out) {
+  if (!out)
+    return NULL_ARG("out");
+  *out = NULL;
+  const char *env = getenv("OXIDE_DEVICE");
+  if (env && *env) { /* set but empty counts as unset */
+    int n = 0;
+    ox_status st;
+    if (strcmp(env, "cpu") == 0)
+      return ox_device_get(OX_DEVICE_CPU, 0, out);
+    if (strcmp(env, "cuda") == 0)
+      st = ox_device_get(OX_DEVICE_CUDA, 0, out);
+    else if (parse_cuda_ordinal(env, &n))
+      st = ox_device_get(OX_DEVICE_CUDA, n, out);
+    else
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                           "$OXIDE_DEVICE is '%s'; expected 'cpu', 'cuda' or 'cuda:N'", env);
+    if (st != OX_OK) /* the argument is read before the old message is freed */
+      return oxb_set_error(st, "$OXIDE_DEVICE is '%s': %s", env, ox_last_error());
+    return OX_OK;
+  }
+  int count = 0;
+  if (ox_device_count(OX_DEVICE_CUDA, &count) == OX_OK && count > 0 &&
+      ox_device_get(OX_DEVICE_CUDA, 0, out) == OX_OK)
+    return OX_OK;
+  return ox_device_get(OX_DEVICE_CPU, 0, out);
+}
+
+ox_device_type ox_device_get_type(ox_device d) {
+  if (!d) {
+    NULL_ARG("device");
+    return (ox_device_type)0;
+  }
+  return d->type;
+}
+
+int ox_device_ordinal(ox_device d) {
+  if (!d) {
+    NULL_ARG("device");
+    return -1;
+  }
+  return d->ordinal;
+}
+
+const char *ox_device_name(ox_device d) {
+  if (!d) {
+    NULL_ARG("device");
+    return "";
+  }
+  return d->name;
+}
+
+int ox_device_compute_capability(ox_device d) {
+  if (!d) {
+    NULL_ARG("device");
+    return 0;
+  }
+  return d->cc;
+}
+
+/* ---------------------------------------------------------------- streams */
+
+static pthread_mutex_t stream_lock = PTHREAD_MUTEX_INITIALIZER; /* guards free_streams */
+
+ox_status ox_stream_create(ox_device dev, ox_stream *out) {
+  if (!out)
+    return NULL_ARG("out");
+  *out = NULL;
+  if (!dev)
+    return NULL_ARG("device");
+  if (dev->type == OX_DEVICE_CUDA) {
+    ox_status st = oxr_cuda_make_current(dev);
+    if (st != OX_OK)
+      return st;
+  }
+  pthread_mutex_lock(&stream_lock);
+  struct ox_stream_s *s = dev->free_streams;
+  if (s)
+    dev->free_streams = s->next_free;
+  pthread_mutex_unlock(&stream_lock);
+  if (!s) {
+    s = calloc(1, sizeof *s);
+    if (!s)
+      return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory allocating a stream");
+    s->dev = dev;
+    ox_status st = errrec_alloc(dev, &s->err, &s->err_d);
+    if (st != OX_OK) {
+      free(s);
+      return st;
+    }
+  }
+  assert(s->dev == dev && !s->live && !s->is_default && !s->err->flag);
+  if (dev->type == OX_DEVICE_CUDA) {
+    /* Flags 0, not CU_STREAM_NON_BLOCKING: such a stream waits for work on the
+     * legacy default stream, where PyTorch and CuPy (by default) and Oxide's
+     * default stream queue theirs, so data they produce is complete before
+     * kernels here read it, with no events to manage. */
+    CUstream cu = NULL;
+    CUresult r = oxr_cu.cuStreamCreate(&cu, CU_STREAM_DEFAULT);
+    if (r != CUDA_SUCCESS) {
+      pthread_mutex_lock(&stream_lock);
+      s->next_free = dev->free_streams;
+      dev->free_streams = s;
+      pthread_mutex_unlock(&stream_lock);
+      return oxr_cuda_error(r, "cuStreamCreate");
+    }
+    __atomic_store_n(&s->cu, cu, __ATOMIC_RELAXED); /* read by tensor frees on any thread */
+  }
+  s->next_free = NULL;
+  s->live = 1;
+  *out = s;
+  return OX_OK;
+}
+
+ox_status ox_device_stream(ox_device dev, ox_stream *out) {
+  if (!out)
+    return NULL_ARG("out");
+  *out = NULL;
+  if (!dev)
+    return NULL_ARG("device");
+  assert(dev->default_stream);
+  *out = dev->default_stream;
+  return OX_OK;
+}
+
+/* Checks a stream argument: NULL means `dev`'s default stream. */
+static ox_status resolve_stream(const char *fn, ox_device dev, ox_stream *s) {
+  if (!*s) {
+    *s = dev->default_stream;
+    assert(*s);
+    return OX_OK;
+  }
+  char a[32], b[32];
+  if ((*s)->dev != dev)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the stream belongs to device %s, not %s",
+                         fn, dev_label((*s)->dev, a), dev_label(dev, b));
+  if (!(*s)->live)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the stream was destroyed", fn);
+  return OX_OK;
+}
+
+ox_status ox_stream_synchronize(ox_stream s) {
+  if (!s)
+    return NULL_ARG("stream");
+  if (!s->live)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the stream was destroyed", __func__);
+  if (s->dev->type == OX_DEVICE_CUDA) {
+    ox_status st = oxr_cuda_make_current(s->dev);
+    if (st != OX_OK)
+      return st;
+    CUresult r = oxr_cu.cuStreamSynchronize(s->cu);
+    if (r != CUDA_SUCCESS)
+      return oxr_cuda_error(r, "cuStreamSynchronize");
+  }
+  return oxr_stream_check_error(s);
+}
+
+void ox_stream_destroy(ox_stream s) {
+  if (!s || s->is_default)
+    return;
+  if (!s->live) {
+    oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the stream was already destroyed", __func__);
+    return;
+  }
+  ox_device dev = s->dev;
+  if (dev->type == OX_DEVICE_CUDA && oxr_cuda_make_current(dev) == OX_OK) {
+    /* The wait makes the stream's tensors safe to free on any stream later. */
+    (void)oxr_cu.cuStreamSynchronize(s->cu);
+    (void)oxr_cu.cuStreamDestroy(s->cu);
+  }
+  __atomic_store_n(&s->cu, NULL, __ATOMIC_RELAXED);
+  memset(s->err, 0, sizeof *s->err); /* an unreported error dies with the stream */
+  s->live = 0;
+  pthread_mutex_lock(&stream_lock);
+  s->next_free = dev->free_streams;
+  dev->free_streams = s;
+  pthread_mutex_unlock(&stream_lock);
+}
+
+ox_device ox_stream_device(ox_stream s) {
+  if (!s) {
+    NULL_ARG("stream");
+    return NULL;
+  }
+  return s->dev;
+}
+
+static oxr_error_reporter error_reporter; /* set once by the api layer; read atomically */
+
+void oxr_set_error_reporter(oxr_error_reporter fn) {
+  __atomic_store_n(&error_reporter, fn, __ATOMIC_RELEASE);
+}
+
+ox_status oxr_stream_check_error(ox_stream s) {
+  assert(s && s->err);
+  if (__atomic_load_n(&s->err->flag, __ATOMIC_ACQUIRE) == 0)
+    return OX_OK;
+  oxr_errrec rec = *s->err;
+  memset(s->err, 0, sizeof *s->err);
+  oxr_error_reporter report = __atomic_load_n(&error_reporter, __ATOMIC_ACQUIRE);
+  if (report)
+    return report(&rec);
+  static const char *const kinds[] = {"read", "write", "atomic"};
+  return oxb_set_error(OX_ERR_BOUNDS,
+                       "out-of-bounds %s in a kernel (launch tag %u, check site %u): index %llu "
+                       "is not below the length %llu",
+                       rec.kind < OXB_COUNT(kinds) ? kinds[rec.kind] : "access", rec.tag, rec.site,
+                       (unsigned long long)rec.index, (unsigned long long)rec.len);
+}
+
+/* ---------------------------------------------------------------- tensors */
+
+/* Writes "f32 tensor of shape [2, 3]" into buf, for messages. */
+static const char *describe_tensor(ox_dtype dtype, int ndim, const int64_t *shape, char buf[256]) {
+  int n = snprintf(buf, 256, "%s tensor of shape [", ox_dtype_name(dtype));
+  for (int i = 0; i < ndim && n < 200; i++)
+    n += snprintf(buf + n, 256 - (size_t)n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+  snprintf(buf + n, 256 - (size_t)n, "]");
+  return buf;
+}
+
+/* Validates dtype and shape and computes the element count and byte size,
+ * reporting overflow as an error. Messages name the API function `fn`. */
+static ox_status tensor_layout(const char *fn, ox_dtype dtype, int ndim, const int64_t *shape,
+                               int64_t *numel, size_t *bytes) {
+  if ((unsigned)dtype >= OX_DTYPE_COUNT)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: invalid dtype %d", fn, (int)dtype);
+  if (ndim < 0 || ndim > OX_MAX_DIMS)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: ndim is %d; it must be 0..%d", fn, ndim,
+                         OX_MAX_DIMS);
+  if (ndim > 0 && !shape)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: shape is NULL with ndim %d", fn, ndim);
+  /* Strides multiply the dimensions with 0 taken as 1, so even an empty
+   * tensor's shape must keep that product in range. */
+  int64_t product = 1, size = 0;
+  int empty = 0, overflow = 0;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 0)
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: shape[%d] is %lld; dimensions must be >= 0",
+                           fn, i, (long long)shape[i]);
+    empty |= shape[i] == 0;
+    overflow |= __builtin_mul_overflow(product, shape[i] ? shape[i] : 1, &product);
+  }
+  overflow |= __builtin_mul_overflow(product, (int64_t)ox_dtype_size(dtype), &size);
+  if (overflow || (uint64_t)size > SIZE_MAX - 64) {
+    char desc[256];
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: a %s is too large: its byte size overflows",
+                         fn, describe_tensor(dtype, ndim, shape, desc));
+  }
+  *numel = empty ? 0 : product;
+  *bytes = empty ? 0 : (size_t)size;
+  return OX_OK;
+}
+
+static size_t tensor_bytes(ox_tensor t) { return (size_t)t->numel * ox_dtype_size(t->dtype); }
+
+/* Creates a contiguous tensor; `fn` names the API function in messages. */
+static ox_status tensor_new(const char *fn, ox_device dev, ox_stream s, ox_dtype dtype, int ndim,
+                            const int64_t *shape, ox_tensor *out) {
+  if (!out)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+  *out = NULL;
+  if (!dev)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: device is NULL", fn);
+  int64_t numel = 0;
+  size_t bytes = 0;
+  ox_status st = tensor_layout(fn, dtype, ndim, shape, &numel, &bytes);
+  if (st == OX_OK)
+    st = resolve_stream(fn, dev, &s);
+  if (st != OX_OK)
+    return st;
+  struct ox_tensor_s *t = calloc(1, sizeof *t);
+  if (!t)
+    return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+  t->refcount = 1;
+  t->dev = dev;
+  t->dtype = dtype;
+  t->ndim = ndim;
+  t->numel = numel;
+  t->last_stream = s;
+  int64_t stride = 1; /* cannot overflow: tensor_layout checked the product */
+  for (int i = ndim - 1; i >= 0; i--) {
+    t->shape[i] = shape[i];
+    t->strides[i] = stride;
+    stride *= shape[i] ? shape[i] : 1;
+  }
+  char desc[256];
+  if (dev->type == OX_DEVICE_CPU) {
+    /* 64-byte aligned for vector loads; aligned_alloc needs a multiple of it. */
+    t->alloc = aligned_alloc(64, bytes ? (bytes + 63) & ~(size_t)63 : 64);
+    if (!t->alloc) {
+      free(t);
+      return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "%s: out of memory allocating %zu bytes for a %s",
+                           fn, bytes, describe_tensor(dtype, ndim, shape, desc));
+    }
+  } else if (bytes > 0) { /* an empty CUDA tensor has no memory: data stays NULL */
+    CUdeviceptr p = 0;
+    st = oxr_cuda_make_current(dev);
+    if (st == OX_OK) {
+      CUresult r = dev->mem_pools ? oxr_cu.cuMemAllocAsync(&p, bytes, s->cu)
+                                  : oxr_cu.cuMemAlloc(&p, bytes);
+      if (r != CUDA_SUCCESS) { /* oxb_set_error reads the old message before freeing it */
+        st = oxr_cuda_error(r, dev->mem_pools ? "cuMemAllocAsync" : "cuMemAlloc");
+        st = oxb_set_error(st, "%s: allocating %zu bytes for a %s on %s: %s", fn, bytes,
+                           describe_tensor(dtype, ndim, shape, desc), dev->name, ox_last_error());
+      }
+    }
+    if (st != OX_OK) {
+      free(t);
+      return st;
+    }
+    t->alloc = (void *)(uintptr_t)p;
+  }
+  t->data = t->alloc;
+  *out = t;
+  return OX_OK;
+}
+
+/* Checks a host copy's byte count against the tensor's. */
+static ox_status check_bytes(const char *fn, ox_tensor t, const void *host, size_t bytes) {
+  size_t want = tensor_bytes(t);
+  char desc[256];
+  if (bytes != want)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                         "%s: the host buffer has %zu bytes but the %s has %zu bytes", fn, bytes,
+                         describe_tensor(t->dtype, t->ndim, t->shape, desc), want);
+  if (!host && bytes)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the host pointer is NULL", fn);
+  return OX_OK;
+}
+
+/* Copies host memory into `t` on `s` (already resolved) and waits for it. */
+static ox_status copy_in(ox_tensor t, ox_stream s, const void *src, size_t bytes) {
+  t->last_stream = s;
+  if (bytes == 0)
+    return OX_OK;
+  if (t->dev->type == OX_DEVICE_CPU) {
+    memcpy(t->data, src, bytes);
+    return OX_OK;
+  }
+  ox_status st = oxr_cuda_make_current(t->dev);
+  if (st != OX_OK)
+    return st;
+  CUresult r = oxr_cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)t->data, src, bytes, s->cu);
+  if (r != CUDA_SUCCESS)
+    return oxr_cuda_error(r, "cuMemcpyHtoDAsync");
+  r = oxr_cu.cuStreamSynchronize(s->cu);
+  return r == CUDA_SUCCESS ? OX_OK : oxr_cuda_error(r, "cuStreamSynchronize");
+}
+
+ox_status ox_tensor_empty(ox_device dev, ox_stream s, ox_dtype dtype, int ndim,
+                          const int64_t *shape, ox_tensor *out) {
+  return tensor_new(__func__, dev, s, dtype, ndim, shape, out);
+}
+
+ox_status ox_tensor_from_host(ox_device dev, ox_stream s, ox_dtype dtype, int ndim,
+                              const int64_t *shape, const void *host, size_t bytes,
+                              ox_tensor *out) {
+  ox_tensor t;
+  ox_status st = tensor_new(__func__, dev, s, dtype, ndim, shape, &t);
+  if (st != OX_OK)
+    return st;
+  st = check_bytes(__func__, t, host, bytes);
+  if (st == OX_OK)
+    st = copy_in(t, t->last_stream, host, bytes);
+  if (st != OX_OK) {
+    ox_tensor_release(t);
+    return st;
+  }
+  *out = t;
+  return OX_OK;
+}
+
+ox_status ox_tensor_copy_from_host(ox_tensor t, ox_stream s, const void *src, size_t bytes) {
+  if (!t)
+    return NULL_ARG("tensor");
+  ox_status st = resolve_stream(__func__, t->dev, &s);
+  if (st == OX_OK)
+    st = check_bytes(__func__, t, src, bytes);
+  return st == OX_OK ? copy_in(t, s, src, bytes) : st;
+}
+
+ox_status ox_tensor_to_host(ox_tensor t, ox_stream s, void *dst, size_t bytes) {
+  if (!t)
+    return NULL_ARG("tensor");
+  ox_status st = resolve_stream(__func__, t->dev, &s);
+  if (st == OX_OK)
+    st = check_bytes(__func__, t, dst, bytes);
+  if (st != OX_OK)
+    return st;
+  t->last_stream = s;
+  if (bytes == 0)
+    return OX_OK;
+  if (t->dev->type == OX_DEVICE_CPU) {
+    memcpy(dst, t->data, bytes);
+    return OX_OK;
+  }
+  st = oxr_cuda_make_current(t->dev);
+  if (st != OX_OK)
+    return st;
+  CUresult r = oxr_cu.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)t->data, bytes, s->cu);
+  if (r != CUDA_SUCCESS)
+    return oxr_cuda_error(r, "cuMemcpyDtoHAsync");
+  r = oxr_cu.cuStreamSynchronize(s->cu);
+  return r == CUDA_SUCCESS ? OX_OK : oxr_cuda_error(r, "cuStreamSynchronize");
+}
+
+void ox_tensor_retain(ox_tensor t) {
+  if (!t)
+    return;
+  int before = __atomic_fetch_add(&t->refcount, 1, __ATOMIC_RELAXED);
+  assert(before > 0 && "retain of a released tensor");
+  OXB_UNUSED(before);
+}
+
+void ox_tensor_release(ox_tensor t) {
+  if (!t)
+    return;
+  int left = __atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL);
+  assert(left >= 0 && "tensor released more often than retained");
+  if (left != 0)
+    return;
+  ox_device dev = t->dev;
+  if (dev->type == OX_DEVICE_CPU) {
+    free(t->alloc);
+  } else if (t->alloc && oxr_cuda_make_current(dev) == OX_OK) {
+    /* Stream-ordered: the memory is reused only after the work queued on the
+     * tensor's last stream. Errors are dropped: release cannot fail, and the
+     * likely one (a driver shut down at exit) frees everything anyway. */
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)t->alloc;
+    ox_stream s = t->last_stream ? t->last_stream : dev->default_stream;
+    if (dev->mem_pools)
+      (void)oxr_cu.cuMemFreeAsync(p, __atomic_load_n(&s->cu, __ATOMIC_RELAXED));
+    else
+      (void)oxr_cu.cuMemFree(p);
+  }
+  free(t);
+}
+
+ox_dtype ox_tensor_dtype(ox_tensor t) {
+  if (!t) {
+    NULL_ARG("tensor");
+    return OX_DTYPE_COUNT;
+  }
+  return t->dtype;
+}
+
+int ox_tensor_ndim(ox_tensor t) {
+  if (!t) {
+    NULL_ARG("tensor");
+    return -1;
+  }
+  return t->ndim;
+}
+
+const int64_t *ox_tensor_shape(ox_tensor t) {
+  if (!t) {
+    NULL_ARG("tensor");
+    return NULL;
+  }
+  return t->shape;
+}
+
+int64_t ox_tensor_numel(ox_tensor t) {
+  if (!t) {
+    NULL_ARG("tensor");
+    return 0;
+  }
+  return t->numel;
+}
+
+size_t ox_tensor_nbytes(ox_tensor t) {
+  if (!t) {
+    NULL_ARG("tensor");
+    return 0;
+  }
+  return tensor_bytes(t);
+}
+
+ox_device ox_tensor_device(ox_tensor t) {
+  if (!t) {
+    NULL_ARG("tensor");
+    return NULL;
+  }
+  return t->dev;
+}
+
+void *ox_tensor_data(ox_tensor t) {
+  if (!t) {
+    NULL_ARG("tensor");
+    return NULL;
+  }
+  return t->data;
+}
