@@ -1,0 +1,344 @@
+/* launch.c - checking a launch against the kernel's signature, its launch
+ * contract and the device, then queuing it on the CPU or the GPU.
+ *
+ * This is the hot path of every launch: no allocation, no driver call besides
+ * the launch itself (and a context switch only when another context is current). */
+#include <stdio.h>
+#include <string.h>
+
+#include "api/api.h"
+
+static const char *pkind_name(oxi_pkind k) {
+  switch (k) {
+  case OXI_P_SLICE: return "&[T]";
+  case OXI_P_MUTSLICE: return "&mut [T]";
+  case OXI_P_ATOMIC: return "&[Atomic<T>]";
+  case OXI_P_DISJOINT: return "DisjointSlice<T>";
+  default: return "scalar";
+  }
+}
+
+static bool mutable_kind(oxi_pkind k) {
+  return k == OXI_P_MUTSLICE || k == OXI_P_DISJOINT || k == OXI_P_ATOMIC;
+}
+
+/* Is the tensor a dense row-major block? Slices see it as one flat array. */
+static bool contiguous(ox_tensor t) {
+  int64_t expect = 1;
+  for (int i = t->ndim - 1; i >= 0; i--) {
+    if (t->shape[i] != 1 && t->strides[i] != expect)
+      return false;
+    expect *= t->shape[i];
+  }
+  return true;
+}
+
+static ox_status check_args(ox_kernel k, ox_stream s, const ox_arg *args, int nargs) {
+  const oxi_kernel *ki = k->ir;
+  const char *kn = ki->name;
+  if (nargs != ki->params.len)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s' takes %d argument%s, got %d", kn,
+                         ki->params.len, ki->params.len == 1 ? "" : "s", nargs);
+  if (nargs && !args)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s': args is NULL", kn);
+  for (int i = 0; i < nargs; i++) {
+    const oxi_param *p = ki->params.items[i];
+    const ox_arg *a = &args[i];
+    if (p->kind == OXI_P_SCALAR) {
+      if (a->kind != OX_ARG_SCALAR)
+        return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                             "kernel '%s', argument %d ('%s'): expected a %s scalar, got %s", kn,
+                             i + 1, p->name, ox_dtype_name(p->dtype),
+                             a->kind == OX_ARG_TENSOR ? "a tensor" : "an invalid argument");
+      if (a->dtype != p->dtype)
+        return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                             "kernel '%s', argument %d ('%s'): expected %s, got %s (Oxide does "
+                             "not convert scalars implicitly)",
+                             kn, i + 1, p->name, ox_dtype_name(p->dtype), ox_dtype_name(a->dtype));
+      continue;
+    }
+    if (a->kind != OX_ARG_TENSOR || !a->v.tensor)
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                           "kernel '%s', argument %d ('%s'): expected a tensor for %s of %s, got %s",
+                           kn, i + 1, p->name, pkind_name(p->kind), ox_dtype_name(p->dtype),
+                           a->kind == OX_ARG_SCALAR ? "a scalar" : "NULL");
+    ox_tensor t = a->v.tensor;
+    if (t->dtype != p->dtype)
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                           "kernel '%s', argument %d ('%s'): expected a tensor of %s, got %s", kn,
+                           i + 1, p->name, ox_dtype_name(p->dtype), ox_dtype_name(t->dtype));
+    if (t->dev != s->dev)
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                           "kernel '%s', argument %d ('%s'): the tensor is on %s, the launch on %s",
+                           kn, i + 1, p->name, ox_device_name(t->dev), ox_device_name(s->dev));
+    if (!contiguous(t))
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                           "kernel '%s', argument %d ('%s'): a slice parameter needs a contiguous "
+                           "tensor",
+                           kn, i + 1, p->name);
+  }
+  /* A mutable argument must not overlap any other argument: the kernel was
+   * compiled assuming it does not (noalias), and DisjointSlice's promise that
+   * each element has one writer would not hold. */
+  for (int i = 0; i < nargs; i++) {
+    const oxi_param *p = ki->params.items[i];
+    if (!mutable_kind(p->kind))
+      continue;
+    ox_tensor t = args[i].v.tensor;
+    uintptr_t lo = (uintptr_t)t->data, hi = lo + (uintptr_t)t->numel * ox_dtype_size(t->dtype);
+    for (int j = 0; j < nargs; j++) {
+      const oxi_param *q = ki->params.items[j];
+      if (j == i || q->kind == OXI_P_SCALAR)
+        continue;
+      ox_tensor u = args[j].v.tensor;
+      uintptr_t lo2 = (uintptr_t)u->data, hi2 = lo2 + (uintptr_t)u->numel * ox_dtype_size(u->dtype);
+      if (lo < hi2 && lo2 < hi)
+        return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                             "kernel '%s': argument %d ('%s', %s) overlaps argument %d ('%s'); a "
+                             "mutable argument must not share memory with any other",
+                             kn, i + 1, p->name, pkind_name(p->kind), j + 1, q->name);
+    }
+  }
+  return OX_OK;
+}
+
+/* ----------------------------------------------------- contract evaluation */
+
+typedef struct hval {
+  int64_t v;
+  bool ok;
+} hval;
+
+static int64_t arg_int(const ox_arg *a, bool *ok) {
+  if (a->dtype >= OX_U8 && a->dtype <= OX_U64) {
+    if (a->v.u > INT64_MAX) {
+      *ok = false;
+      return 0;
+    }
+    return (int64_t)a->v.u;
+  }
+  return a->v.i;
+}
+
+static int64_t eval(const oxi_hexpr *e, const ox_arg *args, bool *ok) {
+  switch (e->kind) {
+  case OXI_H_CONST: return e->value;
+  case OXI_H_LEN: return args[e->param].v.tensor->numel;
+  case OXI_H_PARAM: return arg_int(&args[e->param], ok);
+  case OXI_H_NOT: return !eval(e->a, args, ok);
+  case OXI_H_AND: return eval(e->a, args, ok) && eval(e->b, args, ok);
+  case OXI_H_OR: return eval(e->a, args, ok) || eval(e->b, args, ok);
+  case OXI_H_CMP: {
+    int64_t a = eval(e->a, args, ok), b = eval(e->b, args, ok);
+    switch (e->sub) {
+    case OXI_EQ: return a == b;
+    case OXI_NE: return a != b;
+    case OXI_LT: return a < b;
+    case OXI_LE: return a <= b;
+    case OXI_GT: return a > b;
+    default: return a >= b;
+    }
+  }
+  case OXI_H_BIN: {
+    int64_t a = eval(e->a, args, ok), b = eval(e->b, args, ok), r = 0;
+    switch (e->sub) {
+    case OXI_ADD: if (__builtin_add_overflow(a, b, &r)) *ok = false; break;
+    case OXI_SUB: if (__builtin_sub_overflow(a, b, &r)) *ok = false; break;
+    case OXI_MUL: if (__builtin_mul_overflow(a, b, &r)) *ok = false; break;
+    case OXI_DIV:
+    case OXI_REM:
+      if (b == 0 || (a == INT64_MIN && b == -1))
+        *ok = false;
+      else
+        r = e->sub == OXI_DIV ? a / b : a % b;
+      break;
+    default: *ok = false; break;
+    }
+    return r;
+  }
+  }
+  *ok = false;
+  return 0;
+}
+
+static void describe_lens(const oxi_kernel *ki, const oxi_hexpr *e, const ox_arg *args, oxb_str *o) {
+  if (!e)
+    return;
+  if (e->kind == OXI_H_LEN)
+    oxb_str_addf(o, "%s%s.len() = %lld", o->len ? ", " : "", ((oxi_param *)ki->params.items[e->param])->name,
+                 (long long)args[e->param].v.tensor->numel);
+  else if (e->kind == OXI_H_PARAM) {
+    bool ok = true;
+    oxb_str_addf(o, "%s%s = %lld", o->len ? ", " : "", ((oxi_param *)ki->params.items[e->param])->name,
+                 (long long)arg_int(&args[e->param], &ok));
+  }
+  describe_lens(ki, e->a, args, o);
+  describe_lens(ki, e->b, args, o);
+}
+
+static ox_status check_config(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
+                              const ox_arg *args, uint32_t grid[3], uint32_t block[3]) {
+  const oxi_kernel *ki = k->ir;
+  ox_device dev = s->dev;
+  if (!cfg)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s': launch config is NULL", ki->name);
+  uint64_t threads = 1, total;
+  for (int i = 0; i < 3; i++) {
+    grid[i] = cfg->grid[i] ? cfg->grid[i] : 1;
+    block[i] = cfg->block[i] ? cfg->block[i] : 1;
+    if (block[i] > (uint32_t)dev->max_block_dim[i] || grid[i] > (uint32_t)dev->max_grid_dim[i])
+      return oxb_set_error(OX_ERR_LAUNCH,
+                           "kernel '%s': grid (%u, %u, %u) x block (%u, %u, %u) exceeds the limits "
+                           "of %s (block up to (%d, %d, %d), grid up to (%d, %d, %d))",
+                           ki->name, cfg->grid[0], cfg->grid[1], cfg->grid[2], cfg->block[0],
+                           cfg->block[1], cfg->block[2], ox_device_name(dev), dev->max_block_dim[0],
+                           dev->max_block_dim[1], dev->max_block_dim[2], dev->max_grid_dim[0],
+                           dev->max_grid_dim[1], dev->max_grid_dim[2]);
+    threads *= block[i];
+  }
+  if (threads > (uint64_t)dev->max_threads_per_block)
+    return oxb_set_error(OX_ERR_LAUNCH, "kernel '%s': a block of %llu threads exceeds %s's limit of %d",
+                         ki->name, (unsigned long long)threads, ox_device_name(dev),
+                         dev->max_threads_per_block);
+  /* thread::index_1d() must be unique: the grid's thread count must fit in 63 bits */
+  if (__builtin_mul_overflow((uint64_t)grid[0] * grid[1], (uint64_t)grid[2], &total) ||
+      __builtin_mul_overflow(total, threads, &total) || total > (uint64_t)INT64_MAX)
+    return oxb_set_error(OX_ERR_LAUNCH, "kernel '%s': the grid has too many threads", ki->name);
+  if (ki->block[0] &&
+      (block[0] != (uint32_t)ki->block[0] || block[1] != (uint32_t)ki->block[1] ||
+       block[2] != (uint32_t)ki->block[2]))
+    return oxb_set_error(OX_ERR_LAUNCH,
+                         "%s:%d:%d: kernel '%s' has launch_contract block = (%d, %d, %d), but is "
+                         "launched with block (%u, %u, %u)",
+                         k->mod->ir.filename, ki->line, ki->col, ki->name, ki->block[0], ki->block[1],
+                         ki->block[2], block[0], block[1], block[2]);
+  if (ki->shared_bytes > dev->max_shared_per_block)
+    return oxb_set_error(OX_ERR_LAUNCH, "kernel '%s' needs %lld bytes of shared memory; %s allows %d",
+                         ki->name, (long long)ki->shared_bytes, ox_device_name(dev),
+                         dev->max_shared_per_block);
+  for (int i = 0; i < ki->requires.len; i++) {
+    const oxi_requires *r = ki->requires.items[i];
+    bool ok = true;
+    int64_t v = eval(r->expr, args, &ok);
+    if (ok && v)
+      continue;
+    oxb_str vals = {0};
+    describe_lens(ki, r->expr, args, &vals);
+    ox_status st = oxb_set_error(OX_ERR_LAUNCH,
+                                 "%s:%d:%d: launch contract of kernel '%s' violated: %s %s (%s)",
+                                 k->mod->ir.filename, r->line, r->col, ki->name, r->text,
+                                 ok ? "is false" : "overflows 64-bit arithmetic",
+                                 vals.buf ? vals.buf : "");
+    oxb_str_free(&vals);
+    return st;
+  }
+  return OX_OK;
+}
+
+static ox_status resolve(ox_kernel k, ox_stream *s) {
+  if (!k)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "launch: kernel is NULL");
+  if (!*s) {
+    ox_status st = ox_device_stream(k->mod->dev, s);
+    if (st)
+      return st;
+  }
+  if (!(*s)->live)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "launch of '%s': the stream was destroyed", k->ir->name);
+  if ((*s)->dev != k->mod->dev)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                         "launch of '%s': the module is loaded on %s but the stream is on %s",
+                         k->ir->name, ox_device_name(k->mod->dev), ox_device_name((*s)->dev));
+  return OX_OK;
+}
+
+ox_status ox_launch_check(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
+                          const ox_arg *args, int nargs) {
+  uint32_t grid[3], block[3];
+  ox_status st = resolve(k, &s);
+  if (!st)
+    st = check_args(k, s, args, nargs);
+  if (!st)
+    st = check_config(k, s, cfg, args, grid, block);
+  return st;
+}
+
+/* Converts a scalar argument to the bits the kernel expects. */
+static void scalar_bits(const ox_arg *a, uint64_t *slot) {
+  *slot = 0;
+  switch (a->dtype) {
+  case OX_BOOL: *(uint8_t *)slot = a->v.i != 0; break;
+  case OX_I8: *(int8_t *)slot = (int8_t)a->v.i; break;
+  case OX_I16: *(int16_t *)slot = (int16_t)a->v.i; break;
+  case OX_I32: *(int32_t *)slot = (int32_t)a->v.i; break;
+  case OX_I64: *(int64_t *)slot = a->v.i; break;
+  case OX_U8: *(uint8_t *)slot = (uint8_t)a->v.u; break;
+  case OX_U16: *(uint16_t *)slot = (uint16_t)a->v.u; break;
+  case OX_U32: *(uint32_t *)slot = (uint32_t)a->v.u; break;
+  case OX_U64: *slot = a->v.u; break;
+  case OX_F32: *(float *)slot = (float)a->v.f; break;
+  case OX_F64: *(double *)slot = a->v.f; break;
+  case OX_F16: {
+    _Float16 h = (_Float16)a->v.f;
+    memcpy(slot, &h, 2);
+    break;
+  }
+  case OX_BF16: {
+    /* round to nearest even from f32 */
+    float f = (float)a->v.f;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint16_t b = (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0 : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+    memcpy(slot, &b, 2);
+    break;
+  }
+  default: break;
+  }
+}
+
+ox_status ox_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg, const ox_arg *args,
+                    int nargs) {
+  uint32_t grid[3], block[3];
+  ox_status st = resolve(k, &s);
+  if (!st)
+    st = check_args(k, s, args, nargs);
+  if (!st)
+    st = check_config(k, s, cfg, args, grid, block);
+  if (st)
+    return st;
+  /* argument values, flattened: scalars by value, slices as (pointer, length) */
+  uint64_t vals[2 * OXA_MAX_PARAMS + 2];
+  void *ptrs[2 * OXA_MAX_PARAMS + 2];
+  int j = 0;
+  for (int i = 0; i < nargs; i++) {
+    const oxi_param *p = k->ir->params.items[i];
+    if (p->kind == OXI_P_SCALAR) {
+      scalar_bits(&args[i], &vals[j]);
+      ptrs[j] = &vals[j];
+      j++;
+    } else {
+      ox_tensor t = args[i].v.tensor;
+      vals[j] = (uint64_t)(uintptr_t)t->data;
+      ptrs[j] = &vals[j];
+      vals[j + 1] = (uint64_t)t->numel;
+      ptrs[j + 1] = &vals[j + 1];
+      j += 2;
+      t->last_stream = s;
+    }
+  }
+  assert(j == k->nflat);
+  if (s->dev->type == OX_DEVICE_CPU)
+    return oxr_cpu_launch(&k->cpu, grid, block, ptrs, s->err, k->tag);
+  vals[j] = (uint64_t)s->err_d;
+  ptrs[j] = &vals[j];
+  uint32_t tag = k->tag;
+  ptrs[j + 1] = &tag;
+  st = oxr_cuda_make_current(s->dev);
+  if (st)
+    return st;
+  CUresult r = oxr_cu.cuLaunchKernel(k->cu_fn, grid[0], grid[1], grid[2], block[0], block[1],
+                                     block[2], 0, s->cu, ptrs, NULL);
+  if (r)
+    return oxr_cuda_error(r, "cuLaunchKernel");
+  return OX_OK;
+}

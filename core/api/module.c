@@ -1,0 +1,462 @@
+/* module.c - compiling kernel text, the compiled-kernel cache, loading, and
+ * turning device-side error records into messages. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/api.h"
+
+/* ------------------------------------------------------------- front end */
+
+ox_status oxa_front(oxb_arena *a, const char *source, const char *filename, oxi_module *m,
+                    oxb_str *ast) {
+  if (!source)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel source is NULL");
+  oxb_source *src = oxb_alloc(a, sizeof *src);
+  src->name = filename ? filename : "<input>";
+  src->len = strlen(source);
+  src->text = oxb_strndup(a, source, src->len);
+  oxb_diags d = {0};
+  d.src = src;
+  memset(m, 0, sizeof *m);
+  m->arena = a;
+  m->filename = src->name;
+  oxf_program *p = oxf_parse(a, &d, src);
+  if (ast && !d.errors)
+    oxf_dump(p, ast);
+  if (!d.errors)
+    oxf_check(a, &d, p, m);
+  if (d.errors) {
+    if (oxb_too_many_errors(&d))
+      oxb_str_addf(&d.text, "too many errors; stopping\n");
+    ox_status s = oxb_set_error_text(OX_ERR_COMPILE, d.text.buf);
+    oxb_str_free(&d.text);
+    return s;
+  }
+  oxb_str_free(&d.text);
+  oxb_str err = {0};
+  if (!oxi_verify(m, &err)) {
+    ox_status s = oxb_set_error(OX_ERR_INTERNAL, "internal error: %s", err.buf);
+    oxb_str_free(&err);
+    return s;
+  }
+  oxb_str_free(&err);
+  return OX_OK;
+}
+
+/* ----------------------------------------------------------------- tags */
+
+/* Every loaded kernel gets a tag that generated code copies into the error
+ * record, so the host can name the kernel and the source location. */
+static pthread_mutex_t tag_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ox_kernel_s **tags;
+static uint32_t ntags, captags;
+
+static uint32_t tag_register(struct ox_kernel_s *k) {
+  pthread_mutex_lock(&tag_lock);
+  uint32_t t = 0;
+  for (uint32_t i = 0; i < ntags; i++)
+    if (!tags[i]) {
+      t = i + 1;
+      break;
+    }
+  if (!t) {
+    if (ntags == captags) {
+      uint32_t cap = captags ? captags * 2 : 64;
+      struct ox_kernel_s **nt = realloc(tags, sizeof *nt * cap);
+      if (!nt) {
+        pthread_mutex_unlock(&tag_lock);
+        return 0;
+      }
+      tags = nt;
+      captags = cap;
+    }
+    tags[ntags++] = NULL;
+    t = ntags;
+  }
+  tags[t - 1] = k;
+  pthread_mutex_unlock(&tag_lock);
+  return t;
+}
+
+static void tag_release(uint32_t t) {
+  pthread_mutex_lock(&tag_lock);
+  if (t && t <= ntags)
+    tags[t - 1] = NULL;
+  pthread_mutex_unlock(&tag_lock);
+}
+
+static ox_status report_error(const oxr_errrec *rec) {
+  static const char *const kinds[] = {"read", "write", "atomic"};
+  const char *kind = rec->kind < 3 ? kinds[rec->kind] : "access";
+  pthread_mutex_lock(&tag_lock);
+  struct ox_kernel_s *k = rec->tag && rec->tag <= ntags ? tags[rec->tag - 1] : NULL;
+  ox_status s;
+  if (k && (int)rec->site < k->ir->sites.len) {
+    const oxi_site *site = k->ir->sites.items[rec->site];
+    s = oxb_set_error(OX_ERR_BOUNDS,
+                      "%s:%d:%d: out-of-bounds %s in kernel '%s': %s with index %llu, but the "
+                      "length is %llu",
+                      k->mod->ir.filename, site->line, site->col, kind, k->ir->name, site->what,
+                      (unsigned long long)rec->index, (unsigned long long)rec->len);
+  } else {
+    s = oxb_set_error(OX_ERR_BOUNDS,
+                      "out-of-bounds %s in a kernel whose module was unloaded: index %llu, length "
+                      "%llu",
+                      kind, (unsigned long long)rec->index, (unsigned long long)rec->len);
+  }
+  pthread_mutex_unlock(&tag_lock);
+  return s;
+}
+
+static pthread_once_t reporter_once = PTHREAD_ONCE_INIT;
+static void install_reporter(void) { oxr_set_error_reporter(report_error); }
+
+/* ---------------------------------------------------------------- cache */
+
+const char *ox_cache_dir(void) {
+  static _Thread_local char buf[4096];
+  const char *off = getenv("OXIDE_CACHE");
+  if (off && (!strcmp(off, "0") || !strcmp(off, "off")))
+    return "";
+  const char *d = getenv("OXIDE_CACHE_DIR");
+  if (d && *d) {
+    snprintf(buf, sizeof buf, "%s", d);
+    return buf;
+  }
+  const char *x = getenv("XDG_CACHE_HOME");
+  if (x && *x) {
+    snprintf(buf, sizeof buf, "%s/oxide", x);
+    return buf;
+  }
+  const char *h = getenv("HOME");
+  snprintf(buf, sizeof buf, "%s/.cache/oxide", h && *h ? h : "/tmp");
+  return buf;
+}
+
+/* The in-memory cache: key -> artifact bytes, for the life of the process. */
+typedef struct mem_entry {
+  char key[65];
+  char *data;
+  size_t len;
+  struct mem_entry *next;
+} mem_entry;
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static mem_entry *mem_cache;
+
+static char *mem_get(const char *key, size_t *len) {
+  char *r = NULL;
+  pthread_mutex_lock(&mem_lock);
+  for (mem_entry *e = mem_cache; e; e = e->next)
+    if (!strcmp(e->key, key)) {
+      r = malloc(e->len ? e->len : 1);
+      if (r) {
+        memcpy(r, e->data, e->len);
+        *len = e->len;
+      }
+      break;
+    }
+  pthread_mutex_unlock(&mem_lock);
+  return r;
+}
+
+static void mem_put(const char *key, const char *data, size_t len) {
+  mem_entry *e = malloc(sizeof *e);
+  char *copy = malloc(len ? len : 1);
+  if (!e || !copy) {
+    free(e);
+    free(copy);
+    return;
+  }
+  memcpy(copy, data, len);
+  snprintf(e->key, sizeof e->key, "%s", key);
+  e->data = copy;
+  e->len = len;
+  pthread_mutex_lock(&mem_lock);
+  e->next = mem_cache;
+  mem_cache = e;
+  pthread_mutex_unlock(&mem_lock);
+}
+
+static void mkdirs(char *path) {
+  for (char *p = path + 1; *p; p++)
+    if (*p == '/') {
+      *p = 0;
+      mkdir(path, 0755);
+      *p = '/';
+    }
+  mkdir(path, 0755);
+}
+
+static void disk_path(char *buf, size_t n, const char *dir, const char *key, const char *ext) {
+  snprintf(buf, n, "%s/%.2s/%s.%s", dir, key, key + 2, ext);
+}
+
+static char *disk_get(const char *key, const char *ext, size_t *len) {
+  const char *dir = ox_cache_dir();
+  if (!*dir)
+    return NULL;
+  char path[4200];
+  disk_path(path, sizeof path, dir, key, ext);
+  return oxb_read_file(path, len);
+}
+
+/* Writes atomically: a unique temporary file in the same directory, then
+ * rename(), so concurrent processes never see a partial entry. Failures are
+ * not errors: the cache is an optimization. */
+static void disk_put(const char *key, const char *ext, const char *data, size_t len) {
+  const char *dir = ox_cache_dir();
+  if (!*dir)
+    return;
+  char path[4200], tmp[4300];
+  disk_path(path, sizeof path, dir, key, ext);
+  char *slash = strrchr(path, '/');
+  *slash = 0;
+  mkdirs(path);
+  *slash = '/';
+  static _Atomic unsigned counter;
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), counter++);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (fd < 0)
+    return;
+  size_t off = 0;
+  while (off < len) {
+    ssize_t w = write(fd, data + off, len - off);
+    if (w <= 0)
+      break;
+    off += (size_t)w;
+  }
+  if (close(fd) != 0 || off != len || rename(tmp, path) != 0)
+    unlink(tmp);
+}
+
+/* --------------------------------------------------------------- compile */
+
+static ox_status load_module(ox_module m, const char *art, size_t len) {
+  if (m->dev->type == OX_DEVICE_CUDA) {
+    ox_status s = oxr_cuda_module_load(m->dev, art, &m->cu_mod);
+    if (s)
+      return s;
+  } else {
+    ox_status s = oxl_jit_load(art, len, &m->jit);
+    if (s)
+      return s;
+  }
+  for (int i = 0; i < m->nkernels; i++) {
+    struct ox_kernel_s *k = &m->kernels[i];
+    if (m->dev->type == OX_DEVICE_CUDA) {
+      ox_status s = oxr_cuda_get_function(m->cu_mod, k->ir->name, &k->cu_fn);
+      if (s)
+        return s;
+    } else {
+      char name[300];
+      oxl_cpu_entry_name(k->ir, name, sizeof name);
+      void *fp = oxl_jit_lookup(m->jit, name);
+      if (!fp)
+        return OX_ERR_INTERNAL;
+      if (k->ir->uses_sync)
+        k->cpu.thread_fn = (oxr_cpu_thread_fn)(uintptr_t)fp;
+      else
+        k->cpu.block_fn = (oxr_cpu_block_fn)(uintptr_t)fp;
+      k->cpu.shared_bytes = (uint32_t)k->ir->shared_bytes;
+    }
+  }
+  return OX_OK;
+}
+
+ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_options *opts,
+                            ox_module *out) {
+  if (!out)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_module_compile: out is NULL");
+  *out = NULL;
+  if (!dev)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_module_compile: device is NULL");
+  pthread_once(&reporter_once, install_reporter);
+  ox_compile_options o = {0};
+  if (opts)
+    o = *opts;
+  ox_module m = calloc(1, sizeof *m);
+  if (!m)
+    return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
+  m->dev = dev;
+  ox_status s = oxa_front(&m->arena, source, o.filename, &m->ir, NULL);
+  if (s) {
+    ox_module_destroy(m);
+    return s;
+  }
+  /* kernels and their tags */
+  m->nkernels = m->ir.kernels.len;
+  m->kernels = calloc((size_t)m->nkernels, sizeof *m->kernels);
+  for (int i = 0; i < m->nkernels; i++) {
+    struct ox_kernel_s *k = &m->kernels[i];
+    k->mod = m;
+    k->ir = m->ir.kernels.items[i];
+    for (int j = 0; j < k->ir->params.len; j++)
+      k->nflat += ((oxi_param *)k->ir->params.items[j])->kind == OXI_P_SCALAR ? 1 : 2;
+    if (k->ir->params.len > OXA_MAX_PARAMS) {
+      ox_module_destroy(m);
+      return oxb_set_error(OX_ERR_COMPILE, "%s: kernel '%s' has more than %d parameters",
+                           m->ir.filename, k->ir->name, OXA_MAX_PARAMS);
+    }
+    k->tag = tag_register(k);
+  }
+  /* code: from the cache, or generated */
+  bool cuda = dev->type == OX_DEVICE_CUDA;
+  oxl_options lo = {cuda ? OXL_CUDA : OXL_CPU, o.sm ? o.sm : (cuda ? dev->cc : 0),
+                    o.opt_level ? o.opt_level : 3};
+  if (cuda && lo.sm < 80) {
+    ox_module_destroy(m);
+    return oxb_set_error(OX_ERR_UNSUPPORTED, "Oxide targets sm_80 and newer; %s is sm_%d",
+                         dev->name, lo.sm);
+  }
+  char key[65];
+  oxb_hasher h;
+  oxb_hash_init(&h);
+  oxb_hash_str(&h, "oxide-kernel-cache-1");
+  oxb_hash_str(&h, ox_version());
+  oxb_hash_str(&h, oxl_target_id(lo.target));
+  oxb_hash_update(&h, &lo, sizeof lo);
+  int drv = cuda ? oxr_cuda_driver_version() : 0;
+  oxb_hash_update(&h, &drv, sizeof drv);
+  oxb_hash_str(&h, source);
+  oxb_hash_final_hex(&h, key);
+  const char *ext = cuda ? "cubin" : "o";
+  size_t len = 0;
+  char *art = NULL;
+  if (!o.no_cache) {
+    art = mem_get(key, &len);
+    if (!art && (art = disk_get(key, ext, &len)))
+      mem_put(key, art, len);
+    m->from_cache = art != NULL;
+  }
+  if (!art) {
+    s = oxl_generate(&m->ir, &lo, cuda ? OXL_OUT_PTX : OXL_OUT_OBJ, &art, &len);
+    if (!s && cuda) {
+      void *cubin;
+      size_t clen;
+      s = oxr_cuda_ptx_to_cubin(dev, art, &cubin, &clen);
+      free(art);
+      art = s ? NULL : cubin;
+      len = s ? 0 : clen;
+    }
+    if (!s && !o.no_cache) {
+      mem_put(key, art, len);
+      disk_put(key, ext, art, len);
+    }
+  }
+  if (!s)
+    s = load_module(m, art, len);
+  free(art);
+  if (s) {
+    ox_module_destroy(m);
+    return s;
+  }
+  *out = m;
+  return OX_OK;
+}
+
+ox_status ox_module_compile_file(ox_device dev, const char *path, const ox_compile_options *opts,
+                                 ox_module *out) {
+  if (out)
+    *out = NULL;
+  if (!path)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_module_compile_file: path is NULL");
+  char *text = oxb_read_file(path, NULL);
+  if (!text)
+    return oxb_set_error(OX_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+  ox_compile_options o = {0};
+  if (opts)
+    o = *opts;
+  if (!o.filename)
+    o.filename = path;
+  ox_status s = ox_module_compile(dev, text, &o, out);
+  free(text);
+  return s;
+}
+
+void ox_module_destroy(ox_module m) {
+  if (!m)
+    return;
+  for (int i = 0; i < m->nkernels; i++)
+    tag_release(m->kernels[i].tag);
+  if (m->cu_mod)
+    oxr_cuda_module_unload(m->dev, m->cu_mod);
+  oxl_jit_destroy(m->jit);
+  free(m->kernels);
+  oxb_arena_free(&m->arena);
+  free(m);
+}
+
+ox_status ox_module_get_kernel(ox_module m, const char *name, ox_kernel *out) {
+  if (!m || !name || !out)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_module_get_kernel: NULL argument");
+  for (int i = 0; i < m->nkernels; i++)
+    if (!strcmp(m->kernels[i].ir->name, name)) {
+      *out = &m->kernels[i];
+      return OX_OK;
+    }
+  oxb_str names = {0};
+  for (int i = 0; i < m->nkernels; i++)
+    oxb_str_addf(&names, "%s'%s'", i ? ", " : "", m->kernels[i].ir->name);
+  ox_status s = oxb_set_error(OX_ERR_NOT_FOUND, "no kernel '%s' in %s (it has %s)", name,
+                              m->ir.filename, names.buf ? names.buf : "none");
+  oxb_str_free(&names);
+  *out = NULL;
+  return s;
+}
+
+int ox_module_from_cache(ox_module m) { return m ? m->from_cache : 0; }
+int ox_kernel_num_params(ox_kernel k) { return k ? k->ir->params.len : -1; }
+const char *ox_kernel_name(ox_kernel k) { return k ? k->ir->name : ""; }
+
+const char *ox_version(void) {
+  return "0.1.0 (LLVM " OXIDE_LLVM_VERSION ")";
+}
+
+/* ----------------------------------------------------------------- emit */
+
+ox_status ox_emit(const char *source, const ox_compile_options *opts, ox_target target,
+                  ox_emit_kind kind, char **out) {
+  if (!out)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_emit: out is NULL");
+  *out = NULL;
+  ox_compile_options o = {0};
+  if (opts)
+    o = *opts;
+  oxb_arena a = {0};
+  oxi_module m;
+  oxb_str text = {0};
+  ox_status s = oxa_front(&a, source, o.filename, &m, kind == OX_EMIT_AST ? &text : NULL);
+  if (!s) {
+    if (kind == OX_EMIT_AST) {
+      *out = oxb_str_take(&text);
+    } else if (kind == OX_EMIT_IR) {
+      oxi_print(&m, &text);
+      *out = oxb_str_take(&text);
+    } else {
+      if (target == OX_TARGET_DEFAULT)
+        target = kind == OX_EMIT_PTX ? OX_TARGET_CUDA : OX_TARGET_CPU;
+      if (kind == OX_EMIT_PTX && target != OX_TARGET_CUDA)
+        s = oxb_set_error(OX_ERR_INVALID_ARGUMENT, "PTX is emitted for the CUDA target only");
+      else if (kind == OX_EMIT_ASM && target != OX_TARGET_CPU)
+        s = oxb_set_error(OX_ERR_INVALID_ARGUMENT, "use PTX for the CUDA target's assembly");
+      else if (kind < OX_EMIT_AST || kind > OX_EMIT_ASM)
+        s = oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_emit: unknown kind %d", (int)kind);
+      if (!s) {
+        oxl_options lo = {target == OX_TARGET_CUDA ? OXL_CUDA : OXL_CPU, o.sm ? o.sm : 90,
+                          o.opt_level ? o.opt_level : 3};
+        size_t len;
+        oxl_output ok = kind == OX_EMIT_LLVM ? OXL_OUT_LLVM : kind == OX_EMIT_PTX ? OXL_OUT_PTX : OXL_OUT_ASM;
+        s = oxl_generate(&m, &lo, ok, out, &len);
+      }
+    }
+  }
+  oxb_str_free(&text);
+  oxb_arena_free(&a);
+  return s;
+}

@@ -1,0 +1,737 @@
+/* codegen.c - Oxide IR to LLVM IR.
+ *
+ * One lowering for both targets. What differs is behind small hooks: how a
+ * thread finds its indices (PTX special registers, or arguments and the CPU
+ * context), barriers and warp operations (PTX intrinsics, or calls into the
+ * CPU executor), shared memory (address space 3, or the block's buffer), and
+ * math functions the GPU has no exact instruction for.
+ *
+ * Safety is kept in the generated code, not only in the front end: integer
+ * division by zero, shifts by too much and float-to-int overflow are defined
+ * here (Rust's wrapping/saturating results), because on the CPU they would
+ * otherwise trap or be undefined. */
+#include "backend/codegen.h"
+
+#include <llvm-c/Analysis.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#define PTX_KERNEL_CC 71 /* llvm::CallingConv::PTX_Kernel */
+
+static LLVMTypeRef llty(cg_t *C, oxi_type t) {
+  switch (t) {
+  case OX_BOOL: return LLVMInt1TypeInContext(C->ctx);
+  case OX_I8: case OX_U8: return LLVMInt8TypeInContext(C->ctx);
+  case OX_I16: case OX_U16: return LLVMInt16TypeInContext(C->ctx);
+  case OX_I32: case OX_U32: return LLVMInt32TypeInContext(C->ctx);
+  case OX_I64: case OX_U64: return LLVMInt64TypeInContext(C->ctx);
+  case OX_F16: return LLVMHalfTypeInContext(C->ctx);
+  case OX_BF16: return LLVMBFloatTypeInContext(C->ctx);
+  case OX_F32: return LLVMFloatTypeInContext(C->ctx);
+  case OX_F64: return LLVMDoubleTypeInContext(C->ctx);
+  default: return LLVMVoidTypeInContext(C->ctx);
+  }
+}
+
+/* In memory and in parameters a bool is a byte. */
+static LLVMTypeRef memty(cg_t *C, oxi_type t) {
+  return t == OX_BOOL ? LLVMInt8TypeInContext(C->ctx) : llty(C, t);
+}
+
+static LLVMTypeRef i32t(cg_t *C) { return LLVMInt32TypeInContext(C->ctx); }
+static LLVMTypeRef i64t(cg_t *C) { return LLVMInt64TypeInContext(C->ctx); }
+static LLVMTypeRef f32t(cg_t *C) { return LLVMFloatTypeInContext(C->ctx); }
+static LLVMTypeRef voidt(cg_t *C) { return LLVMVoidTypeInContext(C->ctx); }
+static LLVMTypeRef ptrt(cg_t *C, unsigned as) { return LLVMPointerTypeInContext(C->ctx, as); }
+static LLVMValueRef ci32(cg_t *C, uint64_t v) { return LLVMConstInt(i32t(C), v, 0); }
+static LLVMValueRef ci64(cg_t *C, uint64_t v) { return LLVMConstInt(i64t(C), v, 0); }
+
+/* Declares (once) and returns function `name`; intrinsics are recognized by name. */
+LLVMValueRef oxl_cg_fn(cg_t *C, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n,
+                       LLVMTypeRef *fty) {
+  LLVMTypeRef ty = LLVMFunctionType(ret, params, (unsigned)n, 0);
+  LLVMValueRef f = LLVMGetNamedFunction(C->mod, name);
+  if (!f)
+    f = LLVMAddFunction(C->mod, name, ty);
+  if (fty)
+    *fty = ty;
+  return f;
+}
+
+LLVMValueRef oxl_cg_call(cg_t *C, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n) {
+  LLVMTypeRef params[8];
+  assert(n <= 8);
+  for (int i = 0; i < n; i++)
+    params[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef fty;
+  LLVMValueRef f = oxl_cg_fn(C, name, ret, params, n, &fty);
+  return LLVMBuildCall2(C->b, fty, f, args, (unsigned)n, "");
+}
+
+static const char *suffix(cg_t *C, LLVMTypeRef t) {
+  (void)C;
+  switch (LLVMGetTypeKind(t)) {
+  case LLVMFloatTypeKind: return "f32";
+  case LLVMDoubleTypeKind: return "f64";
+  case LLVMHalfTypeKind: return "f16";
+  default: {
+    static const char *const ints[] = {"i1", "i8", "i16", "i32", "i64"};
+    unsigned w = LLVMGetIntTypeWidth(t);
+    return w == 1 ? ints[0] : w == 8 ? ints[1] : w == 16 ? ints[2] : w == 32 ? ints[3] : ints[4];
+  }
+  }
+}
+
+static LLVMValueRef intrinsic1(cg_t *C, const char *base, LLVMValueRef a) {
+  char name[64];
+  snprintf(name, sizeof name, "llvm.%s.%s", base, suffix(C, LLVMTypeOf(a)));
+  return oxl_cg_call(C, name, LLVMTypeOf(a), &a, 1);
+}
+
+static LLVMValueRef intrinsic2(cg_t *C, const char *base, LLVMValueRef a, LLVMValueRef b) {
+  char name[64];
+  snprintf(name, sizeof name, "llvm.%s.%s", base, suffix(C, LLVMTypeOf(a)));
+  LLVMValueRef args[2] = {a, b};
+  return oxl_cg_call(C, name, LLVMTypeOf(a), args, 2);
+}
+
+/* PTX inline assembly for a one-operand f32 instruction ("ex2.approx.ftz.f32"). */
+static LLVMValueRef ptx_f32(cg_t *C, const char *insn, LLVMValueRef a) {
+  char text[96];
+  snprintf(text, sizeof text, "%s $0, $1;", insn);
+  LLVMTypeRef p = f32t(C);
+  LLVMTypeRef fty = LLVMFunctionType(p, &p, 1, 0);
+  LLVMValueRef asmv = LLVMGetInlineAsm(fty, text, strlen(text), "=f,f", 4, 0, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(C->b, fty, asmv, &a, 1, "");
+}
+
+/* ---------------------------------------------------------------- values */
+
+static LLVMValueRef val(cg_t *C, const oxi_instr *v) {
+  assert(v->id >= 0 && v->id < C->k->next_id && C->vals[v->id]);
+  return C->vals[v->id];
+}
+
+static LLVMValueRef fconst(cg_t *C, oxi_type t, double v) { return LLVMConstReal(llty(C, t), v); }
+
+/* ---------------------------------------------------------------- math */
+
+/* f16/bf16 compute in f32 and round once at the end, the same on both targets. */
+static bool narrow_float(oxi_type t) { return t == OX_F16 || t == OX_BF16; }
+
+static LLVMValueRef math_f32_gpu(cg_t *C, int fn, LLVMValueRef *a) {
+  const double LOG2E = 1.4426950408889634, LN2 = 0.6931471805599453;
+  LLVMValueRef x = a[0];
+  switch (fn) {
+  case OXI_M_EXP:
+    return ptx_f32(C, "ex2.approx.ftz.f32", LLVMBuildFMul(C->b, x, fconst(C, OX_F32, LOG2E), ""));
+  case OXI_M_EXP2: return ptx_f32(C, "ex2.approx.ftz.f32", x);
+  case OXI_M_LOG:
+    return LLVMBuildFMul(C->b, ptx_f32(C, "lg2.approx.f32", x), fconst(C, OX_F32, LN2), "");
+  case OXI_M_LOG2: return ptx_f32(C, "lg2.approx.f32", x);
+  case OXI_M_SIN: return ptx_f32(C, "sin.approx.f32", x);
+  case OXI_M_COS: return ptx_f32(C, "cos.approx.f32", x);
+  case OXI_M_RSQRT: return ptx_f32(C, "rsqrt.approx.f32", x);
+  default: return NULL;
+  }
+}
+
+static LLVMValueRef math(cg_t *C, const oxi_instr *in) {
+  oxi_type t = in->type;
+  LLVMValueRef a[3];
+  for (int i = 0; i < in->nops; i++)
+    a[i] = val(C, in->ops[i]);
+  if (oxi_is_int(t)) {
+    bool s = oxi_is_signed(t);
+    switch (in->sub) {
+    case OXI_M_ABS: {
+      LLVMValueRef neg = LLVMBuildNeg(C->b, a[0], "");
+      LLVMValueRef lt = LLVMBuildICmp(C->b, LLVMIntSLT, a[0], LLVMConstInt(llty(C, t), 0, 0), "");
+      return LLVMBuildSelect(C->b, lt, neg, a[0], "");
+    }
+    case OXI_M_MIN: return intrinsic2(C, s ? "smin" : "umin", a[0], a[1]);
+    case OXI_M_MAX: return intrinsic2(C, s ? "smax" : "umax", a[0], a[1]);
+    default: assert(!"integer math"); return NULL;
+    }
+  }
+  oxi_type ct = t;
+  if (narrow_float(t)) {
+    for (int i = 0; i < in->nops; i++)
+      a[i] = LLVMBuildFPExt(C->b, a[i], f32t(C), "");
+    ct = OX_F32;
+  }
+  LLVMValueRef r = NULL;
+  bool gpu = C->opt->target == OXL_CUDA;
+  if (gpu && ct == OX_F32)
+    r = math_f32_gpu(C, in->sub, a);
+  if (!r) {
+    switch (in->sub) {
+    case OXI_M_SQRT: r = intrinsic1(C, "sqrt", a[0]); break;
+    case OXI_M_RSQRT:
+      r = LLVMBuildFDiv(C->b, fconst(C, ct, 1.0), intrinsic1(C, "sqrt", a[0]), "");
+      break;
+    case OXI_M_EXP: r = intrinsic1(C, "exp", a[0]); break;
+    case OXI_M_EXP2: r = intrinsic1(C, "exp2", a[0]); break;
+    case OXI_M_LOG: r = intrinsic1(C, "log", a[0]); break;
+    case OXI_M_LOG2: r = intrinsic1(C, "log2", a[0]); break;
+    case OXI_M_SIN: r = intrinsic1(C, "sin", a[0]); break;
+    case OXI_M_COS: r = intrinsic1(C, "cos", a[0]); break;
+    case OXI_M_POW: {
+      /* pow(x, y) = exp2(y * log2(x)) on both targets, so they agree (x < 0 gives NaN) */
+      oxi_instr l2 = *in, e2 = *in;
+      (void)l2;
+      (void)e2;
+      LLVMValueRef lg = gpu && ct == OX_F32 ? ptx_f32(C, "lg2.approx.f32", a[0])
+                                            : intrinsic1(C, "log2", a[0]);
+      LLVMValueRef p = LLVMBuildFMul(C->b, a[1], lg, "");
+      r = gpu && ct == OX_F32 ? ptx_f32(C, "ex2.approx.ftz.f32", p) : intrinsic1(C, "exp2", p);
+      break;
+    }
+    case OXI_M_TANH: {
+      /* tanh(x) = sign(x) * (1 - 2 / (exp(2|x|) + 1)); a short series near 0
+       * avoids the cancellation there. Identical formula on both targets. */
+      LLVMValueRef ax = intrinsic1(C, "fabs", a[0]);
+      LLVMValueRef e2x;
+      LLVMValueRef two_ax = LLVMBuildFMul(C->b, ax, fconst(C, ct, 2.0 * 1.4426950408889634), "");
+      if (gpu && ct == OX_F32)
+        e2x = ptx_f32(C, "ex2.approx.ftz.f32", two_ax);
+      else
+        e2x = intrinsic1(C, "exp2", two_ax);
+      LLVMValueRef big = LLVMBuildFSub(
+          C->b, fconst(C, ct, 1.0),
+          LLVMBuildFDiv(C->b, fconst(C, ct, 2.0), LLVMBuildFAdd(C->b, e2x, fconst(C, ct, 1.0), ""), ""),
+          "");
+      LLVMValueRef x2 = LLVMBuildFMul(C->b, ax, ax, "");
+      /* x - x^3/3 + 2x^5/15 - 17x^7/315 */
+      LLVMValueRef poly = fconst(C, ct, -17.0 / 315.0);
+      poly = LLVMBuildFAdd(C->b, LLVMBuildFMul(C->b, poly, x2, ""), fconst(C, ct, 2.0 / 15.0), "");
+      poly = LLVMBuildFAdd(C->b, LLVMBuildFMul(C->b, poly, x2, ""), fconst(C, ct, -1.0 / 3.0), "");
+      poly = LLVMBuildFMul(C->b, poly, x2, "");
+      poly = LLVMBuildFAdd(C->b, LLVMBuildFMul(C->b, poly, ax, ""), ax, "");
+      LLVMValueRef small = LLVMBuildFCmp(C->b, LLVMRealOLT, ax, fconst(C, ct, 0.125), "");
+      LLVMValueRef m = LLVMBuildSelect(C->b, small, poly, big, "");
+      r = intrinsic2(C, "copysign", m, a[0]);
+      break;
+    }
+    case OXI_M_FMA: {
+      char name[32];
+      snprintf(name, sizeof name, "llvm.fma.%s", suffix(C, LLVMTypeOf(a[0])));
+      r = oxl_cg_call(C, name, LLVMTypeOf(a[0]), a, 3);
+      break;
+    }
+    case OXI_M_ABS: r = intrinsic1(C, "fabs", a[0]); break;
+    case OXI_M_MIN: r = intrinsic2(C, "minnum", a[0], a[1]); break;
+    case OXI_M_MAX: r = intrinsic2(C, "maxnum", a[0], a[1]); break;
+    case OXI_M_FLOOR: r = intrinsic1(C, "floor", a[0]); break;
+    case OXI_M_CEIL: r = intrinsic1(C, "ceil", a[0]); break;
+    default: assert(!"math"); break;
+    }
+  }
+  if (narrow_float(t))
+    r = LLVMBuildFPTrunc(C->b, r, llty(C, t), "");
+  return r;
+}
+
+/* Does this math need a library the CUDA target lacks (f64 transcendentals)? */
+static bool gpu_lacks(const oxi_instr *in) {
+  if (in->type != OX_F64)
+    return false;
+  switch (in->sub) {
+  case OXI_M_EXP: case OXI_M_EXP2: case OXI_M_LOG: case OXI_M_LOG2: case OXI_M_SIN:
+  case OXI_M_COS: case OXI_M_TANH: case OXI_M_POW: return true;
+  default: return false;
+  }
+}
+
+/* -------------------------------------------------------- arithmetic */
+
+static LLVMValueRef binop(cg_t *C, const oxi_instr *in) {
+  LLVMValueRef a = val(C, in->ops[0]), b = val(C, in->ops[1]);
+  oxi_type t = in->type;
+  if (oxi_is_float(t)) {
+    bool narrow = narrow_float(t);
+    if (narrow) {
+      a = LLVMBuildFPExt(C->b, a, f32t(C), "");
+      b = LLVMBuildFPExt(C->b, b, f32t(C), "");
+    }
+    LLVMValueRef r;
+    switch (in->sub) {
+    case OXI_ADD: r = LLVMBuildFAdd(C->b, a, b, ""); break;
+    case OXI_SUB: r = LLVMBuildFSub(C->b, a, b, ""); break;
+    case OXI_MUL: r = LLVMBuildFMul(C->b, a, b, ""); break;
+    case OXI_DIV: r = LLVMBuildFDiv(C->b, a, b, ""); break;
+    case OXI_REM: r = LLVMBuildFRem(C->b, a, b, ""); break;
+    default: assert(!"float binop"); return NULL;
+    }
+    return narrow ? LLVMBuildFPTrunc(C->b, r, llty(C, t), "") : r;
+  }
+  bool s = oxi_is_signed(t);
+  LLVMTypeRef ty = llty(C, t);
+  switch (in->sub) {
+  case OXI_ADD: return LLVMBuildAdd(C->b, a, b, "");
+  case OXI_SUB: return LLVMBuildSub(C->b, a, b, "");
+  case OXI_MUL: return LLVMBuildMul(C->b, a, b, "");
+  case OXI_AND: return LLVMBuildAnd(C->b, a, b, "");
+  case OXI_OR: return LLVMBuildOr(C->b, a, b, "");
+  case OXI_XOR: return LLVMBuildXor(C->b, a, b, "");
+  case OXI_SHL:
+  case OXI_SHR: {
+    /* Rust's wrapping shift: the amount is taken modulo the bit width */
+    unsigned w = LLVMGetIntTypeWidth(ty);
+    b = LLVMBuildAnd(C->b, b, LLVMConstInt(ty, w - 1, 0), "");
+    if (in->sub == OXI_SHL)
+      return LLVMBuildShl(C->b, a, b, "");
+    return s ? LLVMBuildAShr(C->b, a, b, "") : LLVMBuildLShr(C->b, a, b, "");
+  }
+  case OXI_DIV:
+  case OXI_REM: {
+    /* x / 0 would trap on the CPU: divide by 1 instead (the result is
+     * unspecified, as on the GPU); MIN / -1 wraps as in Rust */
+    LLVMValueRef zero = LLVMConstInt(ty, 0, 0), one = LLVMConstInt(ty, 1, 0);
+    LLVMValueRef bad = LLVMBuildICmp(C->b, LLVMIntEQ, b, zero, "");
+    if (s) {
+      unsigned w = LLVMGetIntTypeWidth(ty);
+      LLVMValueRef minv = LLVMConstInt(ty, (uint64_t)1 << (w - 1), 0);
+      LLVMValueRef ovf = LLVMBuildAnd(C->b, LLVMBuildICmp(C->b, LLVMIntEQ, a, minv, ""),
+                                      LLVMBuildICmp(C->b, LLVMIntEQ, b, LLVMConstAllOnes(ty), ""), "");
+      bad = LLVMBuildOr(C->b, bad, ovf, "");
+      /* MIN / -1 = MIN (wrapping), MIN % -1 = 0: dividing by 1 and negating gives
+       * MIN for the quotient; the remainder by 1 is 0 */
+      LLVMValueRef d = LLVMBuildSelect(C->b, bad, one, b, "");
+      LLVMValueRef q = in->sub == OXI_DIV ? LLVMBuildSDiv(C->b, a, d, "") : LLVMBuildSRem(C->b, a, d, "");
+      if (in->sub == OXI_DIV)
+        q = LLVMBuildSelect(C->b, ovf, LLVMBuildNeg(C->b, q, ""), q, "");
+      return q;
+    }
+    LLVMValueRef d = LLVMBuildSelect(C->b, bad, one, b, "");
+    return in->sub == OXI_DIV ? LLVMBuildUDiv(C->b, a, d, "") : LLVMBuildURem(C->b, a, d, "");
+  }
+  default: assert(!"int binop"); return NULL;
+  }
+}
+
+static LLVMValueRef compare(cg_t *C, const oxi_instr *in) {
+  LLVMValueRef a = val(C, in->ops[0]), b = val(C, in->ops[1]);
+  oxi_type t = in->ops[0]->type;
+  if (oxi_is_float(t)) {
+    static const LLVMRealPredicate p[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT,
+                                          LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
+    return LLVMBuildFCmp(C->b, p[in->sub], a, b, "");
+  }
+  static const LLVMIntPredicate ps[] = {LLVMIntEQ, LLVMIntNE, LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
+  static const LLVMIntPredicate pu[] = {LLVMIntEQ, LLVMIntNE, LLVMIntULT, LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
+  return LLVMBuildICmp(C->b, oxi_is_signed(t) ? ps[in->sub] : pu[in->sub], a, b, "");
+}
+
+static LLVMValueRef convert(cg_t *C, LLVMValueRef v, oxi_type from, oxi_type to) {
+  if (from == to)
+    return v;
+  LLVMTypeRef tt = llty(C, to);
+  if (to == OX_BOOL) /* the front end allows only bool -> bool */
+    return LLVMBuildICmp(C->b, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), "");
+  if (oxi_is_float(from) && oxi_is_float(to)) {
+    if (narrow_float(from) && narrow_float(to)) /* f16 <-> bf16 through f32 */
+      v = LLVMBuildFPExt(C->b, v, f32t(C), ""), from = OX_F32;
+    size_t fs = ox_dtype_size((ox_dtype)from), ts = ox_dtype_size((ox_dtype)to);
+    return ts > fs ? LLVMBuildFPExt(C->b, v, tt, "") : LLVMBuildFPTrunc(C->b, v, tt, "");
+  }
+  if (oxi_is_float(from)) {
+    /* Rust's `as` saturates and maps NaN to 0 */
+    if (narrow_float(from))
+      v = LLVMBuildFPExt(C->b, v, f32t(C), "");
+    char name[64];
+    snprintf(name, sizeof name, "llvm.%s.sat.%s.%s", oxi_is_signed(to) ? "fptosi" : "fptoui",
+             suffix(C, tt), suffix(C, LLVMTypeOf(v)));
+    return oxl_cg_call(C, name, tt, &v, 1);
+  }
+  if (oxi_is_float(to)) {
+    if (narrow_float(to)) {
+      LLVMValueRef f = from == OX_BOOL || !oxi_is_signed(from) ? LLVMBuildUIToFP(C->b, v, f32t(C), "")
+                                                                 : LLVMBuildSIToFP(C->b, v, f32t(C), "");
+      return LLVMBuildFPTrunc(C->b, f, tt, "");
+    }
+    return from == OX_BOOL || !oxi_is_signed(from) ? LLVMBuildUIToFP(C->b, v, tt, "")
+                                                   : LLVMBuildSIToFP(C->b, v, tt, "");
+  }
+  /* integer <-> integer, and bool -> integer */
+  unsigned fw = LLVMGetIntTypeWidth(LLVMTypeOf(v)), tw = LLVMGetIntTypeWidth(tt);
+  if (tw < fw)
+    return LLVMBuildTrunc(C->b, v, tt, "");
+  if (tw == fw)
+    return v;
+  return from != OX_BOOL && oxi_is_signed(from) ? LLVMBuildSExt(C->b, v, tt, "")
+                                                : LLVMBuildZExt(C->b, v, tt, "");
+}
+
+/* -------------------------------------------------------------- memory */
+
+static LLVMValueRef mem_base(cg_t *C, oxi_mem mem) {
+  if (mem.kind == OXI_MEM_PARAM)
+    return C->ptrs[mem.index];
+  const oxi_shared *sh = C->k->shared.items[mem.index];
+  return C->hooks->shared_ptr(C, sh->offset);
+}
+
+static LLVMValueRef mem_len(cg_t *C, oxi_mem mem) {
+  if (mem.kind == OXI_MEM_PARAM)
+    return C->lens[mem.index];
+  const oxi_shared *sh = C->k->shared.items[mem.index];
+  return ci64(C, (uint64_t)sh->count);
+}
+
+static LLVMValueRef elem_ptr(cg_t *C, oxi_mem mem, LLVMValueRef idx) {
+  ox_dtype dt = oxi_mem_dtype(C->k, mem);
+  return LLVMBuildInBoundsGEP2(C->b, memty(C, dt), mem_base(C, mem), &idx, 1, "");
+}
+
+/* Calls the module's failure routine: records the first failed check of the
+ * launch (kernel tag, site, index, length) in the stream's error record. */
+static void emit_fail(cg_t *C, int site, int kind, LLVMValueRef idx, LLVMValueRef len) {
+  LLVMValueRef err = C->hooks->err_ptr(C), tag = C->hooks->tag(C);
+  LLVMValueRef args[6] = {err, tag, ci32(C, (uint64_t)site), ci32(C, (uint64_t)kind), idx, len};
+  LLVMTypeRef params[6] = {LLVMTypeOf(err), i32t(C), i32t(C), i32t(C), i64t(C), i64t(C)};
+  LLVMTypeRef fty = LLVMFunctionType(voidt(C), params, 6, 0);
+  LLVMBuildCall2(C->b, fty, C->fail_fn, args, 6, "");
+}
+
+/* Defines the failure routine: cold, never inlined, so the fast path stays small. */
+static void define_fail(cg_t *C, unsigned err_as) {
+  LLVMTypeRef params[6] = {ptrt(C, err_as), i32t(C), i32t(C), i32t(C), i64t(C), i64t(C)};
+  LLVMTypeRef fty = LLVMFunctionType(voidt(C), params, 6, 0);
+  LLVMValueRef f = LLVMAddFunction(C->mod, "__oxide_check_failed", fty);
+  LLVMSetLinkage(f, LLVMInternalLinkage);
+  unsigned kinds[] = {LLVMGetEnumAttributeKindForName("noinline", 8),
+                      LLVMGetEnumAttributeKindForName("cold", 4)};
+  for (int i = 0; i < 2; i++)
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(C->ctx, kinds[i], 0));
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(C->ctx, f, "entry");
+  LLVMBasicBlockRef claim = LLVMAppendBasicBlockInContext(C->ctx, f, "claim");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(C->ctx, f, "done");
+  LLVMBuilderRef saved = C->b;
+  C->b = LLVMCreateBuilderInContext(C->ctx);
+  LLVMPositionBuilderAtEnd(C->b, entry);
+  LLVMValueRef err = LLVMGetParam(f, 0);
+  LLVMValueRef cx = LLVMBuildAtomicCmpXchg(C->b, err, ci32(C, 0), ci32(C, 1),
+                                           LLVMAtomicOrderingMonotonic, LLVMAtomicOrderingMonotonic, 0);
+  LLVMValueRef won = LLVMBuildExtractValue(C->b, cx, 1, "");
+  LLVMBuildCondBr(C->b, won, claim, done);
+  LLVMPositionBuilderAtEnd(C->b, claim);
+  /* oxr_errrec: u32 flag, tag, site, kind; u64 index, len */
+  static const unsigned off[] = {4, 8, 12, 16, 24};
+  for (int i = 0; i < 5; i++) {
+    LLVMValueRef o = ci64(C, off[i]);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(C->b, LLVMInt8TypeInContext(C->ctx), err, &o, 1, "");
+    LLVMBuildStore(C->b, LLVMGetParam(f, (unsigned)i + 1), p);
+  }
+  LLVMBuildBr(C->b, done);
+  LLVMPositionBuilderAtEnd(C->b, done);
+  LLVMBuildRetVoid(C->b);
+  LLVMDisposeBuilder(C->b);
+  C->b = saved;
+  C->fail_fn = f;
+}
+
+/* A checked access: branch to a failure path when idx >= len. Kernels whose
+ * threads run independently leave the thread there; kernels that synchronize
+ * continue with a zero value (a thread that left would hang a later barrier).
+ * Returns the block that continues, with the builder positioned in it. */
+static LLVMBasicBlockRef check(cg_t *C, const oxi_instr *in, LLVMValueRef idx, LLVMBasicBlockRef *fail_bb) {
+  LLVMValueRef len = mem_len(C, in->mem);
+  LLVMValueRef ok = LLVMBuildICmp(C->b, LLVMIntULT, idx, len, "");
+  LLVMBasicBlockRef good = LLVMAppendBasicBlockInContext(C->ctx, C->fn, "inbounds");
+  LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(C->ctx, C->fn, "oob");
+  LLVMValueRef br = LLVMBuildCondBr(C->b, ok, good, bad);
+  /* branch weights: the check almost never fails */
+  LLVMValueRef md[3] = {LLVMMDStringInContext(C->ctx, "branch_weights", 14), ci32(C, 1u << 20), ci32(C, 1)};
+  LLVMSetMetadata(br, LLVMGetMDKindIDInContext(C->ctx, "prof", 4), LLVMMDNodeInContext(C->ctx, md, 3));
+  LLVMPositionBuilderAtEnd(C->b, bad);
+  int kind = in->op == OXI_LOAD ? 0 : in->op == OXI_STORE ? 1 : 2;
+  emit_fail(C, in->check - 1, kind, idx, len);
+  *fail_bb = bad;
+  LLVMPositionBuilderAtEnd(C->b, good);
+  return good;
+}
+
+static LLVMValueRef memop(cg_t *C, const oxi_instr *in) {
+  LLVMValueRef idx = val(C, in->ops[0]);
+  LLVMBasicBlockRef bad = NULL, good = NULL;
+  bool sync = C->k->uses_sync;
+  if (in->check)
+    good = check(C, in, idx, &bad);
+  ox_dtype dt = oxi_mem_dtype(C->k, in->mem);
+  LLVMTypeRef mt = memty(C, dt);
+  unsigned align = (unsigned)ox_dtype_size(dt);
+  LLVMValueRef r = NULL;
+  LLVMValueRef p = elem_ptr(C, in->mem, idx);
+  if (in->op == OXI_LOAD) {
+    r = LLVMBuildLoad2(C->b, mt, p, "");
+    LLVMSetAlignment(r, align);
+    if (dt == OX_BOOL)
+      r = LLVMBuildICmp(C->b, LLVMIntNE, r, LLVMConstInt(mt, 0, 0), "");
+  } else if (in->op == OXI_STORE) {
+    LLVMValueRef v = val(C, in->ops[1]);
+    if (dt == OX_BOOL)
+      v = LLVMBuildZExt(C->b, v, mt, "");
+    LLVMValueRef st = LLVMBuildStore(C->b, v, p);
+    LLVMSetAlignment(st, align);
+  } else {
+    LLVMValueRef v = val(C, in->ops[1]);
+    bool fl = oxi_is_float(dt), s = oxi_is_signed(dt);
+    if (in->sub == OXI_CAS) {
+      LLVMValueRef cx = LLVMBuildAtomicCmpXchg(C->b, p, v, val(C, in->ops[2]),
+                                               LLVMAtomicOrderingMonotonic,
+                                               LLVMAtomicOrderingMonotonic, 0);
+      r = LLVMBuildExtractValue(C->b, cx, 0, "");
+    } else {
+      LLVMAtomicRMWBinOp op;
+      switch (in->sub) {
+      case OXI_ADD: op = fl ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd; break;
+      case OXI_SUB: op = LLVMAtomicRMWBinOpSub; break;
+      case OXI_AND: op = LLVMAtomicRMWBinOpAnd; break;
+      case OXI_OR: op = LLVMAtomicRMWBinOpOr; break;
+      case OXI_XOR: op = LLVMAtomicRMWBinOpXor; break;
+      case OXI_XCHG: op = LLVMAtomicRMWBinOpXchg; break;
+      case OXI_MIN: op = fl ? LLVMAtomicRMWBinOpFMin : s ? LLVMAtomicRMWBinOpMin : LLVMAtomicRMWBinOpUMin; break;
+      case OXI_MAX: op = fl ? LLVMAtomicRMWBinOpFMax : s ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpUMax; break;
+      default: assert(!"atomic op"); op = LLVMAtomicRMWBinOpAdd; break;
+      }
+      r = LLVMBuildAtomicRMW(C->b, op, p, v, LLVMAtomicOrderingMonotonic, 0);
+    }
+  }
+  if (!in->check)
+    return r;
+  LLVMBasicBlockRef here = LLVMGetInsertBlock(C->b);
+  (void)good;
+  if (!sync) {
+    /* leave the thread on the failure path */
+    LLVMPositionBuilderAtEnd(C->b, bad);
+    LLVMBuildRetVoid(C->b);
+    LLVMPositionBuilderAtEnd(C->b, here);
+    return r;
+  }
+  LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(C->ctx, C->fn, "checked");
+  LLVMBuildBr(C->b, join);
+  LLVMPositionBuilderAtEnd(C->b, bad);
+  LLVMBuildBr(C->b, join);
+  LLVMPositionBuilderAtEnd(C->b, join);
+  if (!r || in->op == OXI_STORE)
+    return r;
+  LLVMValueRef phi = LLVMBuildPhi(C->b, LLVMTypeOf(r), "");
+  LLVMValueRef zero = LLVMConstNull(LLVMTypeOf(r));
+  LLVMValueRef vals[2] = {r, zero};
+  LLVMBasicBlockRef bbs[2] = {here, bad};
+  LLVMAddIncoming(phi, vals, bbs, 2);
+  return phi;
+}
+
+/* ------------------------------------------------------------ a kernel */
+
+static void emit_instr(cg_t *C, const oxi_instr *in) {
+  LLVMValueRef r = NULL;
+  switch (in->op) {
+  case OXI_CONST:
+    if (oxi_is_float(in->type))
+      r = fconst(C, in->type, in->fimm);
+    else
+      r = LLVMConstInt(llty(C, in->type), in->imm, 0);
+    break;
+  case OXI_PARAM: r = C->scalars[in->index]; break;
+  case OXI_LEN: r = mem_len(C, in->mem); break;
+  case OXI_LOAD: case OXI_STORE: case OXI_ATOMIC: r = memop(C, in); break;
+  case OXI_BIN:
+    if (in->type == OX_BOOL) {
+      LLVMValueRef a = val(C, in->ops[0]), b = val(C, in->ops[1]);
+      r = in->sub == OXI_AND ? LLVMBuildAnd(C->b, a, b, "") : in->sub == OXI_OR ? LLVMBuildOr(C->b, a, b, "")
+                                                                                : LLVMBuildXor(C->b, a, b, "");
+    } else {
+      r = binop(C, in);
+    }
+    break;
+  case OXI_CMP: r = compare(C, in); break;
+  case OXI_NEG:
+    if (oxi_is_float(in->type))
+      r = LLVMBuildFNeg(C->b, val(C, in->ops[0]), "");
+    else
+      r = LLVMBuildNeg(C->b, val(C, in->ops[0]), "");
+    break;
+  case OXI_NOT: r = LLVMBuildNot(C->b, val(C, in->ops[0]), ""); break;
+  case OXI_CAST: r = convert(C, val(C, in->ops[0]), in->ops[0]->type, in->type); break;
+  case OXI_SELECT:
+    r = LLVMBuildSelect(C->b, val(C, in->ops[0]), val(C, in->ops[1]), val(C, in->ops[2]), "");
+    break;
+  case OXI_VAR_GET: r = LLVMBuildLoad2(C->b, llty(C, in->type), C->slots[in->index], ""); break;
+  case OXI_VAR_SET: LLVMBuildStore(C->b, val(C, in->ops[0]), C->slots[in->index]); break;
+  case OXI_SREG:
+    /* an exact block shape from the launch contract makes block sizes constants */
+    if (C->k->block[0] && in->sub >= OXI_SREG_NTID_X && in->sub <= OXI_SREG_NTID_Z)
+      r = ci32(C, (uint64_t)C->k->block[in->sub - OXI_SREG_NTID_X]);
+    else if (C->k->block[0] && in->sub <= OXI_SREG_TID_Z && C->k->block[in->sub] == 1)
+      r = ci32(C, 0);
+    else
+      r = C->hooks->sreg(C, in->sub);
+    break;
+  case OXI_BARRIER: C->hooks->barrier(C); break;
+  case OXI_SHFL: r = C->hooks->shfl(C, in->sub, val(C, in->ops[0]), val(C, in->ops[1])); break;
+  case OXI_VOTE: r = C->hooks->vote(C, in->sub, val(C, in->ops[0])); break;
+  case OXI_MATH: r = math(C, in); break;
+  case OXI_ASSUME: {
+    LLVMValueRef c = val(C, in->ops[0]);
+    oxl_cg_call(C, "llvm.assume", voidt(C), &c, 1);
+    break;
+  }
+  case OXI_BR: LLVMBuildBr(C->b, C->bbs[in->target[0]->id]); break;
+  case OXI_CONDBR:
+    LLVMBuildCondBr(C->b, val(C, in->ops[0]), C->bbs[in->target[0]->id], C->bbs[in->target[1]->id]);
+    break;
+  case OXI_RET: LLVMBuildRetVoid(C->b); break;
+  default: assert(!"unknown IR op"); break;
+  }
+  if (in->id >= 0)
+    C->vals[in->id] = r;
+}
+
+/* Emits the body of kernel k into C->fn, whose parameters the caller has
+ * already mapped to C->ptrs/lens/scalars. */
+void oxl_cg_body(cg_t *C) {
+  const oxi_kernel *k = C->k;
+  C->vals = calloc((size_t)k->next_id + 1, sizeof(LLVMValueRef));
+  C->slots = calloc((size_t)k->slots.len + 1, sizeof(LLVMValueRef));
+  C->bbs = calloc((size_t)k->blocks.len, sizeof(LLVMBasicBlockRef));
+  LLVMBasicBlockRef entry = LLVMGetInsertBlock(C->b);
+  for (int i = 0; i < k->slots.len; i++)
+    C->slots[i] = LLVMBuildAlloca(C->b, llty(C, oxi_slot_type(k, i)), "");
+  for (int i = 0; i < k->blocks.len; i++)
+    C->bbs[i] = LLVMAppendBasicBlockInContext(C->ctx, C->fn, "");
+  LLVMPositionBuilderAtEnd(C->b, entry);
+  LLVMBuildBr(C->b, C->bbs[0]);
+  for (int bi = 0; bi < k->blocks.len; bi++) {
+    const oxi_block *b = k->blocks.items[bi];
+    LLVMPositionBuilderAtEnd(C->b, C->bbs[bi]);
+    for (int ii = 0; ii < b->instrs.len; ii++)
+      emit_instr(C, b->instrs.items[ii]);
+  }
+  free(C->vals);
+  free(C->slots);
+  free(C->bbs);
+  C->vals = C->slots = NULL;
+  C->bbs = NULL;
+}
+
+/* Maps the flattened parameters of `fn` starting at `first`: scalars by value
+ * (bool as i8, f16/bf16 as i16 bits), slices as (pointer, u64 length). */
+void oxl_cg_map_params(cg_t *C, LLVMValueRef *params) {
+  const oxi_kernel *k = C->k;
+  int j = 0;
+  for (int i = 0; i < k->params.len; i++) {
+    const oxi_param *p = k->params.items[i];
+    if (p->kind == OXI_P_SCALAR) {
+      LLVMValueRef v = params[j++];
+      if (p->dtype == OX_BOOL)
+        v = LLVMBuildICmp(C->b, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), "");
+      else if (narrow_float(p->dtype))
+        v = LLVMBuildBitCast(C->b, v, llty(C, p->dtype), "");
+      C->scalars[i] = v;
+    } else {
+      C->ptrs[i] = params[j++];
+      C->lens[i] = params[j++];
+    }
+  }
+}
+
+/* The flattened parameter types of kernel k. Returns the count. */
+int oxl_cg_param_types(cg_t *C, LLVMTypeRef *out, unsigned ptr_as) {
+  int j = 0;
+  for (int i = 0; i < C->k->params.len; i++) {
+    const oxi_param *p = C->k->params.items[i];
+    if (p->kind == OXI_P_SCALAR) {
+      out[j++] = p->dtype == OX_BOOL ? LLVMInt8TypeInContext(C->ctx)
+                 : narrow_float(p->dtype) ? LLVMInt16TypeInContext(C->ctx)
+                                          : llty(C, p->dtype);
+    } else {
+      out[j++] = ptrt(C, ptr_as);
+      out[j++] = i64t(C);
+    }
+  }
+  return j;
+}
+
+/* Marks slice parameters: every slice is noalias (the launch refuses a mutable
+ * argument that overlaps another), read-only slices also readonly, so the GPU
+ * reads them through the non-coherent (read-only) data path. */
+void oxl_cg_param_attrs(cg_t *C, LLVMValueRef fn, int first) {
+  unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+  unsigned readonly = LLVMGetEnumAttributeKindForName("readonly", 8);
+  unsigned nocapture = LLVMGetEnumAttributeKindForName("nocapture", 9);
+  int j = first;
+  for (int i = 0; i < C->k->params.len; i++) {
+    const oxi_param *p = C->k->params.items[i];
+    if (p->kind == OXI_P_SCALAR) {
+      j++;
+      continue;
+    }
+    unsigned idx = (unsigned)j + 1; /* attribute indices of parameters start at 1 */
+    if (p->kind != OXI_P_ATOMIC)
+      LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(C->ctx, noalias, 0));
+    if (p->kind == OXI_P_SLICE)
+      LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(C->ctx, readonly, 0));
+    LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(C->ctx, nocapture, 0));
+    j += 2;
+  }
+}
+
+/* True if kernel k uses math the target cannot do; reports it. */
+static bool unsupported(cg_t *C) {
+  if (C->opt->target != OXL_CUDA)
+    return false;
+  for (int bi = 0; bi < C->k->blocks.len; bi++) {
+    const oxi_block *b = C->k->blocks.items[bi];
+    for (int ii = 0; ii < b->instrs.len; ii++) {
+      const oxi_instr *in = b->instrs.items[ii];
+      if (in->op == OXI_MATH && gpu_lacks(in)) {
+        oxb_set_error(OX_ERR_UNSUPPORTED,
+                      "%s: kernel '%s': f64 %s is not supported on the CUDA target yet (f32 is)",
+                      C->m->filename, C->k->name, oxi_math_name(in->sub));
+        return true;
+      }
+    }
+  }
+  if (C->k->shared_bytes > 48 * 1024) {
+    oxb_set_error(OX_ERR_UNSUPPORTED,
+                  "%s: kernel '%s' uses %lld bytes of shared memory; static shared memory is limited "
+                  "to 48 KiB per block",
+                  C->m->filename, C->k->name, (long long)C->k->shared_bytes);
+    return true;
+  }
+  return false;
+}
+
+ox_status oxl_cg_module(cg_t *C) {
+  unsigned err_as = C->opt->target == OXL_CUDA ? 1 : 0;
+  define_fail(C, err_as);
+  for (int i = 0; i < C->m->kernels.len; i++) {
+    C->k = C->m->kernels.items[i];
+    if (unsupported(C))
+      return OX_ERR_UNSUPPORTED;
+    int n = C->k->params.len + 1;
+    C->ptrs = calloc((size_t)n, sizeof(LLVMValueRef));
+    C->lens = calloc((size_t)n, sizeof(LLVMValueRef));
+    C->scalars = calloc((size_t)n, sizeof(LLVMValueRef));
+    if (C->opt->target == OXL_CUDA)
+      oxl_cg_kernel_cuda(C);
+    else
+      oxl_cg_kernel_cpu(C);
+    free(C->ptrs);
+    free(C->lens);
+    free(C->scalars);
+  }
+  char *msg = NULL;
+  if (LLVMVerifyModule(C->mod, LLVMReturnStatusAction, &msg)) {
+    ox_status s = oxb_set_error(OX_ERR_INTERNAL, "internal error: invalid LLVM IR generated: %s", msg);
+    LLVMDisposeMessage(msg);
+    return s;
+  }
+  LLVMDisposeMessage(msg);
+  return OX_OK;
+}

@@ -1,0 +1,59 @@
+/*
+ * codegen.h - internal to the backend: the state of one LLVM code generation
+ * and the per-target hooks (cuda.c, cpu.c in this folder).
+ */
+#ifndef OXIDE_BACKEND_CODEGEN_H
+#define OXIDE_BACKEND_CODEGEN_H
+
+#include <llvm-c/Core.h>
+
+#include "backend/backend.h"
+
+typedef struct cg_t cg_t;
+
+/* What differs between targets. */
+typedef struct cg_hooks {
+  LLVMValueRef (*sreg)(cg_t *C, int which);       /* u32 thread/block indices */
+  void (*barrier)(cg_t *C);                       /* block-wide barrier */
+  LLVMValueRef (*shfl)(cg_t *C, int mode, LLVMValueRef v, LLVMValueRef arg);
+  LLVMValueRef (*vote)(cg_t *C, int mode, LLVMValueRef pred);
+  LLVMValueRef (*shared_ptr)(cg_t *C, int64_t offset); /* the block's shared memory */
+  LLVMValueRef (*err_ptr)(cg_t *C);               /* the stream's error record */
+  LLVMValueRef (*tag)(cg_t *C);                   /* the launch tag (i32) */
+} cg_hooks;
+
+struct cg_t {
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  const oxi_module *m;
+  const oxl_options *opt;
+  const cg_hooks *hooks;
+  const oxi_kernel *k; /* the kernel being generated */
+  LLVMValueRef fn;     /* the function its body goes into */
+  LLVMValueRef fail_fn;
+  /* per kernel: values of IR params, slots, blocks */
+  LLVMValueRef *ptrs, *lens, *scalars;
+  LLVMValueRef *vals, *slots;
+  LLVMBasicBlockRef *bbs;
+  /* per target */
+  LLVMValueRef cpu_ctx; /* CPU: the oxr_cpu_ctx pointer */
+  LLVMValueRef cpu_tid[3];
+  LLVMValueRef gpu_err, gpu_tag, gpu_shared;
+};
+
+/* codegen.c */
+LLVMValueRef oxl_cg_fn(cg_t *C, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n,
+                       LLVMTypeRef *fty);
+LLVMValueRef oxl_cg_call(cg_t *C, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n);
+void oxl_cg_body(cg_t *C);
+void oxl_cg_map_params(cg_t *C, LLVMValueRef *params);
+int oxl_cg_param_types(cg_t *C, LLVMTypeRef *out, unsigned ptr_as);
+void oxl_cg_param_attrs(cg_t *C, LLVMValueRef fn, int first);
+ox_status oxl_cg_module(cg_t *C);
+
+/* target_cuda.c / target_cpu.c: generate the entry points of C->k */
+void oxl_cg_kernel_cuda(cg_t *C);
+void oxl_cg_kernel_cpu(cg_t *C);
+
+#endif

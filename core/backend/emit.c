@@ -1,0 +1,208 @@
+/* emit.c - LLVM setup, the optimization pipeline, PTX / host code emission,
+ * and the ORC JIT that loads host objects for the CPU device. */
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/codegen.h"
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static char host_id[1024];
+
+static void init_llvm(void) {
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTarget();
+  LLVMInitializeNVPTXTargetMC();
+  LLVMInitializeNVPTXAsmPrinter();
+  LLVMInitializeX86TargetInfo();
+  LLVMInitializeX86Target();
+  LLVMInitializeX86TargetMC();
+  LLVMInitializeX86AsmPrinter();
+  LLVMInitializeX86AsmParser();
+  char *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
+  snprintf(host_id, sizeof host_id, "llvm %s cpu %s %s", OXIDE_LLVM_VERSION, cpu, feat);
+  LLVMDisposeMessage(cpu);
+  LLVMDisposeMessage(feat);
+}
+
+const char *oxl_target_id(oxl_target t) {
+  pthread_once(&init_once, init_llvm);
+  return t == OXL_CUDA ? "llvm " OXIDE_LLVM_VERSION " nvptx64 +ptx80" : host_id;
+}
+
+void oxl_cpu_entry_name(const oxi_kernel *k, char *buf, size_t n) {
+  snprintf(buf, n, "%s.%s", k->name, k->uses_sync ? "thread" : "block");
+}
+
+static LLVMTargetMachineRef make_tm(const oxl_options *opt, char *triple_out, size_t n) {
+  LLVMCodeGenOptLevel lvl = opt->opt_level >= 3   ? LLVMCodeGenLevelAggressive
+                            : opt->opt_level == 2 ? LLVMCodeGenLevelDefault
+                            : opt->opt_level == 1 ? LLVMCodeGenLevelLess
+                                                  : LLVMCodeGenLevelNone;
+  char *err = NULL;
+  LLVMTargetRef target;
+  LLVMTargetMachineRef tm;
+  if (opt->target == OXL_CUDA) {
+    const char *triple = "nvptx64-nvidia-cuda";
+    if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+      oxb_set_error(OX_ERR_INTERNAL, "LLVM has no NVPTX target: %s", err);
+      LLVMDisposeMessage(err);
+      return NULL;
+    }
+    char cpu[16];
+    snprintf(cpu, sizeof cpu, "sm_%d", opt->sm ? opt->sm : 80);
+    tm = LLVMCreateTargetMachine(target, triple, cpu, "+ptx80", lvl, LLVMRelocDefault,
+                                 LLVMCodeModelDefault);
+    snprintf(triple_out, n, "%s", triple);
+  } else {
+    char *triple = LLVMGetDefaultTargetTriple();
+    if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+      oxb_set_error(OX_ERR_INTERNAL, "LLVM has no host target for %s: %s", triple, err);
+      LLVMDisposeMessage(err);
+      LLVMDisposeMessage(triple);
+      return NULL;
+    }
+    char *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
+    tm = LLVMCreateTargetMachine(target, triple, cpu, feat, lvl, LLVMRelocPIC, LLVMCodeModelSmall);
+    snprintf(triple_out, n, "%s", triple);
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(feat);
+    LLVMDisposeMessage(triple);
+  }
+  if (!tm)
+    oxb_set_error(OX_ERR_INTERNAL, "LLVM could not create a target machine");
+  return tm;
+}
+
+ox_status oxl_generate(const oxi_module *m, const oxl_options *opt, oxl_output kind, char **out,
+                       size_t *len) {
+  pthread_once(&init_once, init_llvm);
+  *out = NULL;
+  *len = 0;
+  char triple[256];
+  LLVMTargetMachineRef tm = make_tm(opt, triple, sizeof triple);
+  if (!tm)
+    return OX_ERR_INTERNAL;
+  cg_t C = {0};
+  C.ctx = LLVMContextCreate();
+  C.mod = LLVMModuleCreateWithNameInContext(m->filename ? m->filename : "oxide", C.ctx);
+  C.b = LLVMCreateBuilderInContext(C.ctx);
+  C.m = m;
+  C.opt = opt;
+  LLVMSetTarget(C.mod, triple);
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+  LLVMSetModuleDataLayout(C.mod, td);
+  LLVMDisposeTargetData(td);
+  ox_status st = oxl_cg_module(&C);
+  if (st == OX_OK) {
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    char passes[32];
+    snprintf(passes, sizeof passes, "default<O%d>", opt->opt_level < 0 ? 0 : opt->opt_level > 3 ? 3 : opt->opt_level);
+    LLVMErrorRef e = LLVMRunPasses(C.mod, passes, tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (e) {
+      char *msg = LLVMGetErrorMessage(e);
+      st = oxb_set_error(OX_ERR_INTERNAL, "LLVM optimization failed: %s", msg);
+      LLVMDisposeErrorMessage(msg);
+    }
+  }
+  if (st == OX_OK) {
+    if (kind == OXL_OUT_LLVM) {
+      char *s = LLVMPrintModuleToString(C.mod);
+      *len = strlen(s);
+      *out = malloc(*len + 1);
+      memcpy(*out, s, *len + 1);
+      LLVMDisposeMessage(s);
+    } else {
+      char *err = NULL;
+      LLVMMemoryBufferRef buf = NULL;
+      LLVMCodeGenFileType ft = kind == OXL_OUT_OBJ ? LLVMObjectFile : LLVMAssemblyFile;
+      if (LLVMTargetMachineEmitToMemoryBuffer(tm, C.mod, ft, &err, &buf)) {
+        st = oxb_set_error(OX_ERR_INTERNAL, "LLVM code generation failed: %s", err);
+        LLVMDisposeMessage(err);
+      } else {
+        size_t n = LLVMGetBufferSize(buf);
+        *out = malloc(n + 1);
+        memcpy(*out, LLVMGetBufferStart(buf), n);
+        (*out)[n] = 0;
+        *len = n;
+        LLVMDisposeMemoryBuffer(buf);
+      }
+    }
+  }
+  LLVMDisposeBuilder(C.b);
+  LLVMDisposeModule(C.mod);
+  LLVMContextDispose(C.ctx);
+  LLVMDisposeTargetMachine(tm);
+  return st;
+}
+
+/* ------------------------------------------------------------------ JIT */
+
+struct oxl_jit {
+  LLVMOrcLLJITRef jit;
+};
+
+static ox_status jit_error(LLVMErrorRef e, const char *what) {
+  char *msg = LLVMGetErrorMessage(e);
+  ox_status s = oxb_set_error(OX_ERR_INTERNAL, "%s: %s", what, msg);
+  LLVMDisposeErrorMessage(msg);
+  return s;
+}
+
+ox_status oxl_jit_load(const void *obj, size_t len, oxl_jit **out) {
+  pthread_once(&init_once, init_llvm);
+  *out = NULL;
+  LLVMOrcLLJITRef jit;
+  LLVMErrorRef e = LLVMOrcCreateLLJIT(&jit, NULL);
+  if (e)
+    return jit_error(e, "cannot create the host JIT");
+  /* resolve libm and libc symbols (expf, memcpy...) from this process */
+  LLVMOrcDefinitionGeneratorRef gen;
+  e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(jit), NULL, NULL);
+  if (e) {
+    LLVMOrcDisposeLLJIT(jit);
+    return jit_error(e, "cannot search this process's symbols");
+  }
+  LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(jit), gen);
+  LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, len, "oxide-kernels");
+  e = LLVMOrcLLJITAddObjectFile(jit, LLVMOrcLLJITGetMainJITDylib(jit), buf);
+  if (e) {
+    LLVMOrcDisposeLLJIT(jit);
+    return jit_error(e, "cannot load host code");
+  }
+  oxl_jit *j = malloc(sizeof *j);
+  if (!j) {
+    LLVMOrcDisposeLLJIT(jit);
+    return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  j->jit = jit;
+  *out = j;
+  return OX_OK;
+}
+
+void *oxl_jit_lookup(oxl_jit *j, const char *name) {
+  LLVMOrcExecutorAddress addr = 0;
+  LLVMErrorRef e = LLVMOrcLLJITLookup(j->jit, &addr, name);
+  if (e) {
+    jit_error(e, "kernel entry not found");
+    return NULL;
+  }
+  return (void *)(uintptr_t)addr;
+}
+
+void oxl_jit_destroy(oxl_jit *j) {
+  if (!j)
+    return;
+  LLVMErrorRef e = LLVMOrcDisposeLLJIT(j->jit);
+  if (e)
+    LLVMConsumeError(e);
+  free(j);
+}

@@ -1,0 +1,116 @@
+/* target_cuda.c - the CUDA side of code generation: PTX special registers,
+ * barriers and warp intrinsics, shared memory in address space 3, and the
+ * kernel entry with its hidden error-record and tag parameters. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/codegen.h"
+
+#define PTX_KERNEL_CC 71 /* llvm::CallingConv::PTX_Kernel */
+
+static LLVMTypeRef i32t(cg_t *C) { return LLVMInt32TypeInContext(C->ctx); }
+
+static LLVMValueRef sreg(cg_t *C, int which) {
+  static const char *const names[] = {
+      "tid.x",   "tid.y",   "tid.z",   "ctaid.x",  "ctaid.y",  "ctaid.z", "ntid.x",
+      "ntid.y",  "ntid.z",  "nctaid.x", "nctaid.y", "nctaid.z", "laneid"};
+  char name[64];
+  snprintf(name, sizeof name, "llvm.nvvm.read.ptx.sreg.%s", names[which]);
+  return oxl_cg_call(C, name, i32t(C), NULL, 0);
+}
+
+static void barrier(cg_t *C) { oxl_cg_call(C, "llvm.nvvm.barrier0", LLVMVoidTypeInContext(C->ctx), NULL, 0); }
+
+/* shfl.sync on 32 bits; 64-bit values move as two halves. The clamp operand
+ * is 0x1f for idx/down/xor and 0 for up (a full 32-lane warp). */
+static LLVMValueRef shfl32(cg_t *C, int mode, LLVMValueRef v32, LLVMValueRef arg) {
+  static const char *const names[] = {"llvm.nvvm.shfl.sync.idx.i32", "llvm.nvvm.shfl.sync.up.i32",
+                                      "llvm.nvvm.shfl.sync.down.i32", "llvm.nvvm.shfl.sync.bfly.i32"};
+  LLVMValueRef args[4] = {LLVMConstInt(i32t(C), 0xffffffffu, 0), v32, arg,
+                          LLVMConstInt(i32t(C), mode == 1 ? 0 : 0x1f, 0)};
+  return oxl_cg_call(C, names[mode], i32t(C), args, 4);
+}
+
+static LLVMValueRef shfl(cg_t *C, int mode, LLVMValueRef v, LLVMValueRef arg) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(C->ctx);
+  unsigned bits = LLVMGetTypeKind(t) == LLVMIntegerTypeKind ? LLVMGetIntTypeWidth(t)
+                  : LLVMGetTypeKind(t) == LLVMDoubleTypeKind ? 64 : 32;
+  if (bits == 32) {
+    LLVMValueRef x = LLVMBuildBitCast(C->b, v, i32t(C), "");
+    return LLVMBuildBitCast(C->b, shfl32(C, mode, x, arg), t, "");
+  }
+  LLVMValueRef x = LLVMBuildBitCast(C->b, v, i64, "");
+  LLVMValueRef lo = LLVMBuildTrunc(C->b, x, i32t(C), "");
+  LLVMValueRef hi = LLVMBuildTrunc(C->b, LLVMBuildLShr(C->b, x, LLVMConstInt(i64, 32, 0), ""), i32t(C), "");
+  lo = LLVMBuildZExt(C->b, shfl32(C, mode, lo, arg), i64, "");
+  hi = LLVMBuildZExt(C->b, shfl32(C, mode, hi, arg), i64, "");
+  LLVMValueRef r = LLVMBuildOr(C->b, lo, LLVMBuildShl(C->b, hi, LLVMConstInt(i64, 32, 0), ""), "");
+  return LLVMBuildBitCast(C->b, r, t, "");
+}
+
+static LLVMValueRef vote(cg_t *C, int mode, LLVMValueRef pred) {
+  LLVMValueRef args[2] = {LLVMConstInt(i32t(C), 0xffffffffu, 0), pred};
+  if (mode == 2)
+    return oxl_cg_call(C, "llvm.nvvm.vote.ballot.sync", i32t(C), args, 2);
+  return oxl_cg_call(C, mode == 0 ? "llvm.nvvm.vote.all.sync" : "llvm.nvvm.vote.any.sync",
+                     LLVMInt1TypeInContext(C->ctx), args, 2);
+}
+
+static LLVMValueRef shared_ptr(cg_t *C, int64_t offset) {
+  LLVMValueRef o = LLVMConstInt(LLVMInt64TypeInContext(C->ctx), (uint64_t)offset, 0);
+  return LLVMBuildInBoundsGEP2(C->b, LLVMInt8TypeInContext(C->ctx), C->gpu_shared, &o, 1, "");
+}
+
+static LLVMValueRef err_ptr(cg_t *C) { return C->gpu_err; }
+static LLVMValueRef tag(cg_t *C) { return C->gpu_tag; }
+
+static const cg_hooks cuda_hooks = {sreg, barrier, shfl, vote, shared_ptr, err_ptr, tag};
+
+static void annotate(cg_t *C, LLVMValueRef fn, const char *key, int value) {
+  LLVMValueRef md[3] = {fn, LLVMMDStringInContext(C->ctx, key, (unsigned)strlen(key)),
+                        LLVMConstInt(i32t(C), (uint64_t)value, 0)};
+  LLVMAddNamedMetadataOperand(C->mod, "nvvm.annotations", LLVMMDNodeInContext(C->ctx, md, 3));
+}
+
+/* The kernel entry: user parameters flattened, then the error record and the tag. */
+void oxl_cg_kernel_cuda(cg_t *C) {
+  const oxi_kernel *k = C->k;
+  C->hooks = &cuda_hooks;
+  LLVMTypeRef params[2 * 64 + 2];
+  int n = oxl_cg_param_types(C, params, 1);
+  params[n++] = LLVMPointerTypeInContext(C->ctx, 1);
+  params[n++] = i32t(C);
+  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(C->ctx), params, (unsigned)n, 0);
+  LLVMValueRef fn = LLVMAddFunction(C->mod, k->name, fty);
+  LLVMSetFunctionCallConv(fn, PTX_KERNEL_CC);
+  oxl_cg_param_attrs(C, fn, 0);
+  annotate(C, fn, "kernel", 1);
+  if (k->block[0]) {
+    annotate(C, fn, "reqntidx", k->block[0]);
+    annotate(C, fn, "reqntidy", k->block[1]);
+    annotate(C, fn, "reqntidz", k->block[2]);
+  }
+  C->fn = fn;
+  LLVMValueRef ps[2 * 64 + 2];
+  for (int i = 0; i < n; i++)
+    ps[i] = LLVMGetParam(fn, (unsigned)i);
+  C->gpu_err = ps[n - 2];
+  C->gpu_tag = ps[n - 1];
+  C->gpu_shared = NULL;
+  if (k->shared_bytes > 0) {
+    char name[300];
+    snprintf(name, sizeof name, "__oxide_shared_%s", k->name);
+    LLVMTypeRef at = LLVMArrayType2(LLVMInt8TypeInContext(C->ctx), (uint64_t)k->shared_bytes);
+    LLVMValueRef g = LLVMAddGlobalInAddressSpace(C->mod, at, name, 3);
+    LLVMSetInitializer(g, LLVMGetUndef(at));
+    LLVMSetLinkage(g, LLVMInternalLinkage);
+    LLVMSetAlignment(g, 16);
+    C->gpu_shared = g;
+  }
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(C->ctx, fn, "entry");
+  LLVMPositionBuilderAtEnd(C->b, entry);
+  oxl_cg_map_params(C, ps);
+  oxl_cg_body(C);
+}

@@ -1,0 +1,158 @@
+/*
+ * front.h - the front end: lexer, parser, syntax tree, and semantic analysis
+ * (types, ownership rules, bounds-check proofs), which lowers a checked program
+ * to Oxide IR. Prefix: oxf_.
+ *
+ * Everything a compilation allocates lives in one arena (base.h), so an error
+ * anywhere cannot leak.
+ */
+#ifndef OXIDE_FRONT_H
+#define OXIDE_FRONT_H
+
+#include "base/base.h"
+#include "ir/ir.h"
+
+/* ------------------------------------------------------------------ tokens */
+
+typedef enum oxf_tok_kind {
+  OXF_TK_IDENT,
+  OXF_TK_INT,
+  OXF_TK_FLOAT,
+  OXF_TK_PUNCT,   /* operators and delimiters */
+  OXF_TK_KEYWORD, /* fn let mut if else ... */
+  OXF_TK_EOF
+} oxf_tok_kind;
+
+typedef struct oxf_token oxf_token;
+struct oxf_token {
+  oxf_tok_kind kind;
+  const char *text; /* points into the source */
+  int len;
+  oxb_loc loc;
+  uint64_t ival;   /* integer literal value (saturated flag below) */
+  double fval;     /* float literal value */
+  int suffix;      /* literal suffix as an ox_dtype + 1, 0 if none */
+  bool overflow;   /* integer literal does not fit in 64 bits */
+  oxf_token *next;
+};
+
+/* Splits `src` into tokens. Lexical errors go to `d`; the list always ends
+ * with an EOF token. */
+oxf_token *oxf_tokenize(oxb_arena *a, oxb_diags *d, const oxb_source *src);
+
+/* ------------------------------------------------------------- syntax tree */
+
+/* Types as written. */
+typedef enum oxf_tykind {
+  OXF_TY_SCALAR,   /* bool, i32, f32, ... (dtype) */
+  OXF_TY_SLICE,    /* &[T]: shared, read-only */
+  OXF_TY_MUTSLICE, /* &mut [T]: only in unsafe kernels */
+  OXF_TY_ATOMIC,   /* &[Atomic<T>]: shared, atomic updates only */
+  OXF_TY_DISJOINT, /* DisjointSlice<T>: each thread writes only its element */
+  OXF_TY_SHARED,   /* SharedArray<T, N>: block-shared memory */
+  OXF_TY_UNIT      /* () */
+} oxf_tykind;
+
+typedef struct oxf_typeexpr {
+  oxf_tykind kind;
+  ox_dtype elem; /* scalar type, or element type of slices/arrays */
+  int64_t count; /* SharedArray length */
+  oxb_loc loc;
+} oxf_typeexpr;
+
+typedef enum oxf_node_kind {
+  /* expressions */
+  OXF_INT,    /* ival, suffix */
+  OXF_FLOAT,  /* fval, suffix */
+  OXF_BOOL,   /* ival */
+  OXF_NAME,   /* a variable or parameter: name */
+  OXF_CALL,   /* path(args): name = "thread::index_1d", generics in `gen` */
+  OXF_METHOD, /* lhs.name(args) */
+  OXF_INDEX,  /* lhs[rhs] */
+  OXF_UNARY,  /* op lhs: '-', '!', '*' (deref) */
+  OXF_BINARY, /* lhs op rhs */
+  OXF_CAST,   /* lhs as type */
+  OXF_IF,     /* if cond then [else els]; also an expression */
+  OXF_BLOCK,  /* { stmts; value } */
+  OXF_RANGE,  /* lhs..rhs (only as a for-loop range) */
+  OXF_ASSIGN, /* lhs op= rhs; op is 0 for plain '=' */
+  /* statements */
+  OXF_LET,     /* let [mut] name[: type] = init */
+  OXF_EXPR,    /* expression statement */
+  OXF_WHILE,   /* while cond body */
+  OXF_LOOP,    /* loop body */
+  OXF_FOR,     /* for name in range [.step_by(step)] body */
+  OXF_BREAK,
+  OXF_CONTINUE,
+  OXF_RETURN,  /* return [lhs] */
+  OXF_IF_LET,  /* if let Some(name) = lhs then [else els] */
+  OXF_UNSAFE   /* unsafe { body } */
+} oxf_node_kind;
+
+typedef struct oxf_node oxf_node;
+struct oxf_node {
+  oxf_node_kind kind;
+  oxb_loc loc;
+  const char *name;   /* identifiers, call paths, method names */
+  int op;             /* operator: one of the OXF_OP_* values */
+  oxf_node *lhs, *rhs;
+  oxf_node *cond, *then, *els, *body, *init, *step;
+  oxb_vec args;       /* call arguments; block statements */
+  oxb_vec gen;        /* generic arguments of a call path: oxf_typeexpr* or INT nodes */
+  oxf_typeexpr *type; /* let annotation, cast target */
+  bool is_mut;        /* let mut */
+  oxf_node *value;    /* a block's trailing expression */
+  uint64_t ival;
+  double fval;
+  int suffix; /* literal suffix as an ox_dtype + 1 */
+};
+
+/* Binary and unary operators. */
+enum {
+  OXF_OP_ADD = 1, OXF_OP_SUB, OXF_OP_MUL, OXF_OP_DIV, OXF_OP_REM,
+  OXF_OP_AND, OXF_OP_OR, OXF_OP_XOR, OXF_OP_SHL, OXF_OP_SHR,
+  OXF_OP_EQ, OXF_OP_NE, OXF_OP_LT, OXF_OP_LE, OXF_OP_GT, OXF_OP_GE,
+  OXF_OP_LAND, OXF_OP_LOR,
+  OXF_OP_NEG, OXF_OP_NOT, OXF_OP_DEREF
+};
+
+typedef struct oxf_param {
+  const char *name;
+  oxf_typeexpr *type;
+  oxb_loc loc;
+} oxf_param;
+
+typedef struct oxf_fn {
+  const char *name;
+  oxb_loc loc;
+  bool is_kernel;
+  bool is_unsafe;
+  oxb_vec params; /* oxf_param* */
+  oxf_typeexpr *ret; /* NULL: () */
+  oxf_node *body;
+  /* #[launch_contract(block = (x, y, z), requires = (e, ...))] */
+  bool has_contract;
+  int64_t block[3]; /* 0 = not given */
+  oxb_loc contract_loc;
+  oxb_vec requires; /* oxf_node* */
+} oxf_fn;
+
+typedef struct oxf_program {
+  oxb_vec fns; /* oxf_fn* */
+} oxf_program;
+
+/* Parses a whole source file. Syntax errors go to `d`; the parser recovers at
+ * statement and item boundaries so that several errors show in one pass. */
+oxf_program *oxf_parse(oxb_arena *a, oxb_diags *d, const oxb_source *src);
+
+/* Appends a readable dump of the syntax tree to `out`. */
+void oxf_dump(const oxf_program *p, oxb_str *out);
+
+/* Checks types and ownership rules and lowers every kernel (with device
+ * functions inlined) into `m`. Errors go to `d`; returns false if any. */
+bool oxf_check(oxb_arena *a, oxb_diags *d, const oxf_program *p, oxi_module *m);
+
+/* Name of an operator, for messages ("+", "<=", ...). */
+const char *oxf_op_name(int op);
+
+#endif

@@ -1,0 +1,1941 @@
+/* sema.c - semantic analysis: types, ownership rules and bounds-check proofs,
+ * lowering each kernel to Oxide IR as it goes (one pass, as Lua's parser emits
+ * code while it parses). Device functions are inlined at each call.
+ *
+ * Ownership rules (docs/language.md, "Ownership"):
+ *  - a safe kernel writes global memory only through DisjointSlice::get_mut(w),
+ *    where w is a thread-index witness from thread::index_1d()/index_2d();
+ *  - a witness cannot be copied, stored, computed with, or passed on: it can
+ *    only index, be handed to get_mut, or give its value with .get();
+ *  - &[T] is never written; &mut [T] exists only in unsafe kernels.
+ * Because outputs can be written only at the calling thread's own index, two
+ * threads never write the same element, and read-only slices never alias a
+ * written one (checked at launch), so the backend may mark them noalias. */
+#include "front/front.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- values */
+
+typedef enum vkind {
+  V_ERR,     /* an error was reported; suppress follow-on errors */
+  V_UNIT,    /* () */
+  V_SCALAR,  /* v: a scalar SSA value */
+  V_WITNESS, /* a thread-index witness (binding b) */
+  V_MEM,     /* a slice parameter or shared array (binding b) */
+  V_OPTION,  /* the Option that get_mut returns: mem + witness */
+  V_MUTREF,  /* `out` of if-let Some(out) = c.get_mut(i) */
+  V_NEVER    /* the expression does not complete (return/break) */
+} vkind;
+
+typedef struct binding binding;
+
+typedef struct val {
+  vkind k;
+  oxi_instr *v;
+  binding *b;   /* V_WITNESS, V_MEM, V_MUTREF */
+  binding *w;   /* V_OPTION: the witness */
+} val;
+
+typedef enum bkind { B_VALUE, B_SLOT, B_MEM, B_WITNESS, B_MUTREF } bkind;
+
+struct binding {
+  bkind kind;
+  const char *name;
+  oxb_loc loc;
+  oxi_type type;    /* B_VALUE, B_SLOT; element type for B_MEM/B_MUTREF */
+  oxi_instr *v;     /* B_VALUE: the value; B_WITNESS: the index (u64); B_MUTREF: index */
+  oxi_instr *row, *col; /* B_WITNESS from index_2d */
+  int slot;         /* B_SLOT */
+  oxi_mem mem;      /* B_MEM, B_MUTREF */
+  oxf_tykind mkind; /* B_MEM: what kind of memory (slice, disjoint, shared...) */
+  bool is_mut;      /* B_SLOT */
+};
+
+typedef struct fact { /* witness w is < len(mem) here */
+  binding *w;
+  oxi_mem mem;
+} fact;
+
+typedef struct loopctx {
+  oxi_block *brk, *cont;
+} loopctx;
+
+typedef struct frame { /* an inlined device-function call */
+  const oxf_fn *fn;
+  oxi_block *exit;
+  int ret_slot; /* -1 for () */
+  oxi_type ret_type;
+  int base;     /* bindings below this index are invisible */
+  int loop_base;
+} frame;
+
+typedef struct sema {
+  oxb_arena *a;
+  oxb_diags *d;
+  const oxf_program *prog;
+  oxi_module *m;
+  oxi_kernel *k;
+  const oxf_fn *kfn;
+  oxi_block *cur;
+  binding **binds;
+  int nbinds, capbinds;
+  fact *facts;
+  int nfacts, capfacts;
+  loopctx loops[64];
+  int nloops;
+  frame frames[16];
+  int nframes;
+  int unsafe_depth;
+  /* launch-contract relations len(a) >= len(b), as param-index pairs */
+  int rel_ge[32][2];
+  int nrel;
+} sema;
+
+#define ERR(S, loc, ...) oxb_error_at((S)->d, (loc), __VA_ARGS__)
+
+static const val VERR = {V_ERR, NULL, NULL, NULL};
+static const val VUNIT = {V_UNIT, NULL, NULL, NULL};
+static const val VNEVER = {V_NEVER, NULL, NULL, NULL};
+
+static val scalar(oxi_instr *v) {
+  val r = {V_SCALAR, v, NULL, NULL};
+  return r;
+}
+
+/* ------------------------------------------------------------ IR helpers */
+
+static oxi_instr *emit(sema *S, oxi_op op, oxi_type t) {
+  return oxi_emit(S->m, S->k, S->cur, op, t);
+}
+
+static oxi_block *new_block(sema *S) { return oxi_block_new(S->m, S->k); }
+
+/* After a terminator, code that follows is unreachable; it still goes into a
+ * block of its own so that the IR stays well formed. */
+static void set_block(sema *S, oxi_block *b) { S->cur = b; }
+
+static bool terminated(sema *S) { return oxi_terminator(S->cur) != NULL; }
+
+static void br(sema *S, oxi_block *to) {
+  if (terminated(S))
+    return;
+  oxi_instr *in = emit(S, OXI_BR, OXI_VOID);
+  in->target[0] = to;
+}
+
+static void condbr(sema *S, oxi_instr *c, oxi_block *t, oxi_block *f) {
+  if (terminated(S))
+    return;
+  oxi_instr *in = emit(S, OXI_CONDBR, OXI_VOID);
+  in->ops[0] = c;
+  in->nops = 1;
+  in->target[0] = t;
+  in->target[1] = f;
+}
+
+static void ensure_open(sema *S) {
+  if (terminated(S))
+    set_block(S, new_block(S));
+}
+
+static oxi_instr *const_int(sema *S, oxi_type t, uint64_t v) {
+  ensure_open(S);
+  oxi_instr *in = emit(S, OXI_CONST, t);
+  in->imm = v;
+  return in;
+}
+
+static oxi_instr *const_float(sema *S, oxi_type t, double v) {
+  ensure_open(S);
+  oxi_instr *in = emit(S, OXI_CONST, t);
+  in->fimm = v;
+  return in;
+}
+
+static oxi_instr *op1(sema *S, oxi_op op, int sub, oxi_type t, oxi_instr *a) {
+  ensure_open(S);
+  oxi_instr *in = emit(S, op, t);
+  in->sub = sub;
+  in->ops[0] = a;
+  in->nops = 1;
+  return in;
+}
+
+static oxi_instr *op2(sema *S, oxi_op op, int sub, oxi_type t, oxi_instr *a, oxi_instr *b) {
+  oxi_instr *in = op1(S, op, sub, t, a);
+  in->ops[1] = b;
+  in->nops = 2;
+  return in;
+}
+
+static oxi_instr *cast_to(sema *S, oxi_instr *v, oxi_type t) {
+  if (v->type == t)
+    return v;
+  return op1(S, OXI_CAST, 0, t, v);
+}
+
+static oxi_instr *sreg(sema *S, int which) {
+  ensure_open(S);
+  oxi_instr *in = emit(S, OXI_SREG, OX_U32);
+  in->sub = which;
+  return in;
+}
+
+static oxi_instr *sreg64(sema *S, int which) { return cast_to(S, sreg(S, which), OX_U64); }
+
+static oxi_instr *var_get(sema *S, int slot) {
+  ensure_open(S);
+  oxi_instr *in = emit(S, OXI_VAR_GET, oxi_slot_type(S->k, slot));
+  in->index = slot;
+  return in;
+}
+
+static void var_set(sema *S, int slot, oxi_instr *v) {
+  ensure_open(S);
+  oxi_instr *in = emit(S, OXI_VAR_SET, OXI_VOID);
+  in->index = slot;
+  in->ops[0] = v;
+  in->nops = 1;
+}
+
+/* -------------------------------------------------------------- bindings */
+
+static binding *bind(sema *S, bkind kind, const char *name, oxb_loc loc) {
+  if (S->nbinds == S->capbinds) {
+    S->capbinds = S->capbinds ? S->capbinds * 2 : 64;
+    binding **nb = oxb_alloc(S->a, sizeof(binding *) * (size_t)S->capbinds);
+    if (S->nbinds)
+      memcpy(nb, S->binds, sizeof(binding *) * (size_t)S->nbinds);
+    S->binds = nb;
+  }
+  binding *b = oxb_alloc(S->a, sizeof *b);
+  b->kind = kind;
+  b->name = name;
+  b->loc = loc;
+  S->binds[S->nbinds++] = b;
+  return b;
+}
+
+static binding *lookup(sema *S, const char *name) {
+  int base = S->nframes ? S->frames[S->nframes - 1].base : 0;
+  for (int i = S->nbinds - 1; i >= base; i--)
+    if (S->binds[i]->name && !strcmp(S->binds[i]->name, name))
+      return S->binds[i];
+  return NULL;
+}
+
+static void push_fact(sema *S, binding *w, oxi_mem mem) {
+  if (S->nfacts == S->capfacts) {
+    S->capfacts = S->capfacts ? S->capfacts * 2 : 16;
+    fact *nf = oxb_alloc(S->a, sizeof(fact) * (size_t)S->capfacts);
+    if (S->nfacts)
+      memcpy(nf, S->facts, sizeof(fact) * (size_t)S->nfacts);
+    S->facts = nf;
+  }
+  S->facts[S->nfacts].w = w;
+  S->facts[S->nfacts].mem = mem;
+  S->nfacts++;
+}
+
+/* Is w < len(mem) proven here: by a dominating get_mut guard on mem, or on a
+ * slice whose length the launch contract bounds by mem's? */
+static bool proven(sema *S, binding *w, oxi_mem mem) {
+  for (int i = 0; i < S->nfacts; i++) {
+    fact *f = &S->facts[i];
+    if (f->w != w)
+      continue;
+    if (f->mem.kind == mem.kind && f->mem.index == mem.index)
+      return true;
+    if (f->mem.kind == OXI_MEM_PARAM && mem.kind == OXI_MEM_PARAM)
+      for (int r = 0; r < S->nrel; r++)
+        if (S->rel_ge[r][0] == mem.index && S->rel_ge[r][1] == f->mem.index)
+          return true;
+  }
+  return false;
+}
+
+/* ------------------------------------------------------------- type names */
+
+static const char *vdesc(sema *S, val v) {
+  switch (v.k) {
+  case V_SCALAR: return oxi_type_name(v.v->type);
+  case V_WITNESS: return "a thread-index witness";
+  case V_MEM:
+    switch (v.b->mkind) {
+    case OXF_TY_SLICE: return "a read-only slice";
+    case OXF_TY_MUTSLICE: return "a mutable slice";
+    case OXF_TY_ATOMIC: return "an atomic slice";
+    case OXF_TY_DISJOINT: return "a DisjointSlice";
+    case OXF_TY_SHARED: return "a shared array";
+    default: return "memory";
+    }
+  case V_OPTION: return "an Option (from get_mut)";
+  case V_MUTREF: return "a mutable reference";
+  case V_UNIT: return "()";
+  default: return "an invalid value";
+  }
+}
+
+static bool is_numeric(oxi_type t) { return oxi_is_int(t) || oxi_is_float(t); }
+
+/* ---------------------------------------------------------- expressions */
+
+static val expr(sema *S, const oxf_node *n, oxi_type hint);
+static val block_expr(sema *S, const oxf_node *n, oxi_type hint);
+static void stmt(sema *S, const oxf_node *n);
+
+/* Evaluates `n` and requires a scalar; reports `what` otherwise. */
+static oxi_instr *scalar_expr(sema *S, const oxf_node *n, oxi_type hint, const char *what) {
+  val v = expr(S, n, hint);
+  if (v.k == V_SCALAR)
+    return v.v;
+  if (v.k == V_WITNESS) {
+    ERR(S, n->loc, "a thread-index witness cannot be used as %s; use '%s.get()' for its value as "
+                   "usize (a plain number, which cannot index a DisjointSlice)",
+        what, v.b->name ? v.b->name : "i");
+  } else if (v.k != V_ERR && v.k != V_NEVER) {
+    ERR(S, n->loc, "expected a number or bool for %s, found %s", what, vdesc(S, v));
+  }
+  return NULL;
+}
+
+static bool untyped_literal(const oxf_node *n) {
+  if (n->kind == OXF_UNARY && n->op == OXF_OP_NEG)
+    return untyped_literal(n->lhs);
+  return (n->kind == OXF_INT || n->kind == OXF_FLOAT) && !n->suffix;
+}
+
+static val literal(sema *S, const oxf_node *n, oxi_type hint) {
+  if (n->kind == OXF_BOOL)
+    return scalar(const_int(S, OX_BOOL, n->ival));
+  if (n->kind == OXF_FLOAT) {
+    oxi_type t = n->suffix ? n->suffix - 1 : (oxi_is_float(hint) ? hint : OX_F64);
+    return scalar(const_float(S, t, n->fval));
+  }
+  oxi_type t = n->suffix ? n->suffix - 1 : (is_numeric(hint) ? hint : OX_I32);
+  if (oxi_is_float(t))
+    return scalar(const_float(S, t, (double)n->ival));
+  int bits = (int)ox_dtype_size((ox_dtype)t) * 8;
+  uint64_t max = oxi_is_signed(t) ? ((uint64_t)1 << (bits - 1)) : (bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1);
+  /* max for signed includes the magnitude of MIN, for a negated literal */
+  if (n->ival > max)
+    ERR(S, n->loc, "literal %llu does not fit in %s", (unsigned long long)n->ival, oxi_type_name(t));
+  return scalar(const_int(S, t, n->ival));
+}
+
+/* Binary operators. */
+static val binary(sema *S, const oxf_node *n, oxi_type hint) {
+  int op = n->op;
+  if (op == OXF_OP_LAND || op == OXF_OP_LOR) {
+    /* short-circuit: the right side may guard an access the left side checks */
+    int slot = oxi_slot_new(S->m, S->k, OX_BOOL);
+    oxi_instr *l = scalar_expr(S, n->lhs, OX_BOOL, "a logical operand");
+    if (l && l->type != OX_BOOL)
+      ERR(S, n->lhs->loc, "'%s' needs bool operands, found %s", oxf_op_name(op), oxi_type_name(l->type));
+    if (!l || l->type != OX_BOOL)
+      return VERR;
+    var_set(S, slot, l);
+    oxi_block *rhs_b = new_block(S), *done = new_block(S);
+    if (op == OXF_OP_LAND)
+      condbr(S, l, rhs_b, done);
+    else
+      condbr(S, l, done, rhs_b);
+    set_block(S, rhs_b);
+    oxi_instr *r = scalar_expr(S, n->rhs, OX_BOOL, "a logical operand");
+    if (r && r->type != OX_BOOL) {
+      ERR(S, n->rhs->loc, "'%s' needs bool operands, found %s", oxf_op_name(op), oxi_type_name(r->type));
+      r = NULL;
+    }
+    if (r)
+      var_set(S, slot, r);
+    br(S, done);
+    set_block(S, done);
+    return r ? scalar(var_get(S, slot)) : VERR;
+  }
+  bool cmp = op >= OXF_OP_EQ && op <= OXF_OP_GE;
+  bool shift = op == OXF_OP_SHL || op == OXF_OP_SHR;
+  oxi_type operand_hint = cmp ? OXI_VOID : hint;
+  oxi_instr *l, *r;
+  if (untyped_literal(n->lhs) && !untyped_literal(n->rhs) && !shift) {
+    r = scalar_expr(S, n->rhs, operand_hint, "an operand");
+    l = scalar_expr(S, n->lhs, r ? r->type : operand_hint, "an operand");
+  } else {
+    l = scalar_expr(S, n->lhs, operand_hint, "an operand");
+    r = scalar_expr(S, n->rhs, shift ? OXI_VOID : (l ? l->type : operand_hint), "an operand");
+  }
+  if (!l || !r)
+    return VERR;
+  oxi_type t = l->type;
+  if (shift) {
+    if (!oxi_is_int(t) || !oxi_is_int(r->type)) {
+      ERR(S, n->loc, "'%s' needs integer operands, found %s and %s", oxf_op_name(op),
+          oxi_type_name(t), oxi_type_name(r->type));
+      return VERR;
+    }
+    r = cast_to(S, r, t); /* Rust allows any integer type as the shift amount */
+    return scalar(op2(S, OXI_BIN, op == OXF_OP_SHL ? OXI_SHL : OXI_SHR, t, l, r));
+  }
+  if (l->type != r->type) {
+    ERR(S, n->loc, "mismatched types: %s %s %s; convert one side with 'as'", oxi_type_name(l->type),
+        oxf_op_name(op), oxi_type_name(r->type));
+    return VERR;
+  }
+  if (cmp) {
+    if (t == OX_BOOL && op != OXF_OP_EQ && op != OXF_OP_NE) {
+      ERR(S, n->loc, "bool values can only be compared with == and !=");
+      return VERR;
+    }
+    return scalar(op2(S, OXI_CMP, op - OXF_OP_EQ, OX_BOOL, l, r));
+  }
+  static const int map[] = {0, OXI_ADD, OXI_SUB, OXI_MUL, OXI_DIV, OXI_REM, OXI_AND, OXI_OR, OXI_XOR};
+  assert(op >= OXF_OP_ADD && op <= OXF_OP_XOR);
+  bool bitwise = op == OXF_OP_AND || op == OXF_OP_OR || op == OXF_OP_XOR;
+  if (bitwise ? !(oxi_is_int(t) || t == OX_BOOL) : !is_numeric(t)) {
+    ERR(S, n->loc, "'%s' is not defined for %s", oxf_op_name(op), oxi_type_name(t));
+    return VERR;
+  }
+  return scalar(op2(S, OXI_BIN, map[op], t, l, r));
+}
+
+static val unary(sema *S, const oxf_node *n, oxi_type hint) {
+  if (n->op == OXF_OP_DEREF) {
+    val v = expr(S, n->lhs, hint);
+    if (v.k == V_ERR)
+      return v;
+    if (v.k != V_MUTREF) {
+      ERR(S, n->loc, "only the reference bound by 'if let Some(x) = s.get_mut(i)' can be "
+                     "dereferenced, found %s", vdesc(S, v));
+      return VERR;
+    }
+    oxi_instr *in = op1(S, OXI_LOAD, 0, v.b->type, v.b->v);
+    in->mem = v.b->mem;
+    return scalar(in);
+  }
+  if (n->op == OXF_OP_NEG && (n->lhs->kind == OXF_INT || n->lhs->kind == OXF_FLOAT)) {
+    /* fold "-literal" so that i32::MIN and friends can be written */
+    val v = literal(S, n->lhs, hint);
+    oxi_instr *c = v.v;
+    if (oxi_is_float(c->type)) {
+      c->fimm = -c->fimm;
+    } else if (!oxi_is_signed(c->type)) {
+      ERR(S, n->loc, "cannot negate an unsigned %s", oxi_type_name(c->type));
+      return VERR;
+    } else {
+      c->imm = (uint64_t)0 - c->imm;
+    }
+    return v;
+  }
+  oxi_instr *a = scalar_expr(S, n->lhs, hint, "an operand");
+  if (!a)
+    return VERR;
+  if (n->op == OXF_OP_NEG) {
+    if (!oxi_is_float(a->type) && !oxi_is_signed(a->type)) {
+      ERR(S, n->loc, "cannot negate a value of type %s", oxi_type_name(a->type));
+      return VERR;
+    }
+    return scalar(op1(S, OXI_NEG, 0, a->type, a));
+  }
+  if (oxi_is_float(a->type)) {
+    ERR(S, n->loc, "'!' needs a bool or an integer, found %s", oxi_type_name(a->type));
+    return VERR;
+  }
+  return scalar(op1(S, OXI_NOT, 0, a->type, a));
+}
+
+static oxi_type type_of(const oxf_typeexpr *t) { return t->elem; }
+
+static val cast(sema *S, const oxf_node *n) {
+  if (!n->type)
+    return VERR;
+  if (n->type->kind != OXF_TY_SCALAR) {
+    ERR(S, n->type->loc, "'as' converts between scalar types only");
+    return VERR;
+  }
+  oxi_type t = type_of(n->type);
+  oxi_instr *a = scalar_expr(S, n->lhs, t, "the operand of 'as'");
+  if (!a)
+    return VERR;
+  if (t == OX_BOOL && a->type != OX_BOOL) {
+    ERR(S, n->loc, "cannot cast %s as bool; compare with zero instead", oxi_type_name(a->type));
+    return VERR;
+  }
+  return scalar(cast_to(S, a, t));
+}
+
+/* mem[idx] with a bounds check unless proven or unsafe. */
+static oxi_instr *mem_access(sema *S, oxi_op op, binding *mb, oxi_instr *idx, binding *w,
+                             oxb_loc loc, const char *what) {
+  ensure_open(S);
+  oxi_instr *in = emit(S, op, op == OXI_STORE ? OXI_VOID : mb->type);
+  in->mem = mb->mem;
+  in->ops[0] = idx;
+  in->nops = 1;
+  bool skip = S->unsafe_depth > 0 || (w && proven(S, w, mb->mem));
+  if (!skip) {
+    oxi_site *site = oxb_alloc(S->a, sizeof *site);
+    site->line = loc.line;
+    site->col = loc.col;
+    site->what = what;
+    oxb_vec_push(S->a, &S->k->sites, site);
+    in->check = S->k->sites.len;
+  }
+  return in;
+}
+
+/* The text of an index expression like "a[i]", for bounds-error messages. */
+static const char *access_text(sema *S, const oxf_node *n) {
+  const oxb_source *src = S->d->src;
+  int start = n->lhs->loc.offset, end = n->loc.offset;
+  /* find the closing bracket after the index */
+  int depth = 0;
+  for (int i = end; src && i < (int)src->len; i++) {
+    if (src->text[i] == '[')
+      depth++;
+    if (src->text[i] == ']' && --depth == 0) {
+      end = i + 1;
+      break;
+    }
+  }
+  if (!src || end <= start || end - start > 80)
+    return n->lhs->name ? n->lhs->name : "index";
+  return oxb_strndup(S->a, src->text + start, (size_t)(end - start));
+}
+
+/* An index: a usize scalar, or a witness (which may prove the access). */
+static oxi_instr *index_value(sema *S, const oxf_node *n, binding **w) {
+  *w = NULL;
+  val v = expr(S, n, OX_U64);
+  if (v.k == V_WITNESS) {
+    *w = v.b;
+    return v.b->v;
+  }
+  if (v.k == V_ERR)
+    return NULL;
+  if (v.k != V_SCALAR) {
+    ERR(S, n->loc, "an index must be usize, found %s", vdesc(S, v));
+    return NULL;
+  }
+  if (v.v->type != OX_U64) {
+    ERR(S, n->loc, "an index must be usize, found %s; convert it with 'as usize'",
+        oxi_type_name(v.v->type));
+    return NULL;
+  }
+  return v.v;
+}
+
+static val index_read(sema *S, const oxf_node *n) {
+  val base = expr(S, n->lhs, OXI_VOID);
+  if (base.k == V_ERR)
+    return VERR;
+  if (base.k != V_MEM) {
+    ERR(S, n->loc, "cannot index %s", vdesc(S, base));
+    return VERR;
+  }
+  binding *mb = base.b;
+  if (mb->mkind == OXF_TY_DISJOINT) {
+    ERR(S, n->loc, "a DisjointSlice cannot be indexed; write through '%s.get_mut(i)' with a "
+                   "thread-index witness", mb->name);
+    return VERR;
+  }
+  if (mb->mkind == OXF_TY_ATOMIC) {
+    ERR(S, n->loc, "an atomic slice is accessed with atomic operations only (%s.atomic_add(i, v), "
+                   "...)", mb->name);
+    return VERR;
+  }
+  binding *w;
+  oxi_instr *idx = index_value(S, n->rhs, &w);
+  if (!idx)
+    return VERR;
+  return scalar(mem_access(S, OXI_LOAD, mb, idx, w, n->loc, access_text(S, n)));
+}
+
+/* ------------------------------------------------------------- builtins */
+
+static bool argc(sema *S, const oxf_node *n, int want, const char *name) {
+  if (n->args.len == want)
+    return true;
+  ERR(S, n->loc, "'%s' takes %d argument%s, found %d", name, want, want == 1 ? "" : "s", n->args.len);
+  return false;
+}
+
+static const struct {
+  const char *name;
+  int fn, nargs;
+} math_fns[] = {{"sqrt", OXI_M_SQRT, 1},   {"rsqrt", OXI_M_RSQRT, 1}, {"exp", OXI_M_EXP, 1},
+                {"exp2", OXI_M_EXP2, 1},   {"ln", OXI_M_LOG, 1},      {"log", OXI_M_LOG, 1},
+                {"log2", OXI_M_LOG2, 1},   {"sin", OXI_M_SIN, 1},     {"cos", OXI_M_COS, 1},
+                {"tanh", OXI_M_TANH, 1},   {"pow", OXI_M_POW, 2},     {"powf", OXI_M_POW, 2},
+                {"fma", OXI_M_FMA, 3},     {"mul_add", OXI_M_FMA, 3}, {"abs", OXI_M_ABS, 1},
+                {"min", OXI_M_MIN, 2},     {"max", OXI_M_MAX, 2},     {"floor", OXI_M_FLOOR, 1},
+                {"ceil", OXI_M_CEIL, 1}};
+
+/* A math function applied to `args` (receiver first for method calls). */
+static val math_call(sema *S, const oxf_node *n, int fi, const oxf_node *const *args, int nargs,
+                     oxi_type hint) {
+  const char *name = math_fns[fi].name;
+  if (nargs != math_fns[fi].nargs) {
+    ERR(S, n->loc, "'%s' takes %d argument%s, found %d", name, math_fns[fi].nargs,
+        math_fns[fi].nargs == 1 ? "" : "s", nargs);
+    return VERR;
+  }
+  oxi_instr *v[3] = {0};
+  oxi_type t = hint;
+  /* type from the first argument that is not an untyped literal */
+  int first = 0;
+  for (int i = 0; i < nargs; i++)
+    if (!untyped_literal(args[i])) {
+      first = i;
+      break;
+    }
+  v[first] = scalar_expr(S, args[first], t, "a math argument");
+  if (!v[first])
+    return VERR;
+  t = v[first]->type;
+  for (int i = 0; i < nargs; i++) {
+    if (i == first)
+      continue;
+    v[i] = scalar_expr(S, args[i], t, "a math argument");
+    if (!v[i])
+      return VERR;
+    if (v[i]->type != t) {
+      ERR(S, args[i]->loc, "'%s' needs arguments of one type, found %s and %s", name,
+          oxi_type_name(t), oxi_type_name(v[i]->type));
+      return VERR;
+    }
+  }
+  int fn = math_fns[fi].fn;
+  bool int_ok = fn == OXI_M_ABS || fn == OXI_M_MIN || fn == OXI_M_MAX;
+  if (!(oxi_is_float(t) || (int_ok && oxi_is_int(t)))) {
+    ERR(S, n->loc, "'%s' needs %s arguments, found %s", name, int_ok ? "numeric" : "floating-point",
+        oxi_type_name(t));
+    return VERR;
+  }
+  if (fn == OXI_M_ABS && oxi_is_int(t) && !oxi_is_signed(t))
+    return scalar(v[0]);
+  ensure_open(S);
+  oxi_instr *in = emit(S, OXI_MATH, t);
+  in->sub = fn;
+  for (int i = 0; i < nargs; i++)
+    in->ops[i] = v[i];
+  in->nops = nargs;
+  return scalar(in);
+}
+
+static int find_math(const char *name) {
+  for (size_t i = 0; i < OXB_COUNT(math_fns); i++)
+    if (!strcmp(math_fns[i].name, name))
+      return (int)i;
+  return -1;
+}
+
+/* Global linear thread index: unique per thread of the grid. */
+static oxi_instr *linear_index(sema *S) {
+  oxi_instr *tx = sreg64(S, OXI_SREG_TID_X), *ty = sreg64(S, OXI_SREG_TID_Y),
+            *tz = sreg64(S, OXI_SREG_TID_Z);
+  oxi_instr *nx = sreg64(S, OXI_SREG_NTID_X), *ny = sreg64(S, OXI_SREG_NTID_Y),
+            *nz = sreg64(S, OXI_SREG_NTID_Z);
+  oxi_instr *bx = sreg64(S, OXI_SREG_CTAID_X), *by = sreg64(S, OXI_SREG_CTAID_Y),
+            *bz = sreg64(S, OXI_SREG_CTAID_Z);
+  oxi_instr *gx = sreg64(S, OXI_SREG_NCTAID_X), *gy = sreg64(S, OXI_SREG_NCTAID_Y);
+  oxi_instr *tid = op2(S, OXI_BIN, OXI_ADD, OX_U64, tx,
+                       op2(S, OXI_BIN, OXI_MUL, OX_U64, nx,
+                           op2(S, OXI_BIN, OXI_ADD, OX_U64, ty, op2(S, OXI_BIN, OXI_MUL, OX_U64, ny, tz))));
+  oxi_instr *bid = op2(S, OXI_BIN, OXI_ADD, OX_U64, bx,
+                       op2(S, OXI_BIN, OXI_MUL, OX_U64, gx,
+                           op2(S, OXI_BIN, OXI_ADD, OX_U64, by, op2(S, OXI_BIN, OXI_MUL, OX_U64, gy, bz))));
+  oxi_instr *tpb = op2(S, OXI_BIN, OXI_MUL, OX_U64, nx, op2(S, OXI_BIN, OXI_MUL, OX_U64, ny, nz));
+  return op2(S, OXI_BIN, OXI_ADD, OX_U64, op2(S, OXI_BIN, OXI_MUL, OX_U64, bid, tpb), tid);
+}
+
+static val make_witness(sema *S, const oxf_node *n, bool two_d) {
+  binding *w = bind(S, B_WITNESS, NULL, n->loc);
+  if (!two_d) {
+    w->v = linear_index(S);
+    return (val){V_WITNESS, NULL, w, NULL};
+  }
+  if (!argc(S, n, 1, "thread::index_2d"))
+    return VERR;
+  oxi_instr *width = scalar_expr(S, n->args.items[0], OX_U64, "the row width");
+  if (!width)
+    return VERR;
+  if (width->type != OX_U64) {
+    ERR(S, ((oxf_node *)n->args.items[0])->loc, "the row width must be usize, found %s",
+        oxi_type_name(width->type));
+    return VERR;
+  }
+  oxi_instr *row = op2(S, OXI_BIN, OXI_ADD, OX_U64,
+                       op2(S, OXI_BIN, OXI_MUL, OX_U64, sreg64(S, OXI_SREG_CTAID_Y), sreg64(S, OXI_SREG_NTID_Y)),
+                       sreg64(S, OXI_SREG_TID_Y));
+  oxi_instr *col = op2(S, OXI_BIN, OXI_ADD, OX_U64,
+                       op2(S, OXI_BIN, OXI_MUL, OX_U64, sreg64(S, OXI_SREG_CTAID_X), sreg64(S, OXI_SREG_NTID_X)),
+                       sreg64(S, OXI_SREG_TID_X));
+  /* Valid only when this thread's (row, col) names a unique element: col < width,
+   * row * width + col does not wrap, and z is 0 (threads differing only in z would
+   * share the element). Otherwise the witness is u64::MAX, which no get_mut accepts. */
+  oxi_instr *zero = const_int(S, OX_U64, 0);
+  oxi_instr *ok = op2(S, OXI_CMP, OXI_LT, OX_BOOL, col, width);
+  oxi_instr *lim = op2(S, OXI_BIN, OXI_DIV, OX_U64, const_int(S, OX_U64, UINT64_MAX), width);
+  ok = op2(S, OXI_BIN, OXI_AND, OX_BOOL, ok, op2(S, OXI_CMP, OXI_LT, OX_BOOL, row, lim));
+  oxi_instr *z = op2(S, OXI_BIN, OXI_OR, OX_U64, sreg64(S, OXI_SREG_TID_Z), sreg64(S, OXI_SREG_CTAID_Z));
+  ok = op2(S, OXI_BIN, OXI_AND, OX_BOOL, ok, op2(S, OXI_CMP, OXI_EQ, OX_BOOL, z, zero));
+  oxi_instr *lin = op2(S, OXI_BIN, OXI_ADD, OX_U64, op2(S, OXI_BIN, OXI_MUL, OX_U64, row, width), col);
+  oxi_instr *none = const_int(S, OX_U64, UINT64_MAX);
+  oxi_instr *sel = emit(S, OXI_SELECT, OX_U64);
+  sel->ops[0] = ok;
+  sel->ops[1] = lin;
+  sel->ops[2] = none;
+  sel->nops = 3;
+  w->v = sel;
+  w->row = row;
+  w->col = col;
+  return (val){V_WITNESS, NULL, w, NULL};
+}
+
+static const struct {
+  const char *name;
+  int sreg;
+} sregs[] = {{"thread_idx_x", OXI_SREG_TID_X},  {"thread_idx_y", OXI_SREG_TID_Y},
+             {"thread_idx_z", OXI_SREG_TID_Z},  {"block_idx_x", OXI_SREG_CTAID_X},
+             {"block_idx_y", OXI_SREG_CTAID_Y}, {"block_idx_z", OXI_SREG_CTAID_Z},
+             {"block_dim_x", OXI_SREG_NTID_X},  {"block_dim_y", OXI_SREG_NTID_Y},
+             {"block_dim_z", OXI_SREG_NTID_Z},  {"grid_dim_x", OXI_SREG_NCTAID_X},
+             {"grid_dim_y", OXI_SREG_NCTAID_Y}, {"grid_dim_z", OXI_SREG_NCTAID_Z}};
+
+static val call_fn(sema *S, const oxf_node *n, const oxf_fn *fn, oxi_type hint);
+
+static val shared_new(sema *S, const oxf_node *n) {
+  if (n->gen.len != 2 || n->args.len != 0) {
+    ERR(S, n->loc, "write a shared array as 'SharedArray::<T, N>::new()'");
+    return VERR;
+  }
+  oxf_typeexpr *t = n->gen.items[0];
+  oxf_node *cnt = n->gen.items[1];
+  if (t->kind != OXF_TY_SCALAR || cnt->kind != OXF_INT) {
+    ERR(S, n->loc, "write a shared array as 'SharedArray::<T, N>::new()' with a scalar T and an "
+                   "integer N");
+    return VERR;
+  }
+  if (cnt->ival == 0 || cnt->ival > (1u << 20)) {
+    ERR(S, cnt->loc, "a shared array needs 1 to 1048576 elements, found %llu",
+        (unsigned long long)cnt->ival);
+    return VERR;
+  }
+  oxi_shared *sh = oxb_alloc(S->a, sizeof *sh);
+  sh->dtype = t->elem;
+  sh->count = (int64_t)cnt->ival;
+  size_t es = ox_dtype_size(t->elem);
+  int64_t off = (S->k->shared_bytes + 15) & ~(int64_t)15;
+  sh->offset = off;
+  S->k->shared_bytes = off + sh->count * (int64_t)es;
+  oxb_vec_push(S->a, &S->k->shared, sh);
+  binding *b = bind(S, B_MEM, NULL, n->loc);
+  b->mem.kind = OXI_MEM_SHARED;
+  b->mem.index = S->k->shared.len - 1;
+  b->mkind = OXF_TY_SHARED;
+  b->type = t->elem;
+  return (val){V_MEM, NULL, b, NULL};
+}
+
+static val call(sema *S, const oxf_node *n, oxi_type hint) {
+  const char *name = n->name;
+  const char *base = strrchr(name, ':');
+  base = base ? base + 1 : name;
+  bool in_thread = !strncmp(name, "thread::", 8), in_warp = !strncmp(name, "warp::", 6);
+  bool bare = !strchr(name, ':');
+
+  if (!strcmp(name, "thread::index_1d")) {
+    argc(S, n, 0, name);
+    return make_witness(S, n, false);
+  }
+  if (!strcmp(name, "thread::index_2d"))
+    return make_witness(S, n, true);
+  if (!strcmp(name, "SharedArray::new"))
+    return shared_new(S, n);
+  if ((in_thread || bare) && !strcmp(base, "sync_threads")) {
+    argc(S, n, 0, name);
+    ensure_open(S);
+    emit(S, OXI_BARRIER, OXI_VOID);
+    S->k->uses_sync = true;
+    return VUNIT;
+  }
+  if (in_thread) {
+    for (size_t i = 0; i < OXB_COUNT(sregs); i++)
+      if (!strcmp(base, sregs[i].name)) {
+        argc(S, n, 0, name);
+        return scalar(sreg(S, sregs[i].sreg));
+      }
+  }
+  if (in_warp) {
+    if (!strcmp(base, "lane_id")) {
+      argc(S, n, 0, name);
+      return scalar(sreg(S, OXI_SREG_LANEID));
+    }
+    if (!strcmp(base, "size")) {
+      argc(S, n, 0, name);
+      return scalar(const_int(S, OX_U32, 32));
+    }
+    static const char *const shfl[] = {"shuffle", "shuffle_up", "shuffle_down", "shuffle_xor"};
+    for (int mode = 0; mode < 4; mode++)
+      if (!strcmp(base, shfl[mode])) {
+        if (!argc(S, n, 2, name))
+          return VERR;
+        oxi_instr *v = scalar_expr(S, n->args.items[0], hint, "a shuffled value");
+        oxi_instr *a = scalar_expr(S, n->args.items[1], OX_U32, "a lane");
+        if (!v || !a)
+          return VERR;
+        size_t sz = ox_dtype_size((ox_dtype)v->type);
+        if (v->type == OX_BOOL || (sz != 4 && sz != 8)) {
+          ERR(S, n->loc, "warp shuffles move 32- or 64-bit values, found %s", oxi_type_name(v->type));
+          return VERR;
+        }
+        if (a->type != OX_U32) {
+          ERR(S, ((oxf_node *)n->args.items[1])->loc, "the lane argument must be u32, found %s",
+              oxi_type_name(a->type));
+          return VERR;
+        }
+        S->k->uses_sync = true;
+        return scalar(op2(S, OXI_SHFL, mode, v->type, v, a));
+      }
+    static const char *const votes[] = {"all", "any", "ballot"};
+    for (int mode = 0; mode < 3; mode++)
+      if (!strcmp(base, votes[mode])) {
+        if (!argc(S, n, 1, name))
+          return VERR;
+        oxi_instr *p = scalar_expr(S, n->args.items[0], OX_BOOL, "a predicate");
+        if (!p)
+          return VERR;
+        if (p->type != OX_BOOL) {
+          ERR(S, n->loc, "'%s' needs a bool, found %s", name, oxi_type_name(p->type));
+          return VERR;
+        }
+        S->k->uses_sync = true;
+        return scalar(op1(S, OXI_VOTE, mode, mode == 2 ? OX_U32 : OX_BOOL, p));
+      }
+  }
+  if (bare || !strncmp(name, "math::", 6)) {
+    int fi = find_math(base);
+    if (fi >= 0)
+      return math_call(S, n, fi, (const oxf_node *const *)n->args.items, n->args.len, hint);
+  }
+  if (bare) {
+    for (int i = 0; i < S->prog->fns.len; i++) {
+      const oxf_fn *fn = S->prog->fns.items[i];
+      if (!strcmp(fn->name, name)) {
+        if (fn->is_kernel) {
+          ERR(S, n->loc, "'%s' is a kernel; kernels are launched from the host, not called", name);
+          return VERR;
+        }
+        return call_fn(S, n, fn, hint);
+      }
+    }
+  }
+  ERR(S, n->loc, "unknown function '%s'", name);
+  return VERR;
+}
+
+/* Inlines device function `fn` at this call. */
+static val call_fn(sema *S, const oxf_node *n, const oxf_fn *fn, oxi_type hint) {
+  for (int i = 0; i < S->nframes; i++)
+    if (S->frames[i].fn == fn) {
+      ERR(S, n->loc, "recursive call of '%s': device functions are inlined and cannot recurse",
+          fn->name);
+      return VERR;
+    }
+  if (S->nframes == (int)OXB_COUNT(S->frames)) {
+    ERR(S, n->loc, "device functions nested too deeply");
+    return VERR;
+  }
+  if (n->args.len != fn->params.len) {
+    ERR(S, n->loc, "'%s' takes %d argument%s, found %d", fn->name, fn->params.len,
+        fn->params.len == 1 ? "" : "s", n->args.len);
+    return VERR;
+  }
+  /* evaluate arguments in the caller's scope */
+  binding *argb[64];
+  if (fn->params.len > 64) {
+    ERR(S, n->loc, "too many parameters");
+    return VERR;
+  }
+  bool ok = true;
+  for (int i = 0; i < fn->params.len; i++) {
+    const oxf_param *p = fn->params.items[i];
+    const oxf_node *an = n->args.items[i];
+    argb[i] = NULL;
+    if (!p->type) {
+      ok = false;
+      continue;
+    }
+    if (p->type->kind == OXF_TY_SCALAR) {
+      oxi_instr *v = scalar_expr(S, an, p->type->elem, "an argument");
+      if (!v) {
+        ok = false;
+        continue;
+      }
+      if (v->type != (oxi_type)p->type->elem) {
+        ERR(S, an->loc, "argument '%s' of '%s' is %s, found %s", p->name, fn->name,
+            ox_dtype_name(p->type->elem), oxi_type_name(v->type));
+        ok = false;
+        continue;
+      }
+      binding *b = oxb_alloc(S->a, sizeof *b);
+      b->kind = B_VALUE;
+      b->name = p->name;
+      b->type = v->type;
+      b->v = v;
+      argb[i] = b;
+    } else if (p->type->kind == OXF_TY_SLICE || p->type->kind == OXF_TY_SHARED) {
+      val v = expr(S, an, OXI_VOID);
+      if (v.k == V_ERR) {
+        ok = false;
+        continue;
+      }
+      bool fits = v.k == V_MEM && v.b->type == (oxi_type)p->type->elem &&
+                  (p->type->kind == OXF_TY_SLICE
+                       ? (v.b->mkind == OXF_TY_SLICE || v.b->mkind == OXF_TY_MUTSLICE)
+                       : v.b->mkind == OXF_TY_SHARED);
+      if (!fits) {
+        ERR(S, an->loc, "argument '%s' of '%s' must be %s of %s, found %s", p->name, fn->name,
+            p->type->kind == OXF_TY_SLICE ? "a slice" : "a shared array",
+            ox_dtype_name(p->type->elem), vdesc(S, v));
+        ok = false;
+        continue;
+      }
+      binding *b = oxb_alloc(S->a, sizeof *b);
+      *b = *v.b;
+      b->name = p->name;
+      if (p->type->kind == OXF_TY_SLICE)
+        b->mkind = OXF_TY_SLICE; /* passed as &[T]: read-only inside */
+      argb[i] = b;
+    } else {
+      val v = expr(S, an, OXI_VOID);
+      if (v.k == V_WITNESS)
+        ERR(S, an->loc, "a thread-index witness cannot be passed to a function; pass '%s' "
+                        "(the DisjointSlice write stays in the kernel)", "i.get()");
+      else if (v.k != V_ERR)
+        ERR(S, p->loc, "device function parameters must be scalars, &[T] or SharedArray; "
+                       "outputs are written in the kernel itself");
+      ok = false;
+    }
+  }
+  if (!ok)
+    return VERR;
+  frame *f = &S->frames[S->nframes];
+  f->fn = fn;
+  f->exit = new_block(S);
+  f->ret_type = fn->ret && fn->ret->kind == OXF_TY_SCALAR ? fn->ret->elem : OXI_VOID;
+  if (fn->ret && fn->ret->kind != OXF_TY_SCALAR && fn->ret->kind != OXF_TY_UNIT) {
+    ERR(S, fn->ret->loc, "device functions return a scalar or nothing");
+    return VERR;
+  }
+  f->ret_slot = f->ret_type == OXI_VOID ? -1 : oxi_slot_new(S->m, S->k, f->ret_type);
+  int saved_nbinds = S->nbinds, saved_facts = S->nfacts, saved_loops = S->nloops;
+  f->base = S->nbinds;
+  f->loop_base = S->nloops;
+  S->nframes++;
+  for (int i = 0; i < fn->params.len; i++) {
+    bind(S, argb[i]->kind, argb[i]->name, argb[i]->loc);
+    *S->binds[S->nbinds - 1] = *argb[i];
+  }
+  val body = block_expr(S, fn->body, f->ret_type);
+  if (body.k == V_SCALAR && f->ret_slot >= 0) {
+    if (body.v->type != f->ret_type)
+      ERR(S, fn->body->value ? fn->body->value->loc : fn->loc, "'%s' returns %s, found %s",
+          fn->name, oxi_type_name(f->ret_type), oxi_type_name(body.v->type));
+    else
+      var_set(S, f->ret_slot, body.v);
+  } else if (f->ret_slot >= 0 && body.k != V_NEVER && body.k != V_ERR && !terminated(S)) {
+    ERR(S, fn->loc, "'%s' must return a %s on every path", fn->name, oxi_type_name(f->ret_type));
+  }
+  br(S, f->exit);
+  set_block(S, f->exit);
+  S->nframes--;
+  S->nbinds = saved_nbinds;
+  S->nfacts = saved_facts;
+  S->nloops = saved_loops;
+  if (f->ret_slot < 0)
+    return VUNIT;
+  return scalar(var_get(S, f->ret_slot));
+}
+
+/* recv.method(args) */
+static val method(sema *S, const oxf_node *n, oxi_type hint) {
+  const char *name = n->name;
+  int fi = find_math(name);
+  val recv = expr(S, n->lhs, fi >= 0 ? hint : OXI_VOID);
+  if (recv.k == V_ERR)
+    return VERR;
+  if (recv.k == V_SCALAR && fi >= 0) {
+    const oxf_node *args[3];
+    if (n->args.len > 2) {
+      ERR(S, n->loc, "too many arguments to '%s'", name);
+      return VERR;
+    }
+    /* The receiver is already evaluated: pass it through a synthetic node-free
+     * path by binding it to a temporary name. */
+    binding *tmp = bind(S, B_VALUE, "\x01recv", n->loc);
+    tmp->v = recv.v;
+    tmp->type = recv.v->type;
+    oxf_node *rn = oxb_alloc(S->a, sizeof *rn);
+    rn->kind = OXF_NAME;
+    rn->name = "\x01recv";
+    rn->loc = n->lhs->loc;
+    args[0] = rn;
+    for (int i = 0; i < n->args.len; i++)
+      args[i + 1] = n->args.items[i];
+    val r = math_call(S, n, fi, args, n->args.len + 1, recv.v->type);
+    S->nbinds--;
+    return r;
+  }
+  if (recv.k == V_WITNESS) {
+    binding *w = recv.b;
+    if (!strcmp(name, "get") || !strcmp(name, "row") || !strcmp(name, "col")) {
+      argc(S, n, 0, name);
+      if (strcmp(name, "get") && !w->row) {
+        ERR(S, n->loc, "'%s()' exists only on witnesses from thread::index_2d", name);
+        return VERR;
+      }
+      return scalar(!strcmp(name, "get") ? w->v : !strcmp(name, "row") ? w->row : w->col);
+    }
+    ERR(S, n->loc, "a thread-index witness has methods get(), row() and col(), not '%s'", name);
+    return VERR;
+  }
+  if (recv.k != V_MEM) {
+    ERR(S, n->loc, "%s has no method '%s'", vdesc(S, recv), name);
+    return VERR;
+  }
+  binding *mb = recv.b;
+  if (!strcmp(name, "len")) {
+    argc(S, n, 0, name);
+    if (mb->mkind == OXF_TY_SHARED)
+      return scalar(const_int(S, OX_U64, (uint64_t)((oxi_shared *)S->k->shared.items[mb->mem.index])->count));
+    oxi_instr *in = emit(S, OXI_LEN, OX_U64);
+    in->mem = mb->mem;
+    return scalar(in);
+  }
+  if (!strcmp(name, "get_mut")) {
+    if (mb->mkind != OXF_TY_DISJOINT) {
+      ERR(S, n->loc, "get_mut exists on DisjointSlice outputs only; '%s' is %s", mb->name,
+          vdesc(S, recv));
+      return VERR;
+    }
+    if (!argc(S, n, 1, name))
+      return VERR;
+    val w = expr(S, n->args.items[0], OX_U64);
+    if (w.k == V_ERR)
+      return VERR;
+    if (w.k != V_WITNESS) {
+      ERR(S, ((oxf_node *)n->args.items[0])->loc,
+          "get_mut takes a thread-index witness from thread::index_1d() or thread::index_2d(), "
+          "found %s: a computed index could let two threads write one element",
+          vdesc(S, w));
+      return VERR;
+    }
+    return (val){V_OPTION, NULL, mb, w.b};
+  }
+  static const struct {
+    const char *name;
+    int sub, nargs;
+  } atomics[] = {{"atomic_add", OXI_ADD, 2},  {"atomic_sub", OXI_SUB, 2}, {"atomic_min", OXI_MIN, 2},
+                 {"atomic_max", OXI_MAX, 2},  {"atomic_and", OXI_AND, 2}, {"atomic_or", OXI_OR, 2},
+                 {"atomic_xor", OXI_XOR, 2},  {"atomic_exchange", OXI_XCHG, 2},
+                 {"atomic_cas", OXI_CAS, 3}};
+  for (size_t i = 0; i < OXB_COUNT(atomics); i++) {
+    if (strcmp(name, atomics[i].name))
+      continue;
+    if (mb->mkind != OXF_TY_ATOMIC && mb->mkind != OXF_TY_SHARED) {
+      ERR(S, n->loc, "atomics work on &[Atomic<T>] parameters and shared arrays; '%s' is %s",
+          mb->name ? mb->name : "this", vdesc(S, recv));
+      return VERR;
+    }
+    if (!argc(S, n, atomics[i].nargs, name))
+      return VERR;
+    binding *w;
+    oxi_instr *idx = index_value(S, n->args.items[0], &w);
+    if (!idx)
+      return VERR;
+    oxi_type et = mb->type;
+    int sub = atomics[i].sub;
+    bool fl = oxi_is_float(et);
+    if (et == OX_BOOL || ox_dtype_size((ox_dtype)et) < 4 || (fl && sub != OXI_ADD && sub != OXI_XCHG &&
+                                                              sub != OXI_MIN && sub != OXI_MAX) ||
+        (fl && et == OX_F64 && sub != OXI_ADD && sub != OXI_XCHG)) {
+      ERR(S, n->loc, "'%s' is not available for %s elements", name, oxi_type_name(et));
+      return VERR;
+    }
+    oxi_instr *vals[2] = {0};
+    for (int j = 1; j < atomics[i].nargs; j++) {
+      vals[j - 1] = scalar_expr(S, n->args.items[j], et, "an atomic operand");
+      if (!vals[j - 1])
+        return VERR;
+      if (vals[j - 1]->type != et) {
+        ERR(S, ((oxf_node *)n->args.items[j])->loc, "'%s' on %s elements needs a %s, found %s",
+            name, oxi_type_name(et), oxi_type_name(et), oxi_type_name(vals[j - 1]->type));
+        return VERR;
+      }
+    }
+    oxi_instr *in = mem_access(S, OXI_ATOMIC, mb, idx, w, n->loc, name);
+    in->sub = sub;
+    in->ops[1] = vals[0];
+    in->nops = 2;
+    if (sub == OXI_CAS) {
+      in->ops[2] = vals[1];
+      in->nops = 3;
+    }
+    return scalar(in);
+  }
+  ERR(S, n->loc, "%s has no method '%s'", vdesc(S, recv), name);
+  return VERR;
+}
+
+static val if_expr(sema *S, const oxf_node *n, oxi_type hint);
+static val if_let(sema *S, const oxf_node *n, oxi_type hint);
+
+static val name_ref(sema *S, const oxf_node *n) {
+  binding *b = lookup(S, n->name);
+  if (!b) {
+    ERR(S, n->loc, "unknown name '%s'", n->name);
+    return VERR;
+  }
+  switch (b->kind) {
+  case B_VALUE: return scalar(b->v);
+  case B_SLOT: return scalar(var_get(S, b->slot));
+  case B_MEM: return (val){V_MEM, NULL, b, NULL};
+  case B_WITNESS: return (val){V_WITNESS, NULL, b, NULL};
+  case B_MUTREF: return (val){V_MUTREF, NULL, b, NULL};
+  }
+  return VERR;
+}
+
+static val expr(sema *S, const oxf_node *n, oxi_type hint) {
+  if (oxb_too_many_errors(S->d))
+    return VERR;
+  switch (n->kind) {
+  case OXF_INT: case OXF_FLOAT: case OXF_BOOL: return literal(S, n, hint);
+  case OXF_NAME: return name_ref(S, n);
+  case OXF_CALL: return call(S, n, hint);
+  case OXF_METHOD: return method(S, n, hint);
+  case OXF_INDEX: return index_read(S, n);
+  case OXF_UNARY: return unary(S, n, hint);
+  case OXF_BINARY: return binary(S, n, hint);
+  case OXF_CAST: return cast(S, n);
+  case OXF_IF: return if_expr(S, n, hint);
+  case OXF_IF_LET: return if_let(S, n, hint);
+  case OXF_BLOCK: return block_expr(S, n, hint);
+  case OXF_UNSAFE: {
+    S->unsafe_depth++;
+    val v = block_expr(S, n->body, hint);
+    S->unsafe_depth--;
+    return v;
+  }
+  case OXF_RANGE:
+    ERR(S, n->loc, "a range 'a..b' can only be iterated by a for loop");
+    return VERR;
+  default:
+    stmt(S, n);
+    return VUNIT;
+  }
+}
+
+/* Joins the values of two branches into a slot, when both give a scalar. */
+typedef struct join {
+  int slot;
+  oxi_type type;
+  bool has_value;
+} join;
+
+static void join_value(sema *S, join *j, val v, oxb_loc loc) {
+  if (v.k == V_NEVER || v.k == V_ERR || terminated(S))
+    return;
+  if (v.k == V_SCALAR) {
+    if (j->slot < 0) {
+      j->type = v.v->type;
+      j->slot = oxi_slot_new(S->m, S->k, j->type);
+    }
+    if (v.v->type != j->type) {
+      ERR(S, loc, "the branches of 'if' have different types: %s and %s", oxi_type_name(j->type),
+          oxi_type_name(v.v->type));
+      return;
+    }
+    var_set(S, j->slot, v.v);
+    j->has_value = true;
+  } else if (v.k != V_UNIT) {
+    ERR(S, loc, "an 'if' branch cannot give %s", vdesc(S, v));
+  }
+}
+
+static val finish_join(sema *S, join *j, bool both_branches, bool all_never) {
+  if (all_never)
+    return VNEVER;
+  if (j->slot >= 0 && j->has_value && both_branches)
+    return scalar(var_get(S, j->slot));
+  return VUNIT;
+}
+
+static val if_expr(sema *S, const oxf_node *n, oxi_type hint) {
+  oxi_instr *c = scalar_expr(S, n->cond, OX_BOOL, "a condition");
+  if (c && c->type != OX_BOOL) {
+    ERR(S, n->cond->loc, "a condition must be bool, found %s (Rust has no truthiness: compare "
+                         "with zero)", oxi_type_name(c->type));
+    c = NULL;
+  }
+  if (!c)
+    c = const_int(S, OX_BOOL, 0); /* keep checking the branches */
+  oxi_block *tb = new_block(S), *fb = new_block(S), *done = new_block(S);
+  condbr(S, c, tb, n->els ? fb : done);
+  join j = {-1, OXI_VOID, false};
+  set_block(S, tb);
+  val tv = block_expr(S, n->then, hint);
+  join_value(S, &j, tv, n->then->loc);
+  br(S, done);
+  val ev = VUNIT;
+  set_block(S, fb);
+  if (n->els) {
+    ev = expr(S, n->els, j.slot >= 0 ? j.type : hint);
+    join_value(S, &j, ev, n->els->loc);
+  }
+  br(S, done);
+  set_block(S, done);
+  if (!n->els && tv.k == V_SCALAR)
+    ERR(S, n->then->value ? n->then->value->loc : n->loc,
+        "an 'if' without 'else' cannot give a value; add ';' or an 'else' branch");
+  return finish_join(S, &j, n->els != NULL, n->els && tv.k == V_NEVER && ev.k == V_NEVER);
+}
+
+static val if_let(sema *S, const oxf_node *n, oxi_type hint) {
+  val o = expr(S, n->lhs, OXI_VOID);
+  if (o.k == V_ERR)
+    return VERR;
+  if (o.k != V_OPTION) {
+    ERR(S, n->lhs->loc, "'if let Some(%s) = ...' needs an Option from get_mut, found %s", n->name,
+        vdesc(S, o));
+    return VERR;
+  }
+  binding *mb = o.b, *w = o.w;
+  oxi_instr *len = emit(S, OXI_LEN, OX_U64);
+  len->mem = mb->mem;
+  oxi_instr *ok = op2(S, OXI_CMP, OXI_LT, OX_BOOL, w->v, len);
+  oxi_block *tb = new_block(S), *fb = new_block(S), *done = new_block(S);
+  condbr(S, ok, tb, n->els ? fb : done);
+  set_block(S, tb);
+  int saved_binds = S->nbinds, saved_facts = S->nfacts;
+  binding *r = bind(S, B_MUTREF, n->name, n->loc);
+  r->mem = mb->mem;
+  r->type = mb->type;
+  r->v = w->v;
+  push_fact(S, w, mb->mem);
+  join j = {-1, OXI_VOID, false};
+  val tv = block_expr(S, n->then, hint);
+  join_value(S, &j, tv, n->then->loc);
+  S->nbinds = saved_binds;
+  S->nfacts = saved_facts;
+  br(S, done);
+  set_block(S, fb);
+  val ev = VUNIT;
+  if (n->els) {
+    ev = expr(S, n->els, j.slot >= 0 ? j.type : hint);
+    join_value(S, &j, ev, n->els->loc);
+  }
+  br(S, done);
+  set_block(S, done);
+  return finish_join(S, &j, n->els != NULL, n->els && tv.k == V_NEVER && ev.k == V_NEVER);
+}
+
+static val block_expr(sema *S, const oxf_node *n, oxi_type hint) {
+  if (n->kind != OXF_BLOCK)
+    return expr(S, n, hint);
+  int saved = S->nbinds;
+  bool never = false;
+  for (int i = 0; i < n->args.len && !oxb_too_many_errors(S->d); i++) {
+    const oxf_node *s = n->args.items[i];
+    if (!s)
+      continue;
+    if (s->kind == OXF_EXPR) {
+      val v = expr(S, s->lhs, OXI_VOID);
+      if (v.k == V_NEVER)
+        never = true;
+      else if (v.k == V_OPTION)
+        ERR(S, s->lhs->loc, "the Option from get_mut is unused; write "
+                            "'if let Some(x) = s.get_mut(i) { *x = ...; }'");
+    } else {
+      stmt(S, s);
+      if (s->kind == OXF_RETURN || s->kind == OXF_BREAK || s->kind == OXF_CONTINUE)
+        never = true;
+    }
+  }
+  val v = VUNIT;
+  if (n->value) {
+    v = expr(S, n->value, hint);
+    if (v.k == V_OPTION)
+      ERR(S, n->value->loc, "the Option from get_mut must be unpacked with 'if let Some(x) = ...'");
+    if (v.k == V_WITNESS || v.k == V_MEM || v.k == V_MUTREF) {
+      ERR(S, n->value->loc, "a block cannot give %s", vdesc(S, v));
+      v = VERR;
+    }
+  } else if (never) {
+    v = VNEVER;
+  }
+  S->nbinds = saved;
+  return v;
+}
+
+/* ------------------------------------------------------------ statements */
+
+static void let_stmt(sema *S, const oxf_node *n) {
+  oxi_type hint = OXI_VOID;
+  if (n->type) {
+    if (n->type->kind != OXF_TY_SCALAR && n->type->kind != OXF_TY_SHARED) {
+      ERR(S, n->type->loc, "local variables hold scalars (or a SharedArray)");
+      return;
+    }
+    hint = n->type->elem;
+  }
+  val v = expr(S, n->init, hint);
+  if (v.k == V_ERR || v.k == V_NEVER) {
+    binding *b = bind(S, B_VALUE, n->name, n->loc); /* avoid "unknown name" follow-ons */
+    b->v = const_int(S, hint == OXI_VOID ? OX_I32 : hint, 0);
+    b->type = b->v->type;
+    return;
+  }
+  if (v.k == V_WITNESS) {
+    if (v.b->name) {
+      ERR(S, n->init->loc, "a thread-index witness cannot be copied: '%s' already holds it; use "
+                           "'%s' itself, or '%s.get()' for a plain number", v.b->name, v.b->name,
+          v.b->name);
+      return;
+    }
+    if (n->is_mut) {
+      ERR(S, n->loc, "a thread-index witness cannot be mutable: remove 'mut'");
+      return;
+    }
+    if (n->type)
+      ERR(S, n->type->loc, "a thread-index witness has no type to annotate; remove ': %s'",
+          oxi_type_name(hint));
+    v.b->name = n->name;
+    v.b->loc = n->loc;
+    return;
+  }
+  if (v.k == V_MEM) {
+    if (v.b->name) {
+      ERR(S, n->init->loc, "'%s' cannot be copied into another variable; use it directly",
+          v.b->name);
+      return;
+    }
+    v.b->name = n->name; /* a fresh SharedArray */
+    return;
+  }
+  if (v.k == V_OPTION || v.k == V_MUTREF) {
+    ERR(S, n->init->loc, "%s cannot be stored in a variable; write 'if let Some(x) = "
+                         "s.get_mut(i) { *x = ...; }'", vdesc(S, v));
+    return;
+  }
+  if (v.k != V_SCALAR) {
+    ERR(S, n->init->loc, "cannot bind %s to a variable", vdesc(S, v));
+    return;
+  }
+  if (n->type && n->type->kind == OXF_TY_SCALAR && v.v->type != (oxi_type)n->type->elem) {
+    ERR(S, n->init->loc, "expected %s, found %s; convert with 'as %s'", ox_dtype_name(n->type->elem),
+        oxi_type_name(v.v->type), ox_dtype_name(n->type->elem));
+    return;
+  }
+  if (n->is_mut) {
+    binding *b = bind(S, B_SLOT, n->name, n->loc);
+    b->type = v.v->type;
+    b->slot = oxi_slot_new(S->m, S->k, b->type);
+    b->is_mut = true;
+    var_set(S, b->slot, v.v);
+  } else {
+    binding *b = bind(S, B_VALUE, n->name, n->loc);
+    b->v = v.v;
+    b->type = v.v->type;
+  }
+}
+
+static void assign(sema *S, const oxf_node *n) {
+  const oxf_node *l = n->lhs;
+  /* *out = v, *out += v */
+  if (l->kind == OXF_UNARY && l->op == OXF_OP_DEREF) {
+    val r = expr(S, l->lhs, OXI_VOID);
+    if (r.k == V_ERR)
+      return;
+    if (r.k != V_MUTREF) {
+      ERR(S, l->loc, "only the reference bound by 'if let Some(x) = s.get_mut(i)' can be written "
+                     "through '*'");
+      return;
+    }
+    binding *rb = r.b;
+    oxi_instr *v = scalar_expr(S, n->rhs, rb->type, "the assigned value");
+    if (!v)
+      return;
+    if (n->op) {
+      oxi_instr *old = op1(S, OXI_LOAD, 0, rb->type, rb->v);
+      old->mem = rb->mem;
+      oxf_node tmp = *n;
+      (void)tmp;
+      if (v->type != rb->type) {
+        ERR(S, n->rhs->loc, "mismatched types: %s %s= %s", oxi_type_name(rb->type),
+            oxf_op_name(n->op), oxi_type_name(v->type));
+        return;
+      }
+      static const int map[] = {0, OXI_ADD, OXI_SUB, OXI_MUL, OXI_DIV, OXI_REM, OXI_AND, OXI_OR,
+                                OXI_XOR, OXI_SHL, OXI_SHR};
+      v = op2(S, OXI_BIN, map[n->op], rb->type, old, v);
+    }
+    if (v->type != rb->type) {
+      ERR(S, n->rhs->loc, "the element type is %s, found %s; convert with 'as %s'",
+          oxi_type_name(rb->type), oxi_type_name(v->type), oxi_type_name(rb->type));
+      return;
+    }
+    oxi_instr *st = op2(S, OXI_STORE, 0, OXI_VOID, rb->v, v);
+    st->mem = rb->mem;
+    return;
+  }
+  /* s[i] = v */
+  if (l->kind == OXF_INDEX) {
+    val base = expr(S, l->lhs, OXI_VOID);
+    if (base.k == V_ERR)
+      return;
+    if (base.k != V_MEM) {
+      ERR(S, l->loc, "cannot index %s", vdesc(S, base));
+      return;
+    }
+    binding *mb = base.b;
+    switch (mb->mkind) {
+    case OXF_TY_SLICE:
+      ERR(S, l->loc, "'%s' is a shared read-only slice (&[%s]) and cannot be written; outputs are "
+                     "DisjointSlice<%s>", mb->name, oxi_type_name(mb->type), oxi_type_name(mb->type));
+      return;
+    case OXF_TY_DISJOINT:
+      ERR(S, l->loc, "a DisjointSlice is written only through '%s.get_mut(i)' with a "
+                     "thread-index witness: 'if let Some(x) = %s.get_mut(i) { *x = ...; }'",
+          mb->name, mb->name);
+      return;
+    case OXF_TY_ATOMIC:
+      ERR(S, l->loc, "an atomic slice is written with atomic operations only (%s.atomic_add(i, v), "
+                     "%s.atomic_exchange(i, v), ...)", mb->name, mb->name);
+      return;
+    default: break;
+    }
+    binding *w;
+    oxi_instr *idx = index_value(S, l->rhs, &w);
+    if (!idx)
+      return;
+    val rv = expr(S, n->rhs, mb->type);
+    if (rv.k == V_WITNESS) {
+      ERR(S, n->rhs->loc, "a thread-index witness cannot be stored; store '%s.get()' (a plain "
+                          "number) instead", rv.b->name ? rv.b->name : "i");
+      return;
+    }
+    if (rv.k != V_SCALAR) {
+      if (rv.k != V_ERR)
+        ERR(S, n->rhs->loc, "cannot store %s", vdesc(S, rv));
+      return;
+    }
+    oxi_instr *v = rv.v;
+    const char *what = access_text(S, l);
+    if (n->op) {
+      if (v->type != mb->type) {
+        ERR(S, n->rhs->loc, "mismatched types: %s %s= %s", oxi_type_name(mb->type),
+            oxf_op_name(n->op), oxi_type_name(v->type));
+        return;
+      }
+      oxi_instr *old = mem_access(S, OXI_LOAD, mb, idx, w, l->loc, what);
+      static const int map[] = {0, OXI_ADD, OXI_SUB, OXI_MUL, OXI_DIV, OXI_REM, OXI_AND, OXI_OR,
+                                OXI_XOR, OXI_SHL, OXI_SHR};
+      v = op2(S, OXI_BIN, map[n->op], mb->type, old, v);
+    }
+    if (v->type != mb->type) {
+      ERR(S, n->rhs->loc, "the element type is %s, found %s; convert with 'as %s'",
+          oxi_type_name(mb->type), oxi_type_name(v->type), oxi_type_name(mb->type));
+      return;
+    }
+    oxi_instr *st = mem_access(S, OXI_STORE, mb, idx, w, l->loc, what);
+    st->ops[1] = v;
+    st->nops = 2;
+    return;
+  }
+  if (l->kind != OXF_NAME) {
+    ERR(S, l->loc, "cannot assign to this expression");
+    return;
+  }
+  binding *b = lookup(S, l->name);
+  if (!b) {
+    ERR(S, l->loc, "unknown name '%s'", l->name);
+    return;
+  }
+  if (b->kind == B_WITNESS) {
+    ERR(S, l->loc, "a thread-index witness cannot be reassigned");
+    return;
+  }
+  if (b->kind == B_MUTREF) {
+    ERR(S, l->loc, "'%s' is a reference: write through it with '*%s = ...'", l->name, l->name);
+    return;
+  }
+  if (b->kind != B_SLOT) {
+    ERR(S, l->loc, "cannot assign twice to immutable variable '%s'; declare it 'let mut %s'",
+        l->name, l->name);
+    oxb_note_at(S->d, b->loc, "'%s' is declared here", l->name);
+    return;
+  }
+  oxi_instr *v = scalar_expr(S, n->rhs, b->type, "the assigned value");
+  if (!v)
+    return;
+  if (n->op) {
+    oxi_instr *old = var_get(S, b->slot);
+    bool shift = n->op == OXF_OP_SHL || n->op == OXF_OP_SHR;
+    if (shift && oxi_is_int(v->type))
+      v = cast_to(S, v, b->type);
+    if (v->type != b->type) {
+      ERR(S, n->rhs->loc, "mismatched types: %s %s= %s", oxi_type_name(b->type), oxf_op_name(n->op),
+          oxi_type_name(v->type));
+      return;
+    }
+    static const int map[] = {0, OXI_ADD, OXI_SUB, OXI_MUL, OXI_DIV, OXI_REM, OXI_AND, OXI_OR,
+                              OXI_XOR, OXI_SHL, OXI_SHR};
+    bool bitwise = n->op >= OXF_OP_AND && n->op <= OXF_OP_SHR;
+    if (bitwise ? !(oxi_is_int(b->type) || (b->type == OX_BOOL && !shift)) : !is_numeric(b->type)) {
+      ERR(S, n->loc, "'%s=' is not defined for %s", oxf_op_name(n->op), oxi_type_name(b->type));
+      return;
+    }
+    v = op2(S, OXI_BIN, map[n->op], b->type, old, v);
+  }
+  if (v->type != b->type) {
+    ERR(S, n->rhs->loc, "'%s' is %s, found %s; convert with 'as %s'", l->name,
+        oxi_type_name(b->type), oxi_type_name(v->type), oxi_type_name(b->type));
+    return;
+  }
+  var_set(S, b->slot, v);
+}
+
+static void loop_body(sema *S, const oxf_node *body, oxi_block *brk, oxi_block *cont) {
+  if (S->nloops == (int)OXB_COUNT(S->loops)) {
+    ERR(S, body->loc, "loops nested too deeply");
+    return;
+  }
+  S->loops[S->nloops].brk = brk;
+  S->loops[S->nloops].cont = cont;
+  S->nloops++;
+  block_expr(S, body, OXI_VOID);
+  S->nloops--;
+}
+
+static void for_stmt(sema *S, const oxf_node *n) {
+  if (!n->init || !n->cond)
+    return;
+  oxi_instr *lo, *hi;
+  if (untyped_literal(n->init) && !untyped_literal(n->cond)) {
+    hi = scalar_expr(S, n->cond, OXI_VOID, "a range bound");
+    lo = scalar_expr(S, n->init, hi ? hi->type : OXI_VOID, "a range bound");
+  } else {
+    lo = scalar_expr(S, n->init, OXI_VOID, "a range bound");
+    hi = scalar_expr(S, n->cond, lo ? lo->type : OXI_VOID, "a range bound");
+  }
+  if (!lo || !hi)
+    return;
+  if (lo->type != hi->type || !oxi_is_int(lo->type)) {
+    ERR(S, n->loc, "a range needs two integers of one type, found %s..%s", oxi_type_name(lo->type),
+        oxi_type_name(hi->type));
+    return;
+  }
+  oxi_type t = lo->type;
+  oxi_instr *step = NULL;
+  if (n->step) {
+    step = scalar_expr(S, n->step, OX_U64, "a step");
+    if (!step)
+      return;
+    if (step->type != OX_U64) {
+      ERR(S, n->step->loc, "step_by takes a usize, found %s", oxi_type_name(step->type));
+      return;
+    }
+    step = cast_to(S, step, t);
+  }
+  /* for i in lo..hi: the loop counter is a slot; `i` inside is an immutable copy */
+  int slot = oxi_slot_new(S->m, S->k, t);
+  var_set(S, slot, lo);
+  oxi_block *head = new_block(S), *body = new_block(S), *latch = new_block(S), *done = new_block(S);
+  br(S, head);
+  set_block(S, head);
+  oxi_instr *iv = var_get(S, slot);
+  condbr(S, op2(S, OXI_CMP, OXI_LT, OX_BOOL, iv, hi), body, done);
+  set_block(S, body);
+  int saved = S->nbinds;
+  binding *b = bind(S, B_VALUE, n->name, n->loc);
+  b->v = var_get(S, slot);
+  b->type = t;
+  loop_body(S, n->body, done, latch);
+  S->nbinds = saved;
+  br(S, latch);
+  set_block(S, latch);
+  /* i += step, stopping (not wrapping) at the top of the type's range */
+  oxi_instr *cur = var_get(S, slot);
+  oxi_instr *inc = step ? step : const_int(S, t, 1);
+  oxi_instr *next = op2(S, OXI_BIN, OXI_ADD, t, cur, inc);
+  oxi_instr *wrapped = op2(S, OXI_CMP, OXI_LT, OX_BOOL, next, cur);
+  oxi_block *store = new_block(S);
+  condbr(S, wrapped, done, store);
+  set_block(S, store);
+  var_set(S, slot, next);
+  br(S, head);
+  set_block(S, done);
+  if (step) {
+    /* a zero step would loop forever; Rust panics, here the loop runs once */
+    (void)0;
+  }
+}
+
+static void stmt(sema *S, const oxf_node *n) {
+  ensure_open(S);
+  switch (n->kind) {
+  case OXF_LET: let_stmt(S, n); return;
+  case OXF_ASSIGN: assign(S, n); return;
+  case OXF_EXPR: expr(S, n->lhs, OXI_VOID); return;
+  case OXF_WHILE: {
+    oxi_block *head = new_block(S), *body = new_block(S), *done = new_block(S);
+    br(S, head);
+    set_block(S, head);
+    oxi_instr *c = scalar_expr(S, n->cond, OX_BOOL, "a condition");
+    if (c && c->type != OX_BOOL) {
+      ERR(S, n->cond->loc, "a condition must be bool, found %s", oxi_type_name(c->type));
+      c = NULL;
+    }
+    condbr(S, c ? c : const_int(S, OX_BOOL, 0), body, done);
+    set_block(S, body);
+    loop_body(S, n->body, done, head);
+    br(S, head);
+    set_block(S, done);
+    return;
+  }
+  case OXF_LOOP: {
+    oxi_block *body = new_block(S), *done = new_block(S);
+    br(S, body);
+    set_block(S, body);
+    loop_body(S, n->body, done, body);
+    br(S, body);
+    set_block(S, done);
+    return;
+  }
+  case OXF_FOR: for_stmt(S, n); return;
+  case OXF_BREAK:
+  case OXF_CONTINUE: {
+    int base = S->nframes ? S->frames[S->nframes - 1].loop_base : 0;
+    if (S->nloops <= base) {
+      ERR(S, n->loc, "'%s' outside of a loop", n->kind == OXF_BREAK ? "break" : "continue");
+      return;
+    }
+    loopctx *l = &S->loops[S->nloops - 1];
+    br(S, n->kind == OXF_BREAK ? l->brk : l->cont);
+    return;
+  }
+  case OXF_RETURN: {
+    if (S->nframes) {
+      frame *f = &S->frames[S->nframes - 1];
+      if (n->lhs) {
+        oxi_instr *v = scalar_expr(S, n->lhs, f->ret_type, "a return value");
+        if (!v)
+          return;
+        if (f->ret_slot < 0) {
+          ERR(S, n->lhs->loc, "'%s' returns nothing, but a value is returned", f->fn->name);
+          return;
+        }
+        if (v->type != f->ret_type) {
+          ERR(S, n->lhs->loc, "'%s' returns %s, found %s", f->fn->name, oxi_type_name(f->ret_type),
+              oxi_type_name(v->type));
+          return;
+        }
+        var_set(S, f->ret_slot, v);
+      } else if (f->ret_slot >= 0) {
+        ERR(S, n->loc, "'%s' must return a %s", f->fn->name, oxi_type_name(f->ret_type));
+        return;
+      }
+      br(S, f->exit);
+      return;
+    }
+    if (n->lhs) {
+      ERR(S, n->lhs->loc, "kernels return nothing; results go to their DisjointSlice outputs");
+      return;
+    }
+    emit(S, OXI_RET, OXI_VOID);
+    return;
+  }
+  default: expr(S, n, OXI_VOID); return;
+  }
+}
+
+/* ------------------------------------------------------- launch contract */
+
+/* Lowers one `requires` expression to a host expression (evaluated at each
+ * launch) and, alongside, to IR for an assumption the optimizer may use. */
+static oxi_hexpr *host_expr(sema *S, const oxf_node *n, oxi_instr **ir) {
+  oxi_hexpr *h = oxb_alloc(S->a, sizeof *h);
+  *ir = NULL;
+  switch (n->kind) {
+  case OXF_INT:
+    if (n->ival > INT64_MAX) {
+      ERR(S, n->loc, "contract constants must fit in i64");
+      return NULL;
+    }
+    h->kind = OXI_H_CONST;
+    h->value = (int64_t)n->ival;
+    *ir = const_int(S, OX_I64, n->ival);
+    return h;
+  case OXF_NAME: {
+    for (int i = 0; i < S->k->params.len; i++) {
+      oxi_param *p = S->k->params.items[i];
+      if (strcmp(p->name, n->name))
+        continue;
+      if (p->kind != OXI_P_SCALAR || !oxi_is_int(p->dtype)) {
+        ERR(S, n->loc, "'%s' is not an integer parameter; contracts relate slice lengths "
+                       "(x.len()) and integer parameters", n->name);
+        return NULL;
+      }
+      h->kind = OXI_H_PARAM;
+      h->param = i;
+      oxi_instr *pv = emit(S, OXI_PARAM, p->dtype);
+      pv->index = i;
+      *ir = cast_to(S, pv, OX_I64);
+      return h;
+    }
+    ERR(S, n->loc, "unknown parameter '%s' in the launch contract", n->name);
+    return NULL;
+  }
+  case OXF_METHOD:
+    if (!strcmp(n->name, "len") && n->args.len == 0 && n->lhs->kind == OXF_NAME) {
+      for (int i = 0; i < S->k->params.len; i++) {
+        oxi_param *p = S->k->params.items[i];
+        if (!strcmp(p->name, n->lhs->name) && p->kind != OXI_P_SCALAR) {
+          h->kind = OXI_H_LEN;
+          h->param = i;
+          oxi_instr *len = emit(S, OXI_LEN, OX_U64);
+          len->mem.kind = OXI_MEM_PARAM;
+          len->mem.index = i;
+          *ir = cast_to(S, len, OX_I64);
+          return h;
+        }
+      }
+    }
+    ERR(S, n->loc, "in a contract, only 'x.len()' of a slice parameter is allowed");
+    return NULL;
+  case OXF_UNARY:
+    if (n->op == OXF_OP_NOT) {
+      h->kind = OXI_H_NOT;
+      oxi_instr *a;
+      h->a = host_expr(S, n->lhs, &a);
+      if (!h->a)
+        return NULL;
+      *ir = op1(S, OXI_NOT, 0, OX_BOOL, a);
+      return h;
+    }
+    break;
+  case OXF_BINARY: {
+    oxi_instr *a, *b;
+    h->a = host_expr(S, n->lhs, &a);
+    h->b = host_expr(S, n->rhs, &b);
+    if (!h->a || !h->b)
+      return NULL;
+    bool lbool = a->type == OX_BOOL, rbool = b->type == OX_BOOL;
+    if (n->op == OXF_OP_LAND || n->op == OXF_OP_LOR) {
+      if (!lbool || !rbool) {
+        ERR(S, n->loc, "'%s' joins relations", oxf_op_name(n->op));
+        return NULL;
+      }
+      h->kind = n->op == OXF_OP_LAND ? OXI_H_AND : OXI_H_OR;
+      *ir = op2(S, OXI_BIN, n->op == OXF_OP_LAND ? OXI_AND : OXI_OR, OX_BOOL, a, b);
+      return h;
+    }
+    if (lbool || rbool) {
+      ERR(S, n->loc, "'%s' needs numbers on both sides", oxf_op_name(n->op));
+      return NULL;
+    }
+    if (n->op >= OXF_OP_EQ && n->op <= OXF_OP_GE) {
+      h->kind = OXI_H_CMP;
+      h->sub = n->op - OXF_OP_EQ;
+      *ir = op2(S, OXI_CMP, h->sub, OX_BOOL, a, b);
+      /* record len(x) >= len(y) relations for bounds-check proofs */
+      if (h->a->kind == OXI_H_LEN && h->b->kind == OXI_H_LEN && S->nrel < 30) {
+        int x = h->a->param, y = h->b->param;
+        if (n->op == OXF_OP_GE || n->op == OXF_OP_GT || n->op == OXF_OP_EQ) {
+          S->rel_ge[S->nrel][0] = x;
+          S->rel_ge[S->nrel++][1] = y;
+        }
+        if (n->op == OXF_OP_LE || n->op == OXF_OP_LT || n->op == OXF_OP_EQ) {
+          S->rel_ge[S->nrel][0] = y;
+          S->rel_ge[S->nrel++][1] = x;
+        }
+      }
+      return h;
+    }
+    if (n->op >= OXF_OP_ADD && n->op <= OXF_OP_REM) {
+      h->kind = OXI_H_BIN;
+      static const int map[] = {0, OXI_ADD, OXI_SUB, OXI_MUL, OXI_DIV, OXI_REM};
+      h->sub = map[n->op];
+      /* division by a zero the host refuses; the IR form only matters when the
+       * relation held, so a wrapping op is fine */
+      *ir = op2(S, OXI_BIN, h->sub, OX_I64, a, b);
+      return h;
+    }
+    break;
+  }
+  default: break;
+  }
+  ERR(S, n->loc, "unsupported expression in a launch contract; use x.len(), integer parameters, "
+                 "integers, + - * / %%, comparisons, && || !");
+  return NULL;
+}
+
+static void contract(sema *S, const oxf_fn *fn) {
+  if (!fn->has_contract)
+    return;
+  if (!fn->is_kernel)
+    ERR(S, fn->contract_loc, "launch_contract applies to #[kernel] functions only");
+  if (fn->block[0]) {
+    int64_t total = 1;
+    for (int i = 0; i < 3; i++) {
+      int64_t b = fn->block[i] ? fn->block[i] : 1;
+      if (b <= 0 || b > 1024) {
+        ERR(S, fn->contract_loc, "block dimensions must be 1..1024, found %lld", (long long)b);
+        return;
+      }
+      total *= b;
+      S->k->block[i] = (int)b;
+    }
+    if (total > 1024) {
+      ERR(S, fn->contract_loc, "a block holds at most 1024 threads; (%lld, %lld, %lld) has %lld",
+          (long long)fn->block[0], (long long)S->k->block[1], (long long)S->k->block[2],
+          (long long)total);
+      S->k->block[0] = 0;
+    }
+  }
+  const oxb_source *src = S->d->src;
+  for (int i = 0; i < fn->requires.len; i++) {
+    const oxf_node *rn = fn->requires.items[i];
+    oxi_instr *ir;
+    oxi_hexpr *h = host_expr(S, rn, &ir);
+    if (!h)
+      continue;
+    if (!ir || ir->type != OX_BOOL) {
+      ERR(S, rn->loc, "a 'requires' entry must be a relation such as 'a.len() >= c.len()'");
+      continue;
+    }
+    oxi_requires *r = oxb_alloc(S->a, sizeof *r);
+    r->expr = h;
+    r->line = rn->loc.line;
+    r->col = rn->loc.col;
+    /* the text: from the start of the expression's leftmost token to the next ',' or ')' at depth 0 */
+    const oxf_node *left = rn;
+    while (left->lhs && (left->kind == OXF_BINARY || left->kind == OXF_METHOD))
+      left = left->lhs;
+    int start = left->loc.offset, end = start, depth = 0;
+    while (src && end < (int)src->len) {
+      char c = src->text[end];
+      if (c == '(')
+        depth++;
+      if (c == ')' && depth-- == 0)
+        break;
+      if (c == ',' && depth == 0)
+        break;
+      end++;
+    }
+    r->text = src ? oxb_strndup(S->a, src->text + start, (size_t)(end - start)) : "requires";
+    oxb_vec_push(S->a, &S->k->requires, r);
+    oxi_instr *as = op1(S, OXI_ASSUME, 0, OXI_VOID, ir);
+    (void)as;
+  }
+}
+
+/* --------------------------------------------------------------- kernels */
+
+static void check_kernel(sema *S, const oxf_fn *fn) {
+  oxi_kernel *k = oxi_kernel_new(S->m, fn->name);
+  k->line = fn->loc.line;
+  k->col = fn->loc.col;
+  k->is_unsafe = fn->is_unsafe;
+  S->k = k;
+  S->kfn = fn;
+  S->nbinds = S->nfacts = S->nloops = S->nframes = S->nrel = 0;
+  S->unsafe_depth = fn->is_unsafe ? 0 : 0; /* unsafe kernels still check reads outside unsafe {} */
+  set_block(S, new_block(S));
+  if (fn->ret && fn->ret->kind != OXF_TY_UNIT)
+    ERR(S, fn->ret->loc, "kernels return nothing; results go to their DisjointSlice outputs");
+  for (int i = 0; i < fn->params.len; i++) {
+    const oxf_param *p = fn->params.items[i];
+    if (!p->type)
+      continue;
+    for (int j = 0; j < i; j++)
+      if (!strcmp(((oxf_param *)fn->params.items[j])->name, p->name))
+        ERR(S, p->loc, "parameter '%s' appears twice", p->name);
+    oxi_param *ip = oxb_alloc(S->a, sizeof *ip);
+    ip->name = p->name;
+    ip->dtype = p->type->elem;
+    switch (p->type->kind) {
+    case OXF_TY_SCALAR: ip->kind = OXI_P_SCALAR; break;
+    case OXF_TY_SLICE: ip->kind = OXI_P_SLICE; break;
+    case OXF_TY_ATOMIC: ip->kind = OXI_P_ATOMIC; break;
+    case OXF_TY_DISJOINT: ip->kind = OXI_P_DISJOINT; break;
+    case OXF_TY_MUTSLICE:
+      ip->kind = OXI_P_MUTSLICE;
+      if (!fn->is_unsafe)
+        ERR(S, p->loc, "'&mut [%s]' parameters are allowed only in 'unsafe fn' kernels: threads "
+                       "could race on it; use DisjointSlice<%s> for per-thread outputs",
+            ox_dtype_name(p->type->elem), ox_dtype_name(p->type->elem));
+      break;
+    default:
+      ERR(S, p->loc, "kernel parameters are scalars, &[T], &mut [T], &[Atomic<T>] or "
+                     "DisjointSlice<T>");
+      ip->kind = OXI_P_SCALAR;
+      break;
+    }
+    oxb_vec_push(S->a, &k->params, ip);
+    binding *b;
+    if (ip->kind == OXI_P_SCALAR) {
+      b = bind(S, B_VALUE, p->name, p->loc);
+      oxi_instr *pv = emit(S, OXI_PARAM, ip->dtype);
+      pv->index = k->params.len - 1;
+      b->v = pv;
+      b->type = ip->dtype;
+    } else {
+      b = bind(S, B_MEM, p->name, p->loc);
+      b->mem.kind = OXI_MEM_PARAM;
+      b->mem.index = k->params.len - 1;
+      b->mkind = p->type->kind;
+      b->type = ip->dtype;
+    }
+  }
+  if (S->d->errors)
+    return;
+  contract(S, fn);
+  val v = block_expr(S, fn->body, OXI_VOID);
+  if (v.k == V_SCALAR)
+    ERR(S, fn->body->value->loc, "kernels return nothing; end the expression with ';'");
+  if (!terminated(S))
+    emit(S, OXI_RET, OXI_VOID);
+}
+
+bool oxf_check(oxb_arena *a, oxb_diags *d, const oxf_program *p, oxi_module *m) {
+  sema S = {0};
+  S.a = a;
+  S.d = d;
+  S.prog = p;
+  S.m = m;
+  int kernels = 0;
+  for (int i = 0; i < p->fns.len; i++) {
+    const oxf_fn *fn = p->fns.items[i];
+    for (int j = 0; j < i; j++)
+      if (!strcmp(((oxf_fn *)p->fns.items[j])->name, fn->name))
+        ERR(&S, fn->loc, "function '%s' is defined twice", fn->name);
+    if (!fn->is_kernel) {
+      if (fn->has_contract)
+        ERR(&S, fn->contract_loc, "launch_contract applies to #[kernel] functions only");
+      continue;
+    }
+    kernels++;
+    int before = d->errors;
+    check_kernel(&S, fn);
+    (void)before;
+  }
+  if (!kernels && !d->errors) {
+    oxb_loc none = {0, 0, 0};
+    oxb_error_at(d, none, "no #[kernel] function in this source");
+  }
+  return d->errors == 0;
+}

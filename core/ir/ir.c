@@ -1,0 +1,468 @@
+/* ir.c - building, verifying and printing Oxide IR. */
+#include "ir/ir.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* -------------------------------------------------------------- building */
+
+oxi_kernel *oxi_kernel_new(oxi_module *m, const char *name) {
+  oxi_kernel *k = oxb_alloc(m->arena, sizeof *k);
+  k->name = name;
+  oxb_vec_push(m->arena, &m->kernels, k);
+  return k;
+}
+
+oxi_block *oxi_block_new(oxi_module *m, oxi_kernel *k) {
+  oxi_block *b = oxb_alloc(m->arena, sizeof *b);
+  b->id = k->blocks.len;
+  oxb_vec_push(m->arena, &k->blocks, b);
+  return b;
+}
+
+oxi_instr *oxi_emit(oxi_module *m, oxi_kernel *k, oxi_block *b, oxi_op op, oxi_type type) {
+  oxi_instr *in = oxb_alloc(m->arena, sizeof *in);
+  in->op = op;
+  in->type = type;
+  in->id = type == OXI_VOID ? -1 : k->next_id++;
+  if (b)
+    oxb_vec_push(m->arena, &b->instrs, in);
+  return in;
+}
+
+int oxi_slot_new(oxi_module *m, oxi_kernel *k, oxi_type t) {
+  oxb_vec_push(m->arena, &k->slots, (void *)(intptr_t)t);
+  return k->slots.len - 1;
+}
+
+oxi_type oxi_slot_type(const oxi_kernel *k, int slot) {
+  assert(slot >= 0 && slot < k->slots.len);
+  return (oxi_type)(intptr_t)k->slots.items[slot];
+}
+
+oxi_instr *oxi_terminator(const oxi_block *b) {
+  if (!b->instrs.len)
+    return NULL;
+  oxi_instr *last = b->instrs.items[b->instrs.len - 1];
+  return (last->op == OXI_BR || last->op == OXI_CONDBR || last->op == OXI_RET) ? last : NULL;
+}
+
+ox_dtype oxi_mem_dtype(const oxi_kernel *k, oxi_mem mem) {
+  if (mem.kind == OXI_MEM_PARAM) {
+    assert(mem.index >= 0 && mem.index < k->params.len);
+    return ((oxi_param *)k->params.items[mem.index])->dtype;
+  }
+  assert(mem.index >= 0 && mem.index < k->shared.len);
+  return ((oxi_shared *)k->shared.items[mem.index])->dtype;
+}
+
+/* ----------------------------------------------------------------- names */
+
+bool oxi_is_float(oxi_type t) { return t == OX_F16 || t == OX_BF16 || t == OX_F32 || t == OX_F64; }
+bool oxi_is_int(oxi_type t) { return t >= OX_I8 && t <= OX_U64; }
+bool oxi_is_signed(oxi_type t) { return t >= OX_I8 && t <= OX_I64; }
+
+const char *oxi_type_name(oxi_type t) { return t == OXI_VOID ? "void" : ox_dtype_name((ox_dtype)t); }
+
+const char *oxi_op_name(oxi_op op) {
+  static const char *const names[] = {"const",  "param",   "len",     "load",   "store",
+                                      "atomic", "bin",     "cmp",     "neg",    "not",
+                                      "cast",   "select",  "var.get", "var.set", "sreg",
+                                      "barrier", "shfl",   "vote",    "math",   "assume",
+                                      "br",     "condbr",  "ret"};
+  _Static_assert(OXB_COUNT(names) == OXI_OP_COUNT, "op names");
+  return (unsigned)op < OXI_OP_COUNT ? names[op] : "?";
+}
+
+const char *oxi_math_name(int m) {
+  static const char *const names[] = {"sqrt", "rsqrt", "exp", "exp2", "log",   "log2",
+                                      "sin",  "cos",   "tanh", "pow", "fma",   "abs",
+                                      "min",  "max",   "floor", "ceil"};
+  _Static_assert(OXB_COUNT(names) == OXI_M_COUNT, "math names");
+  return (m >= 0 && m < OXI_M_COUNT) ? names[m] : "?";
+}
+
+static const char *bin_name(int s) {
+  static const char *const names[] = {"add", "sub", "mul", "div", "rem", "and", "or",
+                                      "xor", "shl", "shr", "min", "max", "xchg", "cas"};
+  return (s >= 0 && (size_t)s < OXB_COUNT(names)) ? names[s] : "?";
+}
+
+static const char *cmp_name(int s) {
+  static const char *const names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  return (s >= 0 && (size_t)s < OXB_COUNT(names)) ? names[s] : "?";
+}
+
+static const char *sreg_name(int s) {
+  static const char *const names[] = {"tid.x",   "tid.y",   "tid.z",   "ctaid.x", "ctaid.y",
+                                      "ctaid.z", "ntid.x",  "ntid.y",  "ntid.z",  "nctaid.x",
+                                      "nctaid.y", "nctaid.z", "laneid"};
+  return (s >= 0 && (size_t)s < OXB_COUNT(names)) ? names[s] : "?";
+}
+
+/* -------------------------------------------------------------- printing */
+
+static void print_mem(const oxi_kernel *k, oxi_mem mem, oxb_str *o) {
+  if (mem.kind == OXI_MEM_PARAM)
+    oxb_str_addf(o, "%%%s", ((oxi_param *)k->params.items[mem.index])->name);
+  else
+    oxb_str_addf(o, "shared%d", mem.index);
+}
+
+static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
+  oxb_str_add(o, "    ", 4);
+  if (in->id >= 0)
+    oxb_str_addf(o, "v%d: %s = ", in->id, oxi_type_name(in->type));
+  oxb_str_addf(o, "%s", oxi_op_name(in->op));
+  switch (in->op) {
+  case OXI_BIN: case OXI_ATOMIC: oxb_str_addf(o, ".%s", bin_name(in->sub)); break;
+  case OXI_CMP: oxb_str_addf(o, ".%s", cmp_name(in->sub)); break;
+  case OXI_SREG: oxb_str_addf(o, " %s", sreg_name(in->sub)); break;
+  case OXI_MATH: oxb_str_addf(o, ".%s", oxi_math_name(in->sub)); break;
+  case OXI_SHFL: {
+    static const char *const m[] = {"idx", "up", "down", "xor"};
+    oxb_str_addf(o, ".%s", m[in->sub & 3]);
+    break;
+  }
+  case OXI_VOTE: {
+    static const char *const m[] = {"all", "any", "ballot", "?"};
+    oxb_str_addf(o, ".%s", m[in->sub & 3]);
+    break;
+  }
+  case OXI_CONST:
+    if (oxi_is_float(in->type))
+      oxb_str_addf(o, " %.9g", in->fimm);
+    else if (oxi_is_signed(in->type))
+      oxb_str_addf(o, " %lld", (long long)in->imm);
+    else
+      oxb_str_addf(o, " %llu", (unsigned long long)in->imm);
+    break;
+  case OXI_PARAM:
+    oxb_str_addf(o, " %%%s", ((oxi_param *)k->params.items[in->index])->name);
+    break;
+  case OXI_VAR_GET: case OXI_VAR_SET: oxb_str_addf(o, " $%d", in->index); break;
+  default: break;
+  }
+  if (in->op == OXI_LEN || in->op == OXI_LOAD || in->op == OXI_STORE || in->op == OXI_ATOMIC) {
+    oxb_str_add(o, " ", 1);
+    print_mem(k, in->mem, o);
+  }
+  for (int i = 0; i < in->nops; i++)
+    oxb_str_addf(o, "%s v%d", (i || in->op == OXI_VAR_SET || in->op == OXI_LEN ||
+                               in->op == OXI_LOAD || in->op == OXI_STORE || in->op == OXI_ATOMIC)
+                                  ? ","
+                                  : "",
+                 in->ops[i] ? in->ops[i]->id : -1);
+  if (in->op == OXI_BR)
+    oxb_str_addf(o, " bb%d", in->target[0]->id);
+  if (in->op == OXI_CONDBR)
+    oxb_str_addf(o, ", bb%d, bb%d", in->target[0]->id, in->target[1]->id);
+  if (in->op == OXI_LOAD || in->op == OXI_STORE || in->op == OXI_ATOMIC) {
+    if (in->check) {
+      const oxi_site *s = k->sites.items[in->check - 1];
+      oxb_str_addf(o, "  [checked %d:%d]", s->line, s->col);
+    } else {
+      oxb_str_add(o, "  [unchecked]", 13);
+    }
+  }
+  oxb_str_add(o, "\n", 1);
+}
+
+static void print_hexpr(const oxi_kernel *k, const oxi_hexpr *e, oxb_str *o) {
+  switch (e->kind) {
+  case OXI_H_CONST: oxb_str_addf(o, "%lld", (long long)e->value); return;
+  case OXI_H_LEN: oxb_str_addf(o, "len(%%%s)", ((oxi_param *)k->params.items[e->param])->name); return;
+  case OXI_H_PARAM: oxb_str_addf(o, "%%%s", ((oxi_param *)k->params.items[e->param])->name); return;
+  case OXI_H_NOT: oxb_str_add(o, "!", 1); print_hexpr(k, e->a, o); return;
+  default: break;
+  }
+  oxb_str_add(o, "(", 1);
+  print_hexpr(k, e->a, o);
+  oxb_str_addf(o, " %s ", e->kind == OXI_H_AND ? "and" : e->kind == OXI_H_OR ? "or"
+                           : e->kind == OXI_H_CMP ? cmp_name(e->sub) : bin_name(e->sub));
+  print_hexpr(k, e->b, o);
+  oxb_str_add(o, ")", 1);
+}
+
+void oxi_print(const oxi_module *m, oxb_str *o) {
+  for (int ki = 0; ki < m->kernels.len; ki++) {
+    const oxi_kernel *k = m->kernels.items[ki];
+    static const char *const pk[] = {"", "&[]", "&mut []", "&[Atomic]", "DisjointSlice"};
+    oxb_str_addf(o, "kernel %s%s(", k->is_unsafe ? "unsafe " : "", k->name);
+    for (int i = 0; i < k->params.len; i++) {
+      const oxi_param *p = k->params.items[i];
+      oxb_str_addf(o, "%s%%%s: %s%s%s", i ? ", " : "", p->name, pk[p->kind],
+                   p->kind == OXI_P_SCALAR ? "" : " ", ox_dtype_name(p->dtype));
+    }
+    oxb_str_add(o, ")", 1);
+    if (k->block[0])
+      oxb_str_addf(o, " block(%d, %d, %d)", k->block[0], k->block[1], k->block[2]);
+    if (k->uses_sync)
+      oxb_str_add(o, " sync", 5);
+    oxb_str_add(o, " {\n", 3);
+    for (int i = 0; i < k->requires.len; i++) {
+      const oxi_requires *r = k->requires.items[i];
+      oxb_str_add(o, "  requires ", 11);
+      print_hexpr(k, r->expr, o);
+      oxb_str_add(o, "\n", 1);
+    }
+    for (int i = 0; i < k->shared.len; i++) {
+      const oxi_shared *s = k->shared.items[i];
+      oxb_str_addf(o, "  shared%d: [%s; %lld] at %lld\n", i, ox_dtype_name(s->dtype),
+                   (long long)s->count, (long long)s->offset);
+    }
+    for (int i = 0; i < k->slots.len; i++)
+      oxb_str_addf(o, "  $%d: %s\n", i, oxi_type_name(oxi_slot_type(k, i)));
+    for (int bi = 0; bi < k->blocks.len; bi++) {
+      const oxi_block *b = k->blocks.items[bi];
+      oxb_str_addf(o, "  bb%d:\n", b->id);
+      for (int ii = 0; ii < b->instrs.len; ii++)
+        print_instr(k, b->instrs.items[ii], o);
+    }
+    oxb_str_add(o, "}\n", 2);
+  }
+}
+
+/* ------------------------------------------------------------- verifying */
+
+typedef struct verifier {
+  const oxi_kernel *k;
+  oxb_str *err;
+  bool ok;
+  /* per value id: the block that defines it and its position there */
+  int *def_block, *def_pos;
+  /* dominator sets as bit rows: dom[b * words + w] */
+  uint64_t *dom;
+  int words;
+} verifier;
+
+static void fail(verifier *V, const oxi_block *b, const oxi_instr *in, const char *msg) {
+  V->ok = false;
+  oxb_str_addf(V->err, "IR verifier: kernel %s, bb%d, %s (v%d): %s\n", V->k->name, b ? b->id : -1,
+               in ? oxi_op_name(in->op) : "-", in ? in->id : -1, msg);
+}
+
+static bool dominates(verifier *V, int a, int b) {
+  return (V->dom[(size_t)b * (size_t)V->words + (size_t)(a / 64)] >> (a % 64)) & 1;
+}
+
+/* Iterative dominator sets: dom(entry) = {entry}; dom(b) = {b} + the
+ * intersection of dom(p) over predecessors p. Kernels are small, so the simple
+ * quadratic algorithm is enough. */
+static void compute_dominators(verifier *V) {
+  const oxi_kernel *k = V->k;
+  int n = k->blocks.len, W = (n + 63) / 64;
+  V->words = W;
+  V->dom = calloc((size_t)n * (size_t)W, sizeof(uint64_t));
+  /* predecessor lists via successor scan */
+  for (int b = 0; b < n; b++)
+    for (int w = 0; w < W; w++)
+      V->dom[(size_t)b * W + w] = b == 0 ? 0 : ~(uint64_t)0;
+  V->dom[0] = 1;
+  bool changed = true;
+  uint64_t *tmp = calloc((size_t)W, sizeof(uint64_t));
+  while (changed) {
+    changed = false;
+    for (int b = 1; b < n; b++) {
+      bool any = false;
+      for (int w = 0; w < W; w++)
+        tmp[w] = ~(uint64_t)0;
+      for (int p = 0; p < n; p++) {
+        const oxi_instr *t = oxi_terminator(k->blocks.items[p]);
+        if (!t || t->op == OXI_RET)
+          continue;
+        int ntarget = t->op == OXI_BR ? 1 : 2;
+        for (int s = 0; s < ntarget; s++)
+          if (t->target[s] && t->target[s]->id == b) {
+            any = true;
+            for (int w = 0; w < W; w++)
+              tmp[w] &= V->dom[(size_t)p * W + w];
+          }
+      }
+      if (!any) /* unreachable: dominated by everything; harmless */
+        continue;
+      tmp[b / 64] |= (uint64_t)1 << (b % 64);
+      for (int w = 0; w < W; w++)
+        if (tmp[w] != V->dom[(size_t)b * W + w]) {
+          V->dom[(size_t)b * W + w] = tmp[w];
+          changed = true;
+        }
+    }
+  }
+  free(tmp);
+}
+
+static void check_operand(verifier *V, const oxi_block *b, int pos, const oxi_instr *in, int i) {
+  const oxi_instr *v = in->ops[i];
+  if (!v) {
+    fail(V, b, in, "missing operand");
+    return;
+  }
+  if (v->id < 0 || v->id >= V->k->next_id || V->def_block[v->id] < 0) {
+    fail(V, b, in, "operand is not a value placed in this kernel");
+    return;
+  }
+  int db = V->def_block[v->id];
+  if (db == b->id ? V->def_pos[v->id] >= pos : !dominates(V, db, b->id))
+    fail(V, b, in, "operand is used where its definition does not dominate the use");
+}
+
+static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_instr *in) {
+  const oxi_kernel *k = V->k;
+  for (int i = 0; i < in->nops; i++)
+    check_operand(V, b, pos, in, i);
+  if (!V->ok)
+    return;
+  oxi_type t0 = in->nops > 0 ? in->ops[0]->type : OXI_VOID;
+  oxi_type t1 = in->nops > 1 ? in->ops[1]->type : OXI_VOID;
+  bool mem_op = in->op == OXI_LEN || in->op == OXI_LOAD || in->op == OXI_STORE ||
+                in->op == OXI_ATOMIC;
+  if (mem_op) {
+    int limit = in->mem.kind == OXI_MEM_PARAM ? k->params.len : k->shared.len;
+    if (in->mem.index < 0 || in->mem.index >= limit) {
+      fail(V, b, in, "memory reference out of range");
+      return;
+    }
+    if (in->mem.kind == OXI_MEM_PARAM &&
+        ((oxi_param *)k->params.items[in->mem.index])->kind == OXI_P_SCALAR) {
+      fail(V, b, in, "memory reference names a scalar parameter");
+      return;
+    }
+    if (in->op != OXI_LEN && t0 != OX_U64)
+      fail(V, b, in, "index must be u64");
+    if (in->check > k->sites.len || in->check < 0)
+      fail(V, b, in, "bad check site");
+  }
+  ox_dtype md = mem_op ? oxi_mem_dtype(k, in->mem) : OX_BOOL;
+  switch (in->op) {
+  case OXI_CONST: if (in->type == OXI_VOID) fail(V, b, in, "void constant"); break;
+  case OXI_PARAM:
+    if (in->index < 0 || in->index >= k->params.len ||
+        ((oxi_param *)k->params.items[in->index])->kind != OXI_P_SCALAR ||
+        ((oxi_param *)k->params.items[in->index])->dtype != (ox_dtype)in->type)
+      fail(V, b, in, "param does not name a scalar parameter of this type");
+    break;
+  case OXI_LEN: if (in->type != OX_U64 || in->nops) fail(V, b, in, "len is u64 of no operands"); break;
+  case OXI_LOAD:
+    if (in->nops != 1 || in->type != (oxi_type)md) fail(V, b, in, "load type differs from memory");
+    if (in->mem.kind == OXI_MEM_PARAM &&
+        ((oxi_param *)k->params.items[in->mem.index])->kind == OXI_P_ATOMIC)
+      fail(V, b, in, "plain load from an atomic slice");
+    break;
+  case OXI_STORE: {
+    if (in->nops != 2 || t1 != (oxi_type)md) fail(V, b, in, "stored value type differs from memory");
+    if (in->mem.kind == OXI_MEM_PARAM) {
+      oxi_pkind pk = ((oxi_param *)k->params.items[in->mem.index])->kind;
+      if (pk == OXI_P_SLICE || pk == OXI_P_ATOMIC)
+        fail(V, b, in, "store to a read-only or atomic slice");
+    }
+    break;
+  }
+  case OXI_ATOMIC:
+    if (in->nops != (in->sub == OXI_CAS ? 3 : 2) || t1 != (oxi_type)md || in->type != (oxi_type)md)
+      fail(V, b, in, "atomic operand types differ from memory");
+    break;
+  case OXI_BIN:
+    if (in->nops != 2 || t0 != t1 || in->type != t0 || (t0 == OX_BOOL && in->sub < OXI_AND))
+      fail(V, b, in, "binary operands must share the result type");
+    break;
+  case OXI_CMP:
+    if (in->nops != 2 || t0 != t1 || in->type != OX_BOOL) fail(V, b, in, "cmp of mismatched types");
+    break;
+  case OXI_NEG: case OXI_NOT:
+    if (in->nops != 1 || in->type != t0) fail(V, b, in, "unary type mismatch");
+    break;
+  case OXI_CAST: if (in->nops != 1 || in->type == OXI_VOID) fail(V, b, in, "bad cast"); break;
+  case OXI_SELECT:
+    if (in->nops != 3 || t0 != OX_BOOL || in->ops[1]->type != in->ops[2]->type ||
+        in->type != in->ops[1]->type)
+      fail(V, b, in, "select types");
+    break;
+  case OXI_VAR_GET:
+  case OXI_VAR_SET:
+    if (in->index < 0 || in->index >= k->slots.len) {
+      fail(V, b, in, "no such variable slot");
+      break;
+    }
+    if (in->op == OXI_VAR_GET ? in->type != oxi_slot_type(k, in->index)
+                              : (in->nops != 1 || t0 != oxi_slot_type(k, in->index)))
+      fail(V, b, in, "variable slot type mismatch");
+    break;
+  case OXI_SREG: if (in->type != OX_U32) fail(V, b, in, "special registers are u32"); break;
+  case OXI_BARRIER: case OXI_ASSUME: break;
+  case OXI_SHFL:
+    if (in->nops != 2 || in->type != t0 || t1 != OX_U32) fail(V, b, in, "shfl operands");
+    break;
+  case OXI_VOTE:
+    if (in->nops != 1 || t0 != OX_BOOL) fail(V, b, in, "vote of a non-bool");
+    break;
+  case OXI_MATH:
+    for (int i = 0; i < in->nops; i++)
+      if (in->ops[i]->type != in->type) fail(V, b, in, "math operand type differs from result");
+    break;
+  case OXI_BR: if (!in->target[0]) fail(V, b, in, "branch without target"); break;
+  case OXI_CONDBR:
+    if (!in->target[0] || !in->target[1] || t0 != OX_BOOL) fail(V, b, in, "condbr needs bool and 2 targets");
+    break;
+  case OXI_RET: break;
+  default: fail(V, b, in, "unknown op"); break;
+  }
+  if (in->op == OXI_ASSUME && (in->nops != 1 || t0 != OX_BOOL))
+    fail(V, b, in, "assume of a non-bool");
+}
+
+bool oxi_verify(const oxi_module *m, oxb_str *err) {
+  bool all_ok = true;
+  for (int ki = 0; ki < m->kernels.len; ki++) {
+    const oxi_kernel *k = m->kernels.items[ki];
+    verifier V = {k, err, true, NULL, NULL, NULL, 0};
+    if (!k->blocks.len) {
+      fail(&V, NULL, NULL, "kernel has no blocks");
+      all_ok = false;
+      continue;
+    }
+    V.def_block = malloc(sizeof(int) * (size_t)(k->next_id + 1));
+    V.def_pos = malloc(sizeof(int) * (size_t)(k->next_id + 1));
+    for (int i = 0; i <= k->next_id; i++)
+      V.def_block[i] = -1;
+    for (int bi = 0; bi < k->blocks.len; bi++) {
+      const oxi_block *b = k->blocks.items[bi];
+      if (b->id != bi)
+        fail(&V, b, NULL, "block numbering");
+      if (!oxi_terminator(b))
+        fail(&V, b, NULL, "block does not end in a terminator");
+      for (int ii = 0; ii < b->instrs.len; ii++) {
+        const oxi_instr *in = b->instrs.items[ii];
+        bool term = in->op == OXI_BR || in->op == OXI_CONDBR || in->op == OXI_RET;
+        if (term && ii != b->instrs.len - 1)
+          fail(&V, b, in, "terminator in the middle of a block");
+        if (in->id >= 0) {
+          if (in->id >= k->next_id || V.def_block[in->id] >= 0)
+            fail(&V, b, in, "value defined twice");
+          else {
+            V.def_block[in->id] = bi;
+            V.def_pos[in->id] = ii;
+          }
+        }
+        for (int t = 0; t < 2; t++)
+          if (in->target[t] && (in->target[t]->id < 0 || in->target[t]->id >= k->blocks.len ||
+                                k->blocks.items[in->target[t]->id] != in->target[t]))
+            fail(&V, b, in, "branch to a block of another kernel");
+      }
+    }
+    if (V.ok) {
+      compute_dominators(&V);
+      for (int bi = 0; bi < k->blocks.len; bi++) {
+        const oxi_block *b = k->blocks.items[bi];
+        for (int ii = 0; ii < b->instrs.len; ii++)
+          verify_instr(&V, b, ii, b->instrs.items[ii]);
+      }
+    }
+    free(V.def_block);
+    free(V.def_pos);
+    free(V.dom);
+    all_ok &= V.ok;
+  }
+  return all_ok;
+}

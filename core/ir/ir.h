@@ -1,0 +1,194 @@
+/*
+ * ir.h - Oxide IR: a typed SSA IR shared by both pipelines. Prefix: oxi_.
+ *
+ * A module holds kernels. A kernel is a control-flow graph of basic blocks;
+ * each instruction defines at most one value, once (SSA). Mutable source
+ * variables live in typed variable slots (var.get / var.set), the way LLVM
+ * front ends use allocas: the backend turns them into registers, so the front
+ * end never has to place phi nodes itself. Memory is reached only through
+ * memory references: a kernel's slice parameters and its shared arrays, each
+ * with a length, so that every access can carry its bounds check.
+ *
+ * Device functions are inlined by the front end: the IR has no calls.
+ */
+#ifndef OXIDE_IR_H
+#define OXIDE_IR_H
+
+#include "base/base.h"
+
+/* Value types: the scalar dtypes, plus void for instructions without a value. */
+typedef int oxi_type;
+#define OXI_VOID ((oxi_type)OX_DTYPE_COUNT)
+
+typedef enum oxi_op {
+  OXI_CONST,   /* imm / fimm of `type` */
+  OXI_PARAM,   /* the value of scalar parameter `index` */
+  OXI_LEN,     /* u64: the element count of memory `mem` */
+  OXI_LOAD,    /* mem[ops0] */
+  OXI_STORE,   /* mem[ops0] = ops1 */
+  OXI_ATOMIC,  /* old = mem[ops0]; mem[ops0] = sub(old, ops1[, ops2]) */
+  OXI_BIN,     /* sub: OXI_ADD.. */
+  OXI_CMP,     /* sub: OXI_EQ..; bool result */
+  OXI_NEG,
+  OXI_NOT,     /* logical not of bool, bitwise not of integers */
+  OXI_CAST,    /* ops0 converted to `type` */
+  OXI_SELECT,  /* ops0 ? ops1 : ops2 */
+  OXI_VAR_GET, /* slot `index` */
+  OXI_VAR_SET, /* slot `index` = ops0 */
+  OXI_SREG,    /* sub: OXI_SREG_*; u32 */
+  OXI_BARRIER, /* all threads of the block */
+  OXI_SHFL,    /* sub: 0 idx, 1 up, 2 down, 3 xor; ops0 value, ops1 lane/delta/mask (u32) */
+  OXI_VOTE,    /* sub: 0 all, 1 any, 2 ballot; ops0 bool */
+  OXI_MATH,    /* sub: OXI_M_*; 1 to 3 operands of `type` */
+  OXI_ASSUME,  /* ops0 (bool) holds: a launch-contract relation checked on the host */
+  OXI_BR,      /* to target[0] */
+  OXI_CONDBR,  /* ops0 ? target[0] : target[1] */
+  OXI_RET,
+  OXI_OP_COUNT
+} oxi_op;
+
+enum { /* OXI_BIN and OXI_ATOMIC sub-operations */
+  OXI_ADD, OXI_SUB, OXI_MUL, OXI_DIV, OXI_REM, OXI_AND, OXI_OR, OXI_XOR, OXI_SHL, OXI_SHR,
+  OXI_MIN, OXI_MAX, OXI_XCHG, OXI_CAS
+};
+enum { OXI_EQ, OXI_NE, OXI_LT, OXI_LE, OXI_GT, OXI_GE }; /* OXI_CMP */
+enum {                                                  /* OXI_SREG */
+  OXI_SREG_TID_X, OXI_SREG_TID_Y, OXI_SREG_TID_Z,
+  OXI_SREG_CTAID_X, OXI_SREG_CTAID_Y, OXI_SREG_CTAID_Z,
+  OXI_SREG_NTID_X, OXI_SREG_NTID_Y, OXI_SREG_NTID_Z,
+  OXI_SREG_NCTAID_X, OXI_SREG_NCTAID_Y, OXI_SREG_NCTAID_Z,
+  OXI_SREG_LANEID
+};
+enum { /* OXI_MATH */
+  OXI_M_SQRT, OXI_M_RSQRT, OXI_M_EXP, OXI_M_EXP2, OXI_M_LOG, OXI_M_LOG2, OXI_M_SIN, OXI_M_COS,
+  OXI_M_TANH, OXI_M_POW, OXI_M_FMA, OXI_M_ABS, OXI_M_MIN, OXI_M_MAX, OXI_M_FLOOR, OXI_M_CEIL,
+  OXI_M_COUNT
+};
+
+/* Memory a kernel can reach. */
+typedef enum oxi_memkind { OXI_MEM_PARAM, OXI_MEM_SHARED } oxi_memkind;
+typedef struct oxi_mem {
+  oxi_memkind kind;
+  int index; /* parameter index, or shared-array index */
+} oxi_mem;
+
+typedef struct oxi_block oxi_block;
+typedef struct oxi_instr oxi_instr;
+
+struct oxi_instr {
+  oxi_op op;
+  int sub;
+  oxi_type type; /* result type; OXI_VOID if none */
+  int id;        /* value number, for printing; -1 if no value */
+  oxi_instr *ops[3];
+  int nops;
+  oxi_mem mem;
+  int index;            /* parameter or slot index */
+  uint64_t imm;         /* integer constants (two's complement bits) */
+  double fimm;          /* floating constants */
+  int check;            /* memory ops: bounds-check site + 1; 0 = unchecked (proven or unsafe) */
+  oxi_block *target[2]; /* branches */
+};
+
+struct oxi_block {
+  int id;
+  oxb_vec instrs; /* oxi_instr* */
+};
+
+/* Kernel parameter kinds, as the host sees them. */
+typedef enum oxi_pkind {
+  OXI_P_SCALAR,   /* passed by value */
+  OXI_P_SLICE,    /* &[T]: read-only, never aliased by a mutable argument */
+  OXI_P_MUTSLICE, /* &mut [T] (unsafe kernels) */
+  OXI_P_ATOMIC,   /* &[Atomic<T>] */
+  OXI_P_DISJOINT  /* DisjointSlice<T> */
+} oxi_pkind;
+
+typedef struct oxi_param {
+  const char *name;
+  oxi_pkind kind;
+  ox_dtype dtype;
+} oxi_param;
+
+typedef struct oxi_shared {
+  ox_dtype dtype;
+  int64_t count;
+  int64_t offset; /* bytes from the start of the block's shared memory */
+} oxi_shared;
+
+/* A bounds-check site: where an access is in the source, for the message. */
+typedef struct oxi_site {
+  int line, col;
+  const char *what; /* "a[i]", printed in the error */
+} oxi_site;
+
+/* Host-side launch-contract expressions (`requires`), evaluated at launch with
+ * overflow-checked 64-bit arithmetic. */
+typedef enum oxi_hkind { OXI_H_CONST, OXI_H_LEN, OXI_H_PARAM, OXI_H_BIN, OXI_H_CMP, OXI_H_AND,
+                         OXI_H_OR, OXI_H_NOT } oxi_hkind;
+typedef struct oxi_hexpr oxi_hexpr;
+struct oxi_hexpr {
+  oxi_hkind kind;
+  int sub;   /* OXI_ADD.. for BIN, OXI_EQ.. for CMP */
+  int param; /* LEN, PARAM */
+  int64_t value;
+  bool is_unsigned; /* comparisons and division treat operands as unsigned */
+  oxi_hexpr *a, *b;
+};
+
+typedef struct oxi_requires {
+  oxi_hexpr *expr;
+  const char *text; /* the relation as written, for the message */
+  int line, col;
+} oxi_requires;
+
+typedef struct oxi_kernel {
+  const char *name;
+  int line, col;
+  bool is_unsafe;
+  oxb_vec params;  /* oxi_param* */
+  oxb_vec shared;  /* oxi_shared* */
+  int64_t shared_bytes;
+  oxb_vec slots;   /* oxi_type per variable slot, stored as (intptr_t) */
+  oxb_vec blocks;  /* oxi_block*; blocks[0] is the entry */
+  oxb_vec sites;   /* oxi_site* */
+  int next_id;
+  /* launch contract */
+  int block[3];      /* exact block shape; 0 = free */
+  oxb_vec requires;  /* oxi_requires* */
+  bool uses_sync;    /* barriers or warp operations: threads must run together */
+} oxi_kernel;
+
+typedef struct oxi_module {
+  oxb_arena *arena;
+  const char *filename;
+  oxb_vec kernels; /* oxi_kernel* */
+} oxi_module;
+
+/* ---- building */
+oxi_kernel *oxi_kernel_new(oxi_module *m, const char *name);
+oxi_block *oxi_block_new(oxi_module *m, oxi_kernel *k);
+/* Appends an instruction of `op` with result `type` to `b` (NULL: not placed). */
+oxi_instr *oxi_emit(oxi_module *m, oxi_kernel *k, oxi_block *b, oxi_op op, oxi_type type);
+int oxi_slot_new(oxi_module *m, oxi_kernel *k, oxi_type t);
+oxi_type oxi_slot_type(const oxi_kernel *k, int slot);
+/* The last instruction of `b`, if it is a terminator. */
+oxi_instr *oxi_terminator(const oxi_block *b);
+/* Memory's element type. */
+ox_dtype oxi_mem_dtype(const oxi_kernel *k, oxi_mem mem);
+
+/* ---- checking and printing */
+/* Checks the IR's invariants (types of operands, one terminator per block at
+ * its end, values defined before use on every path). On failure appends the
+ * problems to `err` and returns false. */
+bool oxi_verify(const oxi_module *m, oxb_str *err);
+void oxi_print(const oxi_module *m, oxb_str *out);
+
+bool oxi_is_float(oxi_type t);
+bool oxi_is_int(oxi_type t); /* integers, not bool */
+bool oxi_is_signed(oxi_type t);
+const char *oxi_type_name(oxi_type t);
+const char *oxi_op_name(oxi_op op);
+const char *oxi_math_name(int m);
+
+#endif
