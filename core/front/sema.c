@@ -649,6 +649,31 @@ static oxi_instr *linear_index(sema *S) {
   return op2(S, OXI_BIN, OXI_ADD, OX_U64, op2(S, OXI_BIN, OXI_MUL, OX_U64, bid, tpb), tid);
 }
 
+/* thread::index_block(): the block's linear index, held only by the block's
+ * first thread (every other thread gets u64::MAX, which no get_mut accepts),
+ * so that one thread per block owns the block's output element. */
+static val block_witness(sema *S, const oxf_node *n) {
+  argc(S, n, 0, "thread::index_block");
+  binding *w = bind(S, B_WITNESS, NULL, n->loc);
+  oxi_instr *bx = sreg64(S, OXI_SREG_CTAID_X), *by = sreg64(S, OXI_SREG_CTAID_Y),
+            *bz = sreg64(S, OXI_SREG_CTAID_Z);
+  oxi_instr *gx = sreg64(S, OXI_SREG_NCTAID_X), *gy = sreg64(S, OXI_SREG_NCTAID_Y);
+  oxi_instr *bid = op2(S, OXI_BIN, OXI_ADD, OX_U64, bx,
+                       op2(S, OXI_BIN, OXI_MUL, OX_U64, gx,
+                           op2(S, OXI_BIN, OXI_ADD, OX_U64, by, op2(S, OXI_BIN, OXI_MUL, OX_U64, gy, bz))));
+  oxi_instr *t = op2(S, OXI_BIN, OXI_OR, OX_U32, sreg(S, OXI_SREG_TID_X),
+                     op2(S, OXI_BIN, OXI_OR, OX_U32, sreg(S, OXI_SREG_TID_Y), sreg(S, OXI_SREG_TID_Z)));
+  oxi_instr *first = op2(S, OXI_CMP, OXI_EQ, OX_BOOL, t, const_int(S, OX_U32, 0));
+  oxi_instr *none = const_int(S, OX_U64, UINT64_MAX);
+  oxi_instr *sel = emit(S, OXI_SELECT, OX_U64);
+  sel->ops[0] = first;
+  sel->ops[1] = bid;
+  sel->ops[2] = none;
+  sel->nops = 3;
+  w->v = sel;
+  return (val){V_WITNESS, NULL, w, NULL};
+}
+
 static val make_witness(sema *S, const oxf_node *n, bool two_d) {
   binding *w = bind(S, B_WITNESS, NULL, n->loc);
   if (!two_d) {
@@ -751,6 +776,8 @@ static val call(sema *S, const oxf_node *n, oxi_type hint) {
   }
   if (!strcmp(name, "thread::index_2d"))
     return make_witness(S, n, true);
+  if (!strcmp(name, "thread::index_block"))
+    return block_witness(S, n);
   if (!strcmp(name, "SharedArray::new"))
     return shared_new(S, n);
   if ((in_thread || bare) && !strcmp(base, "sync_threads")) {
