@@ -548,7 +548,7 @@ static val index_read(sema *S, const oxf_node *n) {
   oxi_instr *idx = index_value(S, n->rhs, &w);
   if (!idx)
     return VERR;
-  return scalar(mem_access(S, OXI_LOAD, mb, idx, w, n->loc, access_text(S, n)));
+  return scalar(mem_access(S, OXI_LOAD, mb, idx, w, n->lhs->loc, access_text(S, n)));
 }
 
 /* ------------------------------------------------------------- builtins */
@@ -1467,7 +1467,7 @@ static void assign(sema *S, const oxf_node *n) {
             oxf_op_name(n->op), oxi_type_name(v->type));
         return;
       }
-      oxi_instr *old = mem_access(S, OXI_LOAD, mb, idx, w, l->loc, what);
+      oxi_instr *old = mem_access(S, OXI_LOAD, mb, idx, w, l->lhs->loc, what);
       static const int map[] = {0, OXI_ADD, OXI_SUB, OXI_MUL, OXI_DIV, OXI_REM, OXI_AND, OXI_OR,
                                 OXI_XOR, OXI_SHL, OXI_SHR};
       v = op2(S, OXI_BIN, map[n->op], mb->type, old, v);
@@ -1477,7 +1477,7 @@ static void assign(sema *S, const oxf_node *n) {
           oxi_type_name(mb->type), oxi_type_name(v->type), oxi_type_name(mb->type));
       return;
     }
-    oxi_instr *st = mem_access(S, OXI_STORE, mb, idx, w, l->loc, what);
+    oxi_instr *st = mem_access(S, OXI_STORE, mb, idx, w, l->lhs->loc, what);
     st->ops[1] = v;
     st->nops = 2;
     return;
@@ -1846,12 +1846,12 @@ static void contract(sema *S, const oxf_fn *fn) {
     }
     oxi_requires *r = oxb_alloc(S->a, sizeof *r);
     r->expr = h;
-    r->line = rn->loc.line;
-    r->col = rn->loc.col;
     /* the text: from the start of the expression's leftmost token to the next ',' or ')' at depth 0 */
     const oxf_node *left = rn;
     while (left->lhs && (left->kind == OXF_BINARY || left->kind == OXF_METHOD))
       left = left->lhs;
+    r->line = left->loc.line;
+    r->col = left->loc.col;
     int start = left->loc.offset, end = start, depth = 0;
     while (src && end < (int)src->len) {
       char c = src->text[end];
