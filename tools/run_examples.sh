@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The main job: set up, build, and run every example: on the GPU when one is
+# usable, else on the embedded CPU backend. Each example checks its own result.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/setup.sh
+BUILD=${OXIDE_BUILD_DIR:-build}
+"$BUILD/oxide" doctor
+fail=0
+for ex in vecadd saxpy reduce transpose histogram; do
+  "$BUILD/examples/example_$ex" || fail=1
+done
+exit $fail

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Every test suite: set up, build, then
+#   1. C/C++ tests and the examples on the CPU (ctest; GPU-labelled tests are
+#      run on a GPU machine by tools/gpu_suite.sh),
+#   2. the same C tests under AddressSanitizer + UndefinedBehaviorSanitizer,
+#   3. Python (pytest) and Rust (cargo test) bindings,
+#   4. the front-end fuzzer for a bounded time ($OXIDE_FUZZ_SECONDS, default 120).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export OXIDE_FUZZ=1
+bash tools/setup.sh
+BUILD=${OXIDE_BUILD_DIR:-build}
+JOBS=$(nproc)
+status=0
+step() { echo; echo "=== $*"; }
+
+step "C/C++ tests (ctest, CPU)"
+(cd "$BUILD" && ctest -LE gpu --output-on-failure -j"$JOBS") || status=1
+
+step "C tests under AddressSanitizer and UndefinedBehaviorSanitizer"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DOXIDE_SANITIZE=ON -DOXIDE_LLVM_SHARED=ON >/dev/null
+cmake --build build-asan -j"$JOBS" >/dev/null
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+   ctest -LE gpu --output-on-failure -j"$JOBS") || status=1
+
+step "Python tests (pytest)"
+if [ -d tests/python ]; then
+  OXIDE_LIBRARY="$PWD/$BUILD/liboxide.so" PYTHONPATH="$PWD/bindings/python" \
+    python3 -m pytest -q tests/python || status=1
+fi
+
+step "Rust tests (cargo test)"
+if [ -f bindings/rust/Cargo.toml ]; then
+  OXIDE_LIB_DIR="$PWD/$BUILD" cargo test --offline --manifest-path bindings/rust/Cargo.toml || status=1
+fi
+
+step "front-end fuzzing"
+if [ -x tools/fuzz.sh ] || [ -f tools/fuzz.sh ]; then
+  bash tools/fuzz.sh "${OXIDE_FUZZ_SECONDS:-120}" || status=1
+fi
+
+echo
+if [ $status = 0 ]; then echo "all test suites passed"; else echo "SOME TEST SUITES FAILED"; fi
+exit $status
