@@ -1,0 +1,758 @@
+"""Oxide for Python: compile Oxide kernels and run them on NVIDIA GPUs or the CPU.
+
+    import oxide
+    dev = oxide.device("cpu")                 # or "cuda", "cuda:1", oxide.default_device()
+    mod = oxide.compile(source, device=dev)
+    a = oxide.tensor([1.0, 2.0], device=dev)  # f32 unless dtype= says otherwise
+    c = oxide.empty(2, "f32", dev)
+    mod.scale(a, c, oxide.f32(2.0), grid=1, block=256)
+    dev.default_stream.synchronize()          # out-of-bounds accesses surface here
+    c.tolist()
+
+A thin layer over liboxide's C API (oxide.h) through ctypes; the C declarations
+are generated from the header (bindings/gen/gen_decls.py). Every failing call
+raises an OxideError subclass carrying Oxide's message.
+"""
+import ctypes as C
+import numbers
+import os
+import struct
+import sys
+
+from . import _decls as D
+from ._lib import lib as _L
+
+__all__ = [
+    "OxideError", "InvalidArgumentError", "CompileError", "NotFoundError", "DeviceError",
+    "DriverError", "OutOfMemoryError", "LaunchError", "BoundsError", "FileError",
+    "UnsupportedError", "InternalError",
+    "Device", "Stream", "Tensor", "Module", "Kernel", "Scalar",
+    "device", "default_device", "device_count", "tensor", "empty", "from_numpy",
+    "compile", "compile_file", "emit", "doctor", "version", "cache_dir", "DTYPES",
+    "bool_", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
+]
+
+# ------------------------------------------------------------------ errors
+
+
+class OxideError(Exception):
+    """A failed Oxide call. `status` is the ox_status code, `status_name` its
+    name ("OX_ERR_COMPILE"), str(e) Oxide's message."""
+
+    def __init__(self, message, status=D.OX_ERR_INTERNAL):
+        super().__init__(message)
+        self.status = status
+        self.status_name = _L.ox_status_name(status).decode()
+
+
+class InvalidArgumentError(OxideError, ValueError):
+    """A bad argument to a call or a launch (count, kind, dtype, device...)."""
+
+
+class CompileError(OxideError):
+    """The kernel text has errors; the message has file:line:col and a caret."""
+
+
+class NotFoundError(OxideError, LookupError):
+    """No kernel, device or file of that name."""
+
+
+class DeviceError(OxideError):
+    """No CUDA driver, or no such GPU."""
+
+
+class DriverError(DeviceError):
+    """The CUDA driver returned an error."""
+
+
+class OutOfMemoryError(OxideError, MemoryError):
+    """An allocation failed."""
+
+
+class LaunchError(OxideError):
+    """A launch violates the kernel's launch contract or the device's limits."""
+
+
+class BoundsError(OxideError):
+    """A kernel made an out-of-bounds access (raised by the next synchronize)."""
+
+
+class FileError(OxideError):
+    """A file could not be read or written."""
+
+
+class UnsupportedError(OxideError):
+    """Valid, but not supported (yet) on this target."""
+
+
+class InternalError(OxideError):
+    """A bug in Oxide."""
+
+
+_ERRORS = {
+    D.OX_ERR_INVALID_ARGUMENT: InvalidArgumentError, D.OX_ERR_COMPILE: CompileError,
+    D.OX_ERR_NOT_FOUND: NotFoundError, D.OX_ERR_NO_DEVICE: DeviceError,
+    D.OX_ERR_DRIVER: DriverError, D.OX_ERR_OUT_OF_MEMORY: OutOfMemoryError,
+    D.OX_ERR_LAUNCH: LaunchError, D.OX_ERR_BOUNDS: BoundsError, D.OX_ERR_IO: FileError,
+    D.OX_ERR_UNSUPPORTED: UnsupportedError, D.OX_ERR_INTERNAL: InternalError,
+}
+
+
+def _check(status):
+    # ox_last_error is per thread, and ctypes calls run on the calling thread.
+    if status != D.OX_OK:
+        raise _ERRORS.get(status, OxideError)(_L.ox_last_error().decode(errors="replace"), status)
+
+
+def _take_string(ptr):
+    """Copies a string that Oxide handed over and frees it."""
+    try:
+        return C.string_at(ptr).decode(errors="replace")
+    finally:
+        _L.ox_free(ptr)
+
+
+def version():
+    """Version of the loaded liboxide, e.g. "0.1.0 (LLVM 19.1.7)"."""
+    return _L.ox_version().decode()
+
+
+def doctor():
+    """A report of the environment: driver, GPUs, LLVM, cache, ptxas."""
+    out = C.c_void_p()
+    _check(_L.ox_doctor(C.byref(out)))
+    return _take_string(out)
+
+
+def cache_dir():
+    """Directory of the compiled-kernel cache, or "" when the cache is off."""
+    return _L.ox_cache_dir().decode()
+
+
+# ------------------------------------------------------------------ dtypes
+
+# The kernel language's names, in ox_dtype order, and how struct packs each
+# (bf16 has no struct code: it travels as the top half of an f32).
+DTYPES = tuple(_L.ox_dtype_name(i).decode() for i in range(D.OX_DTYPE_COUNT))
+_CODE = {name: i for i, name in enumerate(DTYPES)}
+_FORMAT = {"bool": "?", "i8": "b", "i16": "h", "i32": "i", "i64": "q", "u8": "B", "u16": "H",
+           "u32": "I", "u64": "Q", "f16": "e", "bf16": "H", "f32": "f", "f64": "d"}
+_FLOATS = ("f16", "bf16", "f32", "f64")
+
+
+def _dtype_name(dtype):
+    if isinstance(dtype, type) and issubclass(dtype, Scalar) and dtype.dtype:
+        return dtype.dtype
+    if dtype in _CODE:
+        return dtype
+    raise ValueError(f"unknown dtype {dtype!r}; Oxide's dtypes are {', '.join(DTYPES)}")
+
+
+def _bf16_bits(x):
+    (u,) = struct.unpack("<I", struct.pack("<f", x))
+    if u & 0x7FFFFFFF > 0x7F800000:
+        return 0x7FC0  # NaN stays a NaN
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF  # round to nearest even, as the C side
+
+
+def _bf16_value(bits):
+    return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
+
+
+class Scalar:
+    """A number with an explicit dtype, for scalar kernel parameters:
+    oxide.f32(2.0), oxide.i32(3), oxide.u64(1 << 40), oxide.bool_(True)."""
+
+    __slots__ = ("value",)
+    dtype = None
+
+    def __init__(self, value):
+        t = self.dtype
+        if t is None:
+            raise TypeError("use a dtype's class: oxide.f32(x), oxide.i32(x), ...")
+        if t in _FLOATS:
+            if not isinstance(value, numbers.Real):
+                raise TypeError(f"oxide.{t} takes a number, got {type(value).__name__}")
+            value = float(value)
+        elif t == "bool":
+            if value not in (0, 1) or isinstance(value, float):
+                raise TypeError(f"oxide.bool_ takes True or False, got {value!r}")
+            value = bool(value)
+        else:
+            if not isinstance(value, numbers.Integral):
+                raise TypeError(f"oxide.{t} takes an int, got {type(value).__name__}")
+            bits = int(t[1:])
+            lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if t[0] == "i" else (0, (1 << bits) - 1)
+            if not lo <= value <= hi:
+                raise OverflowError(f"{value} is out of range for {t} ({lo}..{hi})")
+            value = int(value)
+        self.value = value
+
+    def __repr__(self):
+        return f"oxide.{type(self).__name__}({self.value!r})"
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.value == self.value
+
+    def __hash__(self):
+        return hash((self.dtype, self.value))
+
+    def _fill(self, arg):
+        arg.kind, arg.dtype = D.OX_ARG_SCALAR, _CODE[self.dtype]
+        if self.dtype in _FLOATS:
+            arg.v.f = self.value
+        elif self.dtype[0] == "u":
+            arg.v.u = self.value
+        else:
+            arg.v.i = int(self.value)
+
+
+def _scalar_class(name, dtype):
+    return type(name, (Scalar,), {"__slots__": (), "dtype": dtype, "__module__": __name__,
+                                  "__doc__": f"A {dtype} scalar argument."})
+
+
+bool_ = _scalar_class("bool_", "bool")  # trailing _ as in numpy: `bool` stays the builtin
+i8, i16, i32, i64 = (_scalar_class(t, t) for t in ("i8", "i16", "i32", "i64"))
+u8, u16, u32, u64 = (_scalar_class(t, t) for t in ("u8", "u16", "u32", "u64"))
+f16, bf16, f32, f64 = (_scalar_class(t, t) for t in ("f16", "bf16", "f32", "f64"))
+_SCALARS = {c.dtype: c for c in (bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64)}
+
+# ------------------------------------------------------------------ devices
+
+
+class Device:
+    """A CPU or CUDA device. Devices live as long as the process; each is one
+    object, so `oxide.device("cpu") is oxide.device("cpu")`."""
+
+    __slots__ = ("_h", "_default_stream")
+    _all = {}
+
+    def __init__(self):
+        raise TypeError("use oxide.device(...) or oxide.default_device()")
+
+    @classmethod
+    def _of(cls, handle):
+        d = cls._all.get(handle)
+        if d is None:
+            d = object.__new__(cls)
+            d._h, d._default_stream = handle, None
+            cls._all[handle] = d
+        return d
+
+    @property
+    def type(self):
+        """"cpu" or "cuda"."""
+        return "cuda" if _L.ox_device_get_type(self._h) == D.OX_DEVICE_CUDA else "cpu"
+
+    @property
+    def index(self):
+        return _L.ox_device_ordinal(self._h)
+
+    @property
+    def name(self):
+        """Human-readable name, e.g. "NVIDIA H200"."""
+        return _L.ox_device_name(self._h).decode()
+
+    @property
+    def compute_capability(self):
+        """(major, minor) of a CUDA device, e.g. (9, 0); None for the CPU."""
+        cc = _L.ox_device_compute_capability(self._h)
+        return divmod(cc, 10) if cc else None
+
+    @property
+    def default_stream(self):
+        """The device's default stream (for CUDA, the legacy default stream)."""
+        if self._default_stream is None:
+            h = C.c_void_p()
+            _check(_L.ox_device_stream(self._h, C.byref(h)))
+            self._default_stream = Stream._make(h.value, self, owned=False)
+        return self._default_stream
+
+    def stream(self):
+        """A new stream on this device (destroyed when garbage-collected)."""
+        h = C.c_void_p()
+        _check(_L.ox_stream_create(self._h, C.byref(h)))
+        return Stream._make(h.value, self, owned=True)
+
+    def synchronize(self):
+        """Waits for the default stream (see Stream.synchronize)."""
+        self.default_stream.synchronize()
+
+    def __str__(self):
+        return "cpu" if self.type == "cpu" else f"cuda:{self.index}"
+
+    def __repr__(self):
+        return f"oxide.device({str(self)!r})"
+
+
+def device(spec=None):
+    """A device from "cpu", "cuda", "cuda:N" (or a Device); None: the default."""
+    if isinstance(spec, Device):
+        return spec
+    if spec is None:
+        return default_device()
+    kind, _, idx = str(spec).partition(":")
+    types = {"cpu": D.OX_DEVICE_CPU, "cuda": D.OX_DEVICE_CUDA}
+    if kind not in types or (idx and not idx.isdigit()):
+        raise ValueError(f"unknown device {spec!r}; use 'cpu', 'cuda' or 'cuda:N'")
+    h = C.c_void_p()
+    _check(_L.ox_device_get(types[kind], int(idx or 0), C.byref(h)))
+    return Device._of(h.value)
+
+
+def default_device():
+    """$OXIDE_DEVICE if set, else CUDA device 0 when a GPU is usable, else the CPU."""
+    h = C.c_void_p()
+    _check(_L.ox_device_default(C.byref(h)))
+    return Device._of(h.value)
+
+
+def device_count(type="cuda"):
+    """Number of devices of a type ("cpu": 1; "cuda": 0 without a driver)."""
+    n = C.c_int()
+    t = {"cpu": D.OX_DEVICE_CPU, "cuda": D.OX_DEVICE_CUDA}[type]
+    _check(_L.ox_device_count(t, C.byref(n)))
+    return n.value
+
+
+_as_device = device  # for functions whose `device` parameter hides the function
+
+
+# ------------------------------------------------------------------ streams
+
+
+class Stream:
+    """An ordered queue of work on one device."""
+
+    __slots__ = ("_h", "_owned", "device")
+
+    def __init__(self):
+        raise TypeError("use device.stream() or device.default_stream")
+
+    @classmethod
+    def _make(cls, handle, dev, owned):
+        s = object.__new__(cls)
+        s._h, s._owned, s.device = handle, owned, dev
+        return s
+
+    def synchronize(self):
+        """Waits for the queued work; raises BoundsError if a kernel on this
+        stream made an out-of-bounds access since the last synchronization."""
+        _check(_L.ox_stream_synchronize(self._h))
+
+    def __del__(self, _destroy=_L.ox_stream_destroy):
+        # default arguments survive interpreter shutdown, module globals may not
+        if getattr(self, "_owned", False) and self._h:
+            h, self._h = self._h, None
+            _destroy(h)
+
+    def __repr__(self):
+        return f"<oxide.Stream on {self.device}{'' if self._owned else ' (default)'}>"
+
+
+def _stream_handle(stream):
+    if stream is None:
+        return None
+    if not isinstance(stream, Stream):
+        raise TypeError(f"stream must be an oxide.Stream or None, got {type(stream).__name__}")
+    return stream._h
+
+
+# ------------------------------------------------------------------ tensors
+
+
+class Tensor:
+    """A typed, contiguous array in one device's memory. Holds one reference
+    to the C tensor, dropped when the object is garbage-collected."""
+
+    __slots__ = ("_h", "__weakref__")
+
+    def __init__(self):
+        raise TypeError("use oxide.tensor(), oxide.empty() or oxide.from_numpy()")
+
+    @classmethod
+    def _wrap(cls, handle):
+        t = object.__new__(cls)
+        t._h = handle
+        return t
+
+    def __del__(self, _release=_L.ox_tensor_release):
+        h = getattr(self, "_h", None)
+        if h:
+            self._h = None
+            _release(h)
+
+    @property
+    def shape(self):
+        n = _L.ox_tensor_ndim(self._h)
+        return tuple(_L.ox_tensor_shape(self._h)[:n])
+
+    @property
+    def ndim(self):
+        return _L.ox_tensor_ndim(self._h)
+
+    @property
+    def dtype(self):
+        """The element type's name: "f32", "i64", ..."""
+        return DTYPES[_L.ox_tensor_dtype(self._h)]
+
+    @property
+    def device(self):
+        return Device._of(_L.ox_tensor_device(self._h))
+
+    @property
+    def nbytes(self):
+        return _L.ox_tensor_nbytes(self._h)
+
+    @property
+    def numel(self):
+        return _L.ox_tensor_numel(self._h)
+
+    @property
+    def data_ptr(self):
+        """Address of the first element (a device address for CUDA tensors)."""
+        return _L.ox_tensor_data(self._h) or 0
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def tobytes(self, stream=None):
+        """The elements' bytes, copied after the work queued on `stream`."""
+        buf = (C.c_char * self.nbytes)()
+        _check(_L.ox_tensor_to_host(self._h, _stream_handle(stream), buf, self.nbytes))
+        return bytes(buf)
+
+    def tolist(self, stream=None):
+        """The elements as (nested) Python lists; a number for a 0-d tensor."""
+        dt = self.dtype
+        flat = list(struct.unpack(f"<{self.numel}{_FORMAT[dt]}", self.tobytes(stream)))
+        if dt == "bf16":
+            flat = [_bf16_value(b) for b in flat]
+        return _nest(flat, self.shape) if self.shape else flat[0]
+
+    def numpy(self, stream=None):
+        """A new numpy array holding a copy of the elements."""
+        import numpy as np
+
+        if self.dtype == "bf16":
+            raise TypeError("numpy has no bf16; use .tolist() or convert in a kernel")
+        arr = np.empty(self.shape, dtype=_NUMPY[self.dtype])
+        _check(_L.ox_tensor_to_host(self._h, _stream_handle(stream), arr.ctypes.data, arr.nbytes))
+        return arr
+
+    def copy_from(self, data, stream=None):
+        """Overwrites the elements from a buffer or (nested) list of the same size."""
+        raw = _pack(data, self.dtype)[0]
+        if len(raw) != self.nbytes:
+            raise ValueError(f"{len(raw)} bytes of data for a tensor of {self.nbytes} bytes")
+        _check(_L.ox_tensor_copy_from_host(self._h, _stream_handle(stream), raw, len(raw)))
+
+    def __repr__(self):
+        return f"oxide.Tensor(shape={self.shape}, dtype={self.dtype!r}, device={str(self.device)!r})"
+
+
+_NUMPY = {"bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+          "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16",
+          "f32": "float32", "f64": "float64"}
+# buffer-protocol format characters (native, standard sizes on the platforms Oxide runs on)
+_BUFFER_DTYPE = {"?": "bool", "b": "i8", "h": "i16", "i": "i32", "l": "i64", "q": "i64",
+                 "B": "u8", "H": "u16", "I": "u32", "L": "u64", "Q": "u64", "e": "f16",
+                 "f": "f32", "d": "f64"}
+
+
+def _nest(flat, shape):
+    if len(shape) == 1:
+        return flat
+    step = len(flat) // shape[0] if shape[0] else 0
+    return [_nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
+def _shape_of(data):
+    shape, x = [], data
+    while isinstance(x, (list, tuple)):
+        shape.append(len(x))
+        if not x:
+            break
+        x = x[0]
+    return tuple(shape)
+
+
+def _flatten(data, shape, out):
+    if len(shape) == 0:
+        if isinstance(data, (list, tuple)):
+            raise ValueError("ragged nested list: every row must have the same length")
+        out.append(data)
+        return
+    if not isinstance(data, (list, tuple)) or len(data) != shape[0]:
+        raise ValueError("ragged nested list: every row must have the same length")
+    for x in data:
+        _flatten(x, shape[1:], out)
+
+
+def _pack(data, dtype):
+    """(bytes, shape, dtype) of `data` as `dtype` (a name, or None: f32 for
+    lists and numbers, a typed buffer's own type)."""
+    if isinstance(data, (list, tuple, int, float, bool)):
+        dtype = dtype or "f32"
+        shape = _shape_of(data)
+        flat = []
+        _flatten(data, shape, flat)
+        if dtype == "bf16":
+            flat = [_bf16_bits(float(x)) for x in flat]
+        elif dtype in _FLOATS:
+            flat = [float(x) if isinstance(x, (int, float)) else x for x in flat]
+        try:
+            return struct.pack(f"<{len(flat)}{_FORMAT[dtype]}", *flat), shape, dtype
+        except struct.error as e:
+            kind = TypeError if "not a" in str(e) else OverflowError  # "...is not an integer"
+            raise kind(f"cannot store these values as {dtype}: {e}") from None
+    try:
+        m = memoryview(data)
+    except TypeError:
+        raise TypeError(f"oxide.tensor takes a list, a number or a buffer, got "
+                        f"{type(data).__name__}") from None
+    fmt = m.format.lstrip("@=<")
+    own = _BUFFER_DTYPE.get(fmt)
+    if dtype and own != dtype:
+        if fmt not in ("B", "b", "c"):
+            raise TypeError(f"the buffer holds {own or repr(m.format)}, not {dtype}; convert it "
+                            "first (Oxide does not convert implicitly)")
+        # raw bytes: reinterpret as dtype
+        size = struct.calcsize(_FORMAT[dtype])
+        if m.nbytes % size:
+            raise ValueError(f"{m.nbytes} bytes is not a whole number of {dtype} elements")
+        return m.tobytes(), (m.nbytes // size,), dtype
+    if own is None:
+        raise TypeError(f"unsupported buffer format {m.format!r}; pass dtype= with raw bytes")
+    return m.tobytes(), tuple(m.shape), own
+
+
+def _new_tensor(dev, dtype, shape, src, stream):
+    """A tensor on `dev`: uninitialized (src None) or a copy of bytes or a numpy array."""
+    dev = device(dev)
+    shape = tuple(int(s) for s in shape)
+    dims = (C.c_int64 * max(len(shape), 1))(*shape)
+    h = C.c_void_p()
+    st = _stream_handle(stream)
+    if src is None:
+        _check(_L.ox_tensor_empty(dev._h, st, _CODE[dtype], len(shape), dims, C.byref(h)))
+    else:
+        ptr, n = (src, len(src)) if isinstance(src, bytes) else (src.ctypes.data, src.nbytes)
+        _check(_L.ox_tensor_from_host(dev._h, st, _CODE[dtype], len(shape), dims, ptr, n,
+                                      C.byref(h)))
+    return Tensor._wrap(h.value)
+
+
+def tensor(data, dtype=None, device=None, stream=None):
+    """A tensor holding a copy of `data`: a (nested) list, a number, a buffer
+    (bytes, array.array, memoryview) or a numpy array. dtype: "f32" for
+    lists, the buffer's own type for typed buffers."""
+    if "numpy" in sys.modules and isinstance(data, sys.modules["numpy"].ndarray):
+        if dtype is not None:
+            data = data.astype(_NUMPY[_dtype_name(dtype)])
+        return from_numpy(data, device, stream)
+    raw, shape, dtype = _pack(data, _dtype_name(dtype) if dtype is not None else None)
+    return _new_tensor(device, dtype, shape, raw, stream)
+
+
+def empty(shape, dtype="f32", device=None, stream=None):
+    """An uninitialized tensor; shape is an int or a tuple."""
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return _new_tensor(device, _dtype_name(dtype), shape, None, stream)
+
+
+def from_numpy(arr, device=None, stream=None):
+    """A tensor holding a copy of a numpy array (any layout; bf16 has no numpy dtype)."""
+    import numpy as np
+
+    arr = np.ascontiguousarray(arr)
+    if not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    names = {np.dtype(v): k for k, v in _NUMPY.items()}
+    if arr.dtype not in names:
+        raise TypeError(f"numpy dtype {arr.dtype} has no Oxide dtype")
+    return _new_tensor(device, names[arr.dtype], arr.shape, arr, stream)
+
+
+# ------------------------------------------------------------------ modules
+
+
+def _options(filename, arch, opt_level, no_cache):
+    o = D.ox_compile_options()
+    if filename is not None:
+        o.filename = os.fsencode(filename)
+    if arch is not None:
+        a = str(arch)
+        o.sm = int(a[3:] if a.startswith("sm_") else a)
+    o.opt_level = opt_level
+    o.no_cache = int(bool(no_cache))
+    return o
+
+
+class Module:
+    """Compiled kernels of one source text, loaded on one device. Kernels are
+    `module["name"]` or `module.name`; each keeps its module alive."""
+
+    # _kernels: name -> handle (not Kernel objects, which would make a cycle).
+    # _opts: liboxide keeps the options' filename pointer for later messages
+    # (bounds errors, launch contracts) without copying it, so it must live on.
+    __slots__ = ("_h", "device", "_kernels", "_opts", "__weakref__")
+
+    def __init__(self):
+        raise TypeError("use oxide.compile() or oxide.compile_file()")
+
+    @classmethod
+    def _wrap(cls, handle, dev, opts):
+        m = object.__new__(cls)
+        m._h, m.device, m._kernels, m._opts = handle, dev, {}, opts
+        return m
+
+    def __del__(self, _destroy=_L.ox_module_destroy):
+        h = getattr(self, "_h", None)
+        if h:
+            self._h = None
+            _destroy(h)
+
+    @property
+    def from_cache(self):
+        """True if loaded from the compiled-kernel cache without code generation."""
+        return bool(_L.ox_module_from_cache(self._h))
+
+    def __getitem__(self, name):
+        h = self._kernels.get(name)
+        if h is None:
+            out = C.c_void_p()
+            _check(_L.ox_module_get_kernel(self._h, name.encode(), C.byref(out)))
+            h = self._kernels[name] = out.value
+        return Kernel._make(h, self)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except NotFoundError as e:
+            raise AttributeError(str(e)) from None
+
+    def __repr__(self):
+        return f"<oxide.Module on {self.device}>"
+
+
+def compile(source, device=None, filename=None, *, arch=None, opt_level=0, no_cache=False):
+    """Compiles kernel text for `device` (default: oxide.default_device()) and loads it.
+    Raises CompileError with every diagnostic (file:line:col, the line, a caret)."""
+    dev = _as_device(device)
+    h = C.c_void_p()
+    opts = _options(filename, arch, opt_level, no_cache)
+    _check(_L.ox_module_compile(dev._h, source.encode(), C.byref(opts), C.byref(h)))
+    return Module._wrap(h.value, dev, opts)
+
+
+def compile_file(path, device=None, *, arch=None, opt_level=0, no_cache=False):
+    """Reads and compiles the kernel file at `path` (FileError if unreadable)."""
+    dev = _as_device(device)
+    h = C.c_void_p()
+    opts = _options(path, arch, opt_level, no_cache)  # the filename defaults to the path
+    _check(_L.ox_module_compile_file(dev._h, opts.filename, C.byref(opts), C.byref(h)))
+    return Module._wrap(h.value, dev, opts)
+
+
+_EMIT = {"ast": D.OX_EMIT_AST, "ir": D.OX_EMIT_IR, "llvm": D.OX_EMIT_LLVM, "ptx": D.OX_EMIT_PTX,
+         "asm": D.OX_EMIT_ASM}
+_TARGET = {None: D.OX_TARGET_DEFAULT, "cpu": D.OX_TARGET_CPU, "cuda": D.OX_TARGET_CUDA}
+
+
+def emit(source, kind="ptx", target=None, arch=None, filename=None, opt_level=0):
+    """The text of one compilation stage: kind "ast", "ir", "llvm", "ptx" or
+    "asm"; target None (CUDA for PTX, else the CPU), "cpu" or "cuda"; arch
+    "sm_90" or 90. Needs no device."""
+    if kind not in _EMIT or target not in _TARGET:
+        raise ValueError(f"kind must be one of {sorted(_EMIT)} and target None, 'cpu' or 'cuda'")
+    out = C.c_void_p()
+    opts = _options(filename, arch, opt_level, False)
+    _check(_L.ox_emit(source.encode(), C.byref(opts), _TARGET[target], _EMIT[kind], C.byref(out)))
+    return _take_string(out)
+
+
+# ------------------------------------------------------------------ kernels
+
+
+def _dim3(v, what):
+    dims = (v,) if isinstance(v, int) else tuple(v)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and 0 <= d < 1 << 32 for d in dims):
+        raise ValueError(f"{what} must be an int or a tuple of 1 to 3 ints in 0..2**32-1, got {v!r}")
+    return (C.c_uint32 * 3)(*dims, *(1,) * (3 - len(dims)))
+
+
+def _plain_number_error(kernel, i, x):
+    hint = {bool: "oxide.bool_", int: "oxide.i32, oxide.i64, oxide.u32, oxide.u64 ...",
+            float: "oxide.f32, oxide.f64 ..."}[type(x)]
+    return TypeError(
+        f"kernel '{kernel}', argument {i + 1}: a plain Python {type(x).__name__} ({x!r}) has no "
+        f"dtype, and Oxide does not convert scalars implicitly; wrap it, e.g. "
+        f"{hint.split(',')[0].rstrip(' .')}({x!r}) (choices: {hint})")
+
+
+class Kernel:
+    """One kernel of a module. Call it with tensors and typed scalars:
+    kernel(a, b, c, oxide.f32(2.0), grid=(n_blocks,), block=(256,), stream=None)."""
+
+    __slots__ = ("_h", "module", "name")
+
+    def __init__(self):
+        raise TypeError("use module['name'] or module.name")
+
+    @classmethod
+    def _make(cls, handle, module):
+        k = object.__new__(cls)
+        k._h, k.module = handle, module  # the module must outlive the kernel handle
+        k.name = _L.ox_kernel_name(handle).decode()
+        return k
+
+    @property
+    def num_params(self):
+        return _L.ox_kernel_num_params(self._h)
+
+    def _prepare(self, args, grid, block):
+        argv = (D.ox_arg * max(len(args), 1))()
+        for i, x in enumerate(args):
+            a = argv[i]
+            if isinstance(x, Tensor):
+                a.kind, a.dtype, a.v.tensor = D.OX_ARG_TENSOR, D.OX_F32, x._h
+            elif isinstance(x, Scalar):
+                x._fill(a)
+            elif type(x) in (bool, int, float):
+                raise _plain_number_error(self.name, i, x)
+            elif "numpy" in sys.modules and isinstance(x, sys.modules["numpy"].generic):
+                # a numpy scalar carries its dtype: as explicit as oxide.f32(x)
+                dt = {v: k for k, v in _NUMPY.items()}.get(x.dtype.name)
+                if dt is None:
+                    raise TypeError(f"kernel '{self.name}', argument {i + 1}: numpy {x.dtype} has "
+                                    "no Oxide dtype")
+                _SCALARS[dt](x.item())._fill(a)
+            elif "numpy" in sys.modules and isinstance(x, sys.modules["numpy"].ndarray):
+                raise TypeError(f"kernel '{self.name}', argument {i + 1}: a numpy array; copy it "
+                                "to a device first with oxide.from_numpy(arr, device)")
+            else:
+                raise TypeError(f"kernel '{self.name}', argument {i + 1}: expected an "
+                                f"oxide.Tensor or a typed scalar, got {type(x).__name__}")
+        cfg = D.ox_launch_config(_dim3(grid, "grid"), _dim3(block, "block"))
+        return cfg, argv
+
+    def __call__(self, *args, grid, block, stream=None):
+        """Queues a launch on `stream` (None: the device's default stream).
+        Errors in the arguments or the launch contract raise at once; an
+        out-of-bounds access raises BoundsError at the next synchronize."""
+        cfg, argv = self._prepare(args, grid, block)
+        _check(_L.ox_launch(self._h, _stream_handle(stream), C.byref(cfg), argv, len(args)))
+
+    def check(self, *args, grid, block, stream=None):
+        """Checks a launch like __call__ would, without running it."""
+        cfg, argv = self._prepare(args, grid, block)
+        _check(_L.ox_launch_check(self._h, _stream_handle(stream), C.byref(cfg), argv, len(args)))
+
+    def __repr__(self):
+        return f"<oxide.Kernel {self.name!r} ({self.num_params} params) on {self.module.device}>"

@@ -1,0 +1,825 @@
+//! Safe Rust bindings to liboxide: compile kernels written in the Oxide kernel
+//! language and run them on NVIDIA GPUs or on the CPU.
+//!
+//! ```no_run
+//! use oxide::{Arg, Device, LaunchConfig, Module, Tensor};
+//! # fn main() -> oxide::Result<()> {
+//! let dev = Device::cpu()?;
+//! let module = Module::compile(dev, "#[kernel] fn k(/* ... */) {}")?;
+//! let x = Tensor::from_slice(dev, &[1.0f32, 2.0, 3.0])?;
+//! let out = Tensor::empty(dev, oxide::Dtype::F32, &[3])?;
+//! module.kernel("saxpy")?.launch(
+//!     &LaunchConfig::linear(1, 256),
+//!     &[Arg::tensor(&x), Arg::tensor(&x), Arg::tensor(&out), Arg::f32(2.0)],
+//! )?;
+//! dev.synchronize()?; // out-of-bounds accesses are reported here
+//! let v: Vec<f32> = out.to_vec()?;
+//! # Ok(()) }
+//! ```
+//!
+//! Every failing call returns an [`Error`] with the C status and Oxide's message.
+//! Only [`Device`] is `Send + Sync`; the other handles stay on their thread.
+
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::fmt;
+use std::marker::PhantomData;
+use std::path::Path;
+use std::ptr;
+
+/// Raw declarations, generated from oxide.h by bindings/gen/gen_decls.py.
+#[rustfmt::skip]
+pub mod ffi;
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+// ------------------------------------------------------------------ errors
+
+/// What went wrong, by the C API's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    InvalidArgument,
+    Compile,
+    NotFound,
+    NoDevice,
+    Driver,
+    OutOfMemory,
+    Launch,
+    Bounds,
+    Io,
+    Unsupported,
+    Internal,
+}
+
+/// A failed Oxide call: the status and the message of `ox_last_error()`
+/// (with file:line:col where the error has a source location).
+#[derive(Debug, Clone)]
+pub struct Error {
+    status: ffi::ox_status,
+    message: String,
+}
+
+impl Error {
+    fn new(status: ffi::ox_status, message: impl Into<String>) -> Error {
+        Error {
+            status,
+            message: message.into(),
+        }
+    }
+
+    // ox_last_error() is per thread and valid until the next failing call: copy it now.
+    fn last(status: ffi::ox_status) -> Error {
+        Error::new(status, unsafe { string(ffi::ox_last_error()) })
+    }
+
+    pub fn status(&self) -> ffi::ox_status {
+        self.status
+    }
+
+    pub fn status_name(&self) -> String {
+        unsafe { string(ffi::ox_status_name(self.status)) }
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        use ErrorKind::*;
+        match self.status {
+            ffi::OX_ERR_INVALID_ARGUMENT => InvalidArgument,
+            ffi::OX_ERR_COMPILE => Compile,
+            ffi::OX_ERR_NOT_FOUND => NotFound,
+            ffi::OX_ERR_NO_DEVICE => NoDevice,
+            ffi::OX_ERR_DRIVER => Driver,
+            ffi::OX_ERR_OUT_OF_MEMORY => OutOfMemory,
+            ffi::OX_ERR_LAUNCH => Launch,
+            ffi::OX_ERR_BOUNDS => Bounds,
+            ffi::OX_ERR_IO => Io,
+            ffi::OX_ERR_UNSUPPORTED => Unsupported,
+            _ => Internal,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.status_name(), self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+fn check(status: ffi::ox_status) -> Result<()> {
+    if status == ffi::OX_OK {
+        Ok(())
+    } else {
+        Err(Error::last(status))
+    }
+}
+
+/// Copies a borrowed C string ("" for NULL).
+unsafe fn string(p: *const c_char) -> String {
+    if p.is_null() {
+        String::new()
+    } else {
+        CStr::from_ptr(p).to_string_lossy().into_owned()
+    }
+}
+
+/// Copies a string that Oxide handed over, and frees it.
+unsafe fn take(p: *mut c_char) -> String {
+    let s = string(p);
+    ffi::ox_free(p as *mut c_void);
+    s
+}
+
+fn cstring(s: &str, what: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| {
+        Error::new(
+            ffi::OX_ERR_INVALID_ARGUMENT,
+            format!("{what} contains a NUL byte"),
+        )
+    })
+}
+
+/// Version of the loaded liboxide, e.g. "0.1.0 (LLVM 19.1.7)".
+pub fn version() -> String {
+    unsafe { string(ffi::ox_version()) }
+}
+
+/// A report of the environment: driver, GPUs, LLVM, cache, ptxas.
+pub fn doctor() -> Result<String> {
+    let mut out = ptr::null_mut();
+    check(unsafe { ffi::ox_doctor(&mut out) })?;
+    Ok(unsafe { take(out) })
+}
+
+// ------------------------------------------------------------------ dtypes
+
+/// Element and scalar types, numbered as in oxide.h.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum Dtype {
+    Bool = ffi::OX_BOOL,
+    I8 = ffi::OX_I8,
+    I16 = ffi::OX_I16,
+    I32 = ffi::OX_I32,
+    I64 = ffi::OX_I64,
+    U8 = ffi::OX_U8,
+    U16 = ffi::OX_U16,
+    U32 = ffi::OX_U32,
+    U64 = ffi::OX_U64,
+    F16 = ffi::OX_F16,
+    BF16 = ffi::OX_BF16,
+    F32 = ffi::OX_F32,
+    F64 = ffi::OX_F64,
+}
+
+impl Dtype {
+    const ALL: [Dtype; 13] = [
+        Dtype::Bool,
+        Dtype::I8,
+        Dtype::I16,
+        Dtype::I32,
+        Dtype::I64,
+        Dtype::U8,
+        Dtype::U16,
+        Dtype::U32,
+        Dtype::U64,
+        Dtype::F16,
+        Dtype::BF16,
+        Dtype::F32,
+        Dtype::F64,
+    ];
+
+    fn from_raw(raw: ffi::ox_dtype) -> Option<Dtype> {
+        Dtype::ALL.into_iter().find(|d| *d as ffi::ox_dtype == raw)
+    }
+
+    /// Size of one element in bytes.
+    pub fn size(self) -> usize {
+        unsafe { ffi::ox_dtype_size(self as ffi::ox_dtype) }
+    }
+
+    /// The kernel language's name ("f32", "u8", ...).
+    pub fn name(self) -> String {
+        unsafe { string(ffi::ox_dtype_name(self as ffi::ox_dtype)) }
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A Rust type that is an Oxide element type. (No `bool`: a tensor byte other
+/// than 0 or 1 would be undefined behaviour as a Rust bool; use `u8`.)
+pub trait Element: Copy + sealed::Sealed {
+    const DTYPE: Dtype;
+}
+
+macro_rules! element {
+    ($($t:ty => $d:ident),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl Element for $t { const DTYPE: Dtype = Dtype::$d; }
+    )*};
+}
+element!(i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32,
+         u64 => U64, f32 => F32, f64 => F64);
+
+// ------------------------------------------------------------------ devices
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceType {
+    Cpu,
+    Cuda,
+}
+
+impl DeviceType {
+    fn raw(self) -> ffi::ox_device_type {
+        match self {
+            DeviceType::Cpu => ffi::OX_DEVICE_CPU,
+            DeviceType::Cuda => ffi::OX_DEVICE_CUDA,
+        }
+    }
+}
+
+/// A CPU or CUDA device. Devices live as long as the process, so this is a
+/// plain copyable handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Device(ffi::ox_device);
+
+// Device handles are immutable and never freed; liboxide guards their state.
+unsafe impl Send for Device {}
+unsafe impl Sync for Device {}
+
+impl Device {
+    pub fn get(ty: DeviceType, ordinal: i32) -> Result<Device> {
+        let mut d = ptr::null_mut();
+        check(unsafe { ffi::ox_device_get(ty.raw(), ordinal, &mut d) })?;
+        Ok(Device(d))
+    }
+
+    pub fn cpu() -> Result<Device> {
+        Device::get(DeviceType::Cpu, 0)
+    }
+
+    /// CUDA device `ordinal`; an [`ErrorKind::NoDevice`] error without one.
+    pub fn cuda(ordinal: i32) -> Result<Device> {
+        Device::get(DeviceType::Cuda, ordinal)
+    }
+
+    /// `$OXIDE_DEVICE` if set, else CUDA device 0 when a GPU is usable, else the CPU.
+    pub fn default_device() -> Result<Device> {
+        let mut d = ptr::null_mut();
+        check(unsafe { ffi::ox_device_default(&mut d) })?;
+        Ok(Device(d))
+    }
+
+    /// Number of devices of a type (CPU: 1; CUDA: 0 without a driver).
+    pub fn count(ty: DeviceType) -> Result<usize> {
+        let mut n = 0;
+        check(unsafe { ffi::ox_device_count(ty.raw(), &mut n) })?;
+        Ok(n as usize)
+    }
+
+    pub fn device_type(self) -> DeviceType {
+        if unsafe { ffi::ox_device_get_type(self.0) } == ffi::OX_DEVICE_CUDA {
+            DeviceType::Cuda
+        } else {
+            DeviceType::Cpu
+        }
+    }
+
+    pub fn ordinal(self) -> i32 {
+        unsafe { ffi::ox_device_ordinal(self.0) }
+    }
+
+    /// Human-readable name ("NVIDIA H200", "CPU (x86_64, 16 threads)").
+    pub fn name(self) -> String {
+        unsafe { string(ffi::ox_device_name(self.0)) }
+    }
+
+    /// (major, minor) of a CUDA device, e.g. (9, 0); None for the CPU.
+    pub fn compute_capability(self) -> Option<(u32, u32)> {
+        let cc = unsafe { ffi::ox_device_compute_capability(self.0) };
+        (cc > 0).then_some((cc as u32 / 10, cc as u32 % 10))
+    }
+
+    /// A new stream on this device, destroyed when dropped.
+    pub fn stream(self) -> Result<Stream> {
+        let mut s = ptr::null_mut();
+        check(unsafe { ffi::ox_stream_create(self.0, &mut s) })?;
+        Ok(Stream {
+            raw: s,
+            owned: true,
+        })
+    }
+
+    /// The device's default stream (borrowed: dropping it does nothing).
+    pub fn default_stream(self) -> Result<Stream> {
+        let mut s = ptr::null_mut();
+        check(unsafe { ffi::ox_device_stream(self.0, &mut s) })?;
+        Ok(Stream {
+            raw: s,
+            owned: false,
+        })
+    }
+
+    /// Waits for the default stream; see [`Stream::synchronize`].
+    pub fn synchronize(self) -> Result<()> {
+        self.default_stream()?.synchronize()
+    }
+
+    pub fn as_raw(self) -> ffi::ox_device {
+        self.0
+    }
+}
+
+// ------------------------------------------------------------------ streams
+
+/// An ordered queue of work on one device.
+#[derive(Debug)]
+pub struct Stream {
+    raw: ffi::ox_stream,
+    owned: bool,
+}
+
+impl Stream {
+    /// Waits for the queued work. Returns an [`ErrorKind::Bounds`] error if a
+    /// kernel on this stream made an out-of-bounds access since the last one.
+    pub fn synchronize(&self) -> Result<()> {
+        check(unsafe { ffi::ox_stream_synchronize(self.raw) })
+    }
+
+    pub fn device(&self) -> Device {
+        Device(unsafe { ffi::ox_stream_device(self.raw) })
+    }
+
+    pub fn as_raw(&self) -> ffi::ox_stream {
+        self.raw
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if self.owned {
+            unsafe { ffi::ox_stream_destroy(self.raw) } // waits for the stream's work
+        }
+    }
+}
+
+fn stream_raw(s: Option<&Stream>) -> ffi::ox_stream {
+    s.map_or(ptr::null_mut(), |s| s.raw)
+}
+
+// ------------------------------------------------------------------ tensors
+
+/// One reference to a reference-counted, typed, contiguous array in a
+/// device's memory. `clone` shares the array; the last drop frees it
+/// (stream-ordered, so a queued kernel may still use it).
+#[derive(Debug)]
+pub struct Tensor {
+    raw: ffi::ox_tensor,
+}
+
+impl Tensor {
+    /// An uninitialized tensor.
+    pub fn empty(dev: Device, dtype: Dtype, shape: &[i64]) -> Result<Tensor> {
+        let mut t = ptr::null_mut();
+        check(unsafe {
+            ffi::ox_tensor_empty(
+                dev.0,
+                ptr::null_mut(),
+                dtype as ffi::ox_dtype,
+                shape.len() as i32,
+                shape.as_ptr(),
+                &mut t,
+            )
+        })?;
+        Ok(Tensor { raw: t })
+    }
+
+    /// A 1-D copy of `data`.
+    pub fn from_slice<T: Element>(dev: Device, data: &[T]) -> Result<Tensor> {
+        Tensor::with_shape(dev, data, &[data.len() as i64])
+    }
+
+    /// A copy of `data` with the given shape (whose size must match).
+    pub fn with_shape<T: Element>(dev: Device, data: &[T], shape: &[i64]) -> Result<Tensor> {
+        let mut t = ptr::null_mut();
+        check(unsafe {
+            ffi::ox_tensor_from_host(
+                dev.0,
+                ptr::null_mut(),
+                T::DTYPE as ffi::ox_dtype,
+                shape.len() as i32,
+                shape.as_ptr(),
+                data.as_ptr() as *const c_void,
+                std::mem::size_of_val(data),
+                &mut t,
+            )
+        })?;
+        Ok(Tensor { raw: t })
+    }
+
+    /// The elements, copied after the work on the device's default stream.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.to_vec_on(None)
+    }
+
+    /// The elements, copied after the work on `stream` (None: the default stream).
+    pub fn to_vec_on<T: Element>(&self, stream: Option<&Stream>) -> Result<Vec<T>> {
+        self.expect_dtype(T::DTYPE)?;
+        let n = self.numel() as usize;
+        let mut v: Vec<T> = Vec::with_capacity(n);
+        check(unsafe {
+            ffi::ox_tensor_to_host(
+                self.raw,
+                stream_raw(stream),
+                v.as_mut_ptr() as *mut c_void,
+                self.nbytes(),
+            )
+        })?;
+        unsafe { v.set_len(n) } // every byte was written by the copy
+        Ok(v)
+    }
+
+    /// Overwrites the elements from `data` (which must be exactly the tensor's size).
+    pub fn copy_from_slice<T: Element>(&self, data: &[T]) -> Result<()> {
+        self.expect_dtype(T::DTYPE)?;
+        check(unsafe {
+            ffi::ox_tensor_copy_from_host(
+                self.raw,
+                ptr::null_mut(),
+                data.as_ptr() as *const c_void,
+                std::mem::size_of_val(data),
+            )
+        })
+    }
+
+    fn expect_dtype(&self, want: Dtype) -> Result<()> {
+        match self.dtype() {
+            Some(d) if d == want => Ok(()),
+            d => Err(Error::new(
+                ffi::OX_ERR_INVALID_ARGUMENT,
+                format!(
+                    "the tensor holds {}, not {}",
+                    d.map_or("?".into(), Dtype::name),
+                    want.name()
+                ),
+            )),
+        }
+    }
+
+    pub fn dtype(&self) -> Option<Dtype> {
+        Dtype::from_raw(unsafe { ffi::ox_tensor_dtype(self.raw) })
+    }
+
+    pub fn shape(&self) -> Vec<i64> {
+        let n = unsafe { ffi::ox_tensor_ndim(self.raw) } as usize;
+        let p = unsafe { ffi::ox_tensor_shape(self.raw) };
+        if n == 0 || p.is_null() {
+            Vec::new()
+        } else {
+            unsafe { std::slice::from_raw_parts(p, n) }.to_vec()
+        }
+    }
+
+    pub fn numel(&self) -> i64 {
+        unsafe { ffi::ox_tensor_numel(self.raw) }
+    }
+
+    pub fn nbytes(&self) -> usize {
+        unsafe { ffi::ox_tensor_nbytes(self.raw) }
+    }
+
+    pub fn device(&self) -> Device {
+        Device(unsafe { ffi::ox_tensor_device(self.raw) })
+    }
+
+    pub fn as_raw(&self) -> ffi::ox_tensor {
+        self.raw
+    }
+}
+
+impl Clone for Tensor {
+    fn clone(&self) -> Tensor {
+        unsafe { ffi::ox_tensor_retain(self.raw) };
+        Tensor { raw: self.raw }
+    }
+}
+
+impl Drop for Tensor {
+    fn drop(&mut self) {
+        unsafe { ffi::ox_tensor_release(self.raw) }
+    }
+}
+
+// ------------------------------------------------------------------ modules
+
+/// Options for compiling; `Default` gives Oxide's defaults.
+#[derive(Debug, Clone, Default)]
+pub struct CompileOptions {
+    /// Name used in diagnostics (default "<input>", or the path for files).
+    pub filename: Option<String>,
+    /// CUDA architecture as 80, 86, 90...; 0 = the device's.
+    pub sm: i32,
+    /// LLVM optimization level 1..3; 0 = the default (3).
+    pub opt_level: i32,
+    /// Neither read nor write the compiled-kernel cache.
+    pub no_cache: bool,
+}
+
+impl CompileOptions {
+    /// The C struct, pointing into `name` (which must outlive its use).
+    fn raw(&self, name: &Option<CString>) -> ffi::ox_compile_options {
+        ffi::ox_compile_options {
+            filename: name.as_ref().map_or(ptr::null(), |n| n.as_ptr()),
+            sm: self.sm,
+            opt_level: self.opt_level,
+            no_cache: self.no_cache as i32,
+        }
+    }
+}
+
+/// Compiled kernels of one source text, loaded on one device.
+#[derive(Debug)]
+pub struct Module {
+    raw: ffi::ox_module,
+    device: Device,
+    // liboxide keeps the filename pointer for later messages (bounds errors,
+    // launch contracts) without copying it, so it lives as long as the module.
+    _filename: Option<CString>,
+}
+
+impl Module {
+    /// Compiles `source` for `dev` and loads it. A compile error's message has
+    /// every diagnostic with file:line:col, the source line and a caret.
+    pub fn compile(dev: Device, source: &str) -> Result<Module> {
+        Module::compile_with(dev, source, &CompileOptions::default())
+    }
+
+    pub fn compile_with(dev: Device, source: &str, opts: &CompileOptions) -> Result<Module> {
+        let src = cstring(source, "the kernel source")?;
+        let name = opts
+            .filename
+            .as_deref()
+            .map(|f| cstring(f, "the filename"))
+            .transpose()?;
+        let raw_opts = opts.raw(&name);
+        let mut m = ptr::null_mut();
+        check(unsafe { ffi::ox_module_compile(dev.0, src.as_ptr(), &raw_opts, &mut m) })?;
+        Ok(Module {
+            raw: m,
+            device: dev,
+            _filename: name,
+        })
+    }
+
+    /// Reads and compiles the file at `path` (an [`ErrorKind::Io`] error if unreadable).
+    pub fn compile_file(
+        dev: Device,
+        path: impl AsRef<Path>,
+        opts: &CompileOptions,
+    ) -> Result<Module> {
+        let p = path
+            .as_ref()
+            .to_str()
+            .ok_or_else(|| Error::new(ffi::OX_ERR_INVALID_ARGUMENT, "the path is not UTF-8"))?;
+        let path_c = cstring(p, "the path")?;
+        // the filename defaults to the path: pass our own copy so that it lives on
+        let name = Some(cstring(
+            opts.filename.as_deref().unwrap_or(p),
+            "the filename",
+        )?);
+        let raw_opts = opts.raw(&name);
+        let mut m = ptr::null_mut();
+        check(unsafe { ffi::ox_module_compile_file(dev.0, path_c.as_ptr(), &raw_opts, &mut m) })?;
+        Ok(Module {
+            raw: m,
+            device: dev,
+            _filename: name,
+        })
+    }
+
+    /// The kernel `name` (a `#[kernel]` function); it borrows the module.
+    pub fn kernel(&self, name: &str) -> Result<Kernel<'_>> {
+        let n = cstring(name, "the kernel name")?;
+        let mut k = ptr::null_mut();
+        check(unsafe { ffi::ox_module_get_kernel(self.raw, n.as_ptr(), &mut k) })?;
+        Ok(Kernel {
+            raw: k,
+            _module: PhantomData,
+        })
+    }
+
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// True if loaded from the compiled-kernel cache without code generation.
+    pub fn from_cache(&self) -> bool {
+        unsafe { ffi::ox_module_from_cache(self.raw) != 0 }
+    }
+}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        unsafe { ffi::ox_module_destroy(self.raw) }
+    }
+}
+
+// ------------------------------------------------------------------ launches
+
+/// Grid and block shape of a launch (zero dimensions count as 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+}
+
+impl LaunchConfig {
+    pub fn new(grid: [u32; 3], block: [u32; 3]) -> LaunchConfig {
+        LaunchConfig { grid, block }
+    }
+
+    /// A 1-D launch of `grid` blocks of `block` threads.
+    pub fn linear(grid: u32, block: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid: [grid, 1, 1],
+            block: [block, 1, 1],
+        }
+    }
+
+    /// A 1-D launch with enough blocks of `block` threads for `n` threads.
+    pub fn for_elements(n: usize, block: u32) -> LaunchConfig {
+        LaunchConfig::linear(n.div_ceil(block as usize) as u32, block)
+    }
+
+    fn raw(&self) -> ffi::ox_launch_config {
+        ffi::ox_launch_config {
+            grid: self.grid,
+            block: self.block,
+        }
+    }
+}
+
+/// One launch argument: a tensor (for a slice parameter) or a scalar of an
+/// exact dtype (Oxide converts nothing implicitly: `Arg::f64` for an `f32`
+/// parameter is an error). Laid out as `ox_arg`, so a slice passes as is.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub struct Arg<'a> {
+    raw: ffi::ox_arg,
+    _tensor: PhantomData<&'a Tensor>,
+}
+
+macro_rules! scalar_args {
+    ($($name:ident($t:ty) => $dtype:ident . $field:ident as $as:ty),* $(,)?) => {$(
+        #[doc = concat!("A `", stringify!($name), "` scalar.")]
+        pub fn $name(x: $t) -> Arg<'static> {
+            Arg::scalar(ffi::$dtype, ffi::ox_arg_v { $field: x as $as })
+        }
+    )*};
+}
+
+impl<'a> Arg<'a> {
+    pub fn tensor(t: &'a Tensor) -> Arg<'a> {
+        Arg {
+            raw: ffi::ox_arg {
+                kind: ffi::OX_ARG_TENSOR,
+                dtype: ffi::OX_F32,
+                v: ffi::ox_arg_v { tensor: t.raw },
+            },
+            _tensor: PhantomData,
+        }
+    }
+
+    fn scalar(dtype: ffi::ox_dtype, v: ffi::ox_arg_v) -> Arg<'static> {
+        Arg {
+            raw: ffi::ox_arg {
+                kind: ffi::OX_ARG_SCALAR,
+                dtype,
+                v,
+            },
+            _tensor: PhantomData,
+        }
+    }
+
+    scalar_args! {
+        bool(bool) => OX_BOOL.i as i64,
+        i8(i8) => OX_I8.i as i64, i16(i16) => OX_I16.i as i64,
+        i32(i32) => OX_I32.i as i64, i64(i64) => OX_I64.i as i64,
+        u8(u8) => OX_U8.u as u64, u16(u16) => OX_U16.u as u64,
+        u32(u32) => OX_U32.u as u64, u64(u64) => OX_U64.u as u64,
+        f16(f32) => OX_F16.f as f64, bf16(f32) => OX_BF16.f as f64,
+        f32(f32) => OX_F32.f as f64, f64(f64) => OX_F64.f as f64,
+    }
+}
+
+/// One kernel of a module; it cannot outlive the module.
+#[derive(Debug, Clone, Copy)]
+pub struct Kernel<'m> {
+    raw: ffi::ox_kernel,
+    _module: PhantomData<&'m Module>,
+}
+
+impl Kernel<'_> {
+    pub fn name(&self) -> String {
+        unsafe { string(ffi::ox_kernel_name(self.raw)) }
+    }
+
+    pub fn num_params(&self) -> usize {
+        unsafe { ffi::ox_kernel_num_params(self.raw) as usize }
+    }
+
+    /// Queues a launch on the device's default stream. Argument, contract and
+    /// limit errors return at once; an out-of-bounds access is reported by the
+    /// next synchronization of the stream.
+    pub fn launch(&self, cfg: &LaunchConfig, args: &[Arg<'_>]) -> Result<()> {
+        self.launch_on(None, cfg, args)
+    }
+
+    /// Queues a launch on `stream` (None: the default stream).
+    pub fn launch_on(
+        &self,
+        stream: Option<&Stream>,
+        cfg: &LaunchConfig,
+        args: &[Arg<'_>],
+    ) -> Result<()> {
+        let c = cfg.raw();
+        check(unsafe {
+            ffi::ox_launch(
+                self.raw,
+                stream_raw(stream),
+                &c,
+                args.as_ptr() as *const ffi::ox_arg,
+                args.len() as i32,
+            )
+        })
+    }
+
+    /// Checks a launch like [`Kernel::launch_on`] would, without running it.
+    pub fn check(
+        &self,
+        stream: Option<&Stream>,
+        cfg: &LaunchConfig,
+        args: &[Arg<'_>],
+    ) -> Result<()> {
+        let c = cfg.raw();
+        check(unsafe {
+            ffi::ox_launch_check(
+                self.raw,
+                stream_raw(stream),
+                &c,
+                args.as_ptr() as *const ffi::ox_arg,
+                args.len() as i32,
+            )
+        })
+    }
+}
+
+// ------------------------------------------------------------------ inspection
+
+/// A compilation stage to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmitKind {
+    Ast = ffi::OX_EMIT_AST as isize,
+    Ir = ffi::OX_EMIT_IR as isize,
+    Llvm = ffi::OX_EMIT_LLVM as isize,
+    Ptx = ffi::OX_EMIT_PTX as isize,
+    Asm = ffi::OX_EMIT_ASM as isize,
+}
+
+/// Compiles `source` and returns the text of stage `kind`, for `target`
+/// (None: CUDA for PTX, else the CPU). Needs no device.
+pub fn emit(
+    source: &str,
+    kind: EmitKind,
+    target: Option<DeviceType>,
+    opts: &CompileOptions,
+) -> Result<String> {
+    let src = cstring(source, "the kernel source")?;
+    let name = opts
+        .filename
+        .as_deref()
+        .map(|f| cstring(f, "the filename"))
+        .transpose()?;
+    let raw_opts = opts.raw(&name);
+    let t = match target {
+        None => ffi::OX_TARGET_DEFAULT,
+        Some(DeviceType::Cpu) => ffi::OX_TARGET_CPU,
+        Some(DeviceType::Cuda) => ffi::OX_TARGET_CUDA,
+    };
+    let mut out = ptr::null_mut();
+    check(unsafe {
+        ffi::ox_emit(
+            src.as_ptr(),
+            &raw_opts,
+            t,
+            kind as ffi::ox_emit_kind,
+            &mut out,
+        )
+    })?;
+    Ok(unsafe { take(out) })
+}
