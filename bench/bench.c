@@ -1,7 +1,8 @@
 /* bench - Oxide's side of the benchmarks (bench/run.py runs the peers in the
  * same process tree and prints the table). Each mode prints one JSON line.
  *
- *   bench vecadd N ITERS      vecadd on N f32: GB/s (bytes read + written)
+ *   bench vecadd N ITERS [W]  vecadd on N f32: GB/s (bytes read + written);
+ *                             with W, the grid-stride kernel on W blocks per SM
  *   bench launch ITERS        host time per launch: ox_launch vs a raw
  *                             cuLaunchKernel of the same cubin
  *   bench compile             cold compile of vecadd to a loaded module
@@ -38,6 +39,17 @@ static const char *VECADD =
     "    if let Some(out) = c.get_mut(i) { *out = a[i] + b[i]; }\n"
     "}\n";
 
+/* The same with a grid-stride witness loop: a grid sized to fill the GPU once,
+ * each thread handling many elements, four per unrolled step. */
+static const char *VECADD_GS =
+    "#[kernel]\n"
+    "#[launch_contract(block = (256, 1, 1), requires = (a.len() >= c.len(), b.len() >= c.len()))]\n"
+    "fn vecadd(a: &[f32], b: &[f32], c: DisjointSlice<f32>) {\n"
+    "    for i in thread::grid_stride(c.len()) {\n"
+    "        if let Some(out) = c.get_mut(i) { *out = a[i] + b[i]; }\n"
+    "    }\n"
+    "}\n";
+
 static const char *EMPTY =
     "#[kernel]\n"
     "fn empty(a: &[f32], c: DisjointSlice<f32>, x: f32) {\n"
@@ -51,10 +63,10 @@ static ox_device gpu(void) {
   return d;
 }
 
-static void vecadd(int64_t n, int iters) {
+static void vecadd(int64_t n, int iters, int strided, int waves) {
   ox_device d = gpu();
   ox_module m;
-  OK(ox_module_compile(d, VECADD, NULL, &m));
+  OK(ox_module_compile(d, strided ? VECADD_GS : VECADD, NULL, &m));
   ox_kernel k;
   OK(ox_module_get_kernel(m, "vecadd", &k));
   float *h = malloc(sizeof(float) * (size_t)n);
@@ -66,7 +78,8 @@ static void vecadd(int64_t n, int iters) {
   OK(ox_tensor_empty(d, NULL, OX_F32, 1, &n, &c));
   ox_stream s;
   OK(ox_device_stream(d, &s));
-  ox_launch_config cfg = {{(uint32_t)((n + 255) / 256), 1, 1}, {256, 1, 1}};
+  uint32_t blocks = strided ? (uint32_t)(ox_device_multiprocessors(d) * waves) : (uint32_t)((n + 255) / 256);
+  ox_launch_config cfg = {{blocks, 1, 1}, {256, 1, 1}};
   ox_arg args[3] = {ox_arg_tensor(a), ox_arg_tensor(b), ox_arg_tensor(c)};
   for (int i = 0; i < 5; i++)
     OK(ox_launch(k, s, &cfg, args, 3));
@@ -93,8 +106,8 @@ static void vecadd(int64_t n, int iters) {
   int bad = 0;
   for (int64_t i = 0; i < n; i += 9973)
     bad += h[i] != 2 * ((float)(i % 1000) * 0.25f);
-  printf("{\"bench\": \"vecadd\", \"impl\": \"oxide\", \"n\": %lld, \"median_s\": %.9f, \"gbps\": %.1f, \"correct\": %s}\n",
-         (long long)n, med, 12.0 * (double)n / med / 1e9, bad ? "false" : "true");
+  printf("{\"bench\": \"vecadd\", \"impl\": \"oxide%s\", \"blocks\": %u, \"n\": %lld, \"median_s\": %.9f, \"gbps\": %.1f, \"correct\": %s}\n",
+         strided ? " grid-stride" : "", blocks, (long long)n, med, 12.0 * (double)n / med / 1e9, bad ? "false" : "true");
   ox_tensor_release(a);
   ox_tensor_release(b);
   ox_tensor_release(c);
@@ -195,7 +208,7 @@ static void compile(void) {
 
 int main(int argc, char **argv) {
   if (argc >= 4 && !strcmp(argv[1], "vecadd"))
-    vecadd(atoll(argv[2]), atoi(argv[3]));
+    vecadd(atoll(argv[2]), atoi(argv[3]), argc >= 5, argc >= 5 ? atoi(argv[4]) : 0);
   else if (argc >= 3 && !strcmp(argv[1], "launch"))
     launch(atoi(argv[2]));
   else if (argc >= 2 && !strcmp(argv[1], "compile"))

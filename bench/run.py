@@ -85,6 +85,9 @@ def main():
     rows = peers_vecadd()
     ox = oxide("vecadd", N, 50)
     rows["oxide vecadd"] = ox["gbps"] if ox["correct"] else "WRONG RESULT"
+    for waves in (4, 8, 16):
+        ox = oxide("vecadd", N, 50, waves)
+        rows[f"oxide grid-stride {waves}/SM"] = ox["gbps"] if ox["correct"] else "WRONG RESULT"
     ref = rows["torch.add"]
     print(f"\nvecadd, 2^28 f32, on {results['device']} (GB/s, bytes read + written, median)")
     for name, v in rows.items():

@@ -18,7 +18,8 @@ ox_status oxa_front(oxb_arena *a, const char *source, const char *filename, oxi_
   if (!source)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel source is NULL");
   oxb_source *src = oxb_alloc(a, sizeof *src);
-  src->name = filename ? filename : "<input>";
+  /* copied: messages read it long after the caller's string may be gone */
+  src->name = oxb_strndup(a, filename ? filename : "<input>", strlen(filename ? filename : "<input>"));
   src->len = strlen(source);
   src->text = oxb_strndup(a, source, src->len);
   oxb_diags d = {0};

@@ -270,7 +270,7 @@ static LLVMValueRef binop(cg_t *C, const oxi_instr *in) {
   bool s = oxi_is_signed(t);
   LLVMTypeRef ty = llty(C, t);
   switch (in->sub) {
-  case OXI_ADD: return LLVMBuildAdd(C->b, a, b, "");
+  case OXI_ADD: return in->nuw ? LLVMBuildNUWAdd(C->b, a, b, "") : LLVMBuildAdd(C->b, a, b, "");
   case OXI_SUB: return LLVMBuildSub(C->b, a, b, "");
   case OXI_MUL: return LLVMBuildMul(C->b, a, b, "");
   case OXI_AND: return LLVMBuildAnd(C->b, a, b, "");

@@ -116,7 +116,7 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
     oxb_str_addf(o, "v%d: %s = ", in->id, oxi_type_name(in->type));
   oxb_str_addf(o, "%s", oxi_op_name(in->op));
   switch (in->op) {
-  case OXI_BIN: case OXI_ATOMIC: oxb_str_addf(o, ".%s", bin_name(in->sub)); break;
+  case OXI_BIN: case OXI_ATOMIC: oxb_str_addf(o, ".%s%s", bin_name(in->sub), in->nuw ? ".nuw" : ""); break;
   case OXI_CMP: oxb_str_addf(o, ".%s", cmp_name(in->sub)); break;
   case OXI_SREG: oxb_str_addf(o, " %s", sreg_name(in->sub)); break;
   case OXI_MATH: oxb_str_addf(o, ".%s", oxi_math_name(in->sub)); break;
@@ -310,9 +310,13 @@ static void check_operand(verifier *V, const oxi_block *b, int pos, const oxi_in
 
 static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_instr *in) {
   const oxi_kernel *k = V->k;
+  bool ok_before = V->ok;
+  V->ok = true;
   for (int i = 0; i < in->nops; i++)
     check_operand(V, b, pos, in, i);
-  if (!V->ok)
+  bool operands_ok = V->ok;
+  V->ok = ok_before && operands_ok;
+  if (!operands_ok) /* the checks below read the operands' types */
     return;
   oxi_type t0 = in->nops > 0 ? in->ops[0]->type : OXI_VOID;
   oxi_type t1 = in->nops > 1 ? in->ops[1]->type : OXI_VOID;
@@ -366,12 +370,17 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
   case OXI_BIN:
     if (in->nops != 2 || t0 != t1 || in->type != t0 || (t0 == OX_BOOL && in->sub < OXI_AND))
       fail(V, b, in, "binary operands must share the result type");
+    else if (in->sub < OXI_ADD || in->sub > OXI_SHR || (oxi_is_float(t0) && in->sub > OXI_REM) ||
+             (t0 == OX_BOOL && in->sub > OXI_XOR))
+      fail(V, b, in, "binary operation not defined for its type"); /* float shl, bool add... */
     break;
   case OXI_CMP:
     if (in->nops != 2 || t0 != t1 || in->type != OX_BOOL) fail(V, b, in, "cmp of mismatched types");
     break;
   case OXI_NEG: case OXI_NOT:
     if (in->nops != 1 || in->type != t0) fail(V, b, in, "unary type mismatch");
+    else if (in->op == OXI_NEG ? t0 == OX_BOOL : oxi_is_float(t0))
+      fail(V, b, in, "unary operation not defined for its type");
     break;
   case OXI_CAST: if (in->nops != 1 || in->type == OXI_VOID) fail(V, b, in, "bad cast"); break;
   case OXI_SELECT:

@@ -87,6 +87,7 @@ struct oxi_instr {
   uint64_t imm;         /* integer constants (two's complement bits) */
   double fimm;          /* floating constants */
   int check;            /* memory ops: bounds-check site + 1; 0 = unchecked (proven or unsafe) */
+  bool nuw;             /* OXI_BIN add/mul: known not to wrap (unsigned), for loop analysis */
   oxi_block *target[2]; /* branches */
 };
 

@@ -317,6 +317,14 @@ int ox_device_compute_capability(ox_device d) {
   return d->cc;
 }
 
+int ox_device_multiprocessors(ox_device d) {
+  if (!d) {
+    NULL_ARG("device");
+    return 0;
+  }
+  return d->multiprocessors;
+}
+
 /* ---------------------------------------------------------------- streams */
 
 static pthread_mutex_t stream_lock = PTHREAD_MUTEX_INITIALIZER; /* guards free_streams */

@@ -111,6 +111,9 @@ OX_API int ox_device_ordinal(ox_device d);
 OX_API const char *ox_device_name(ox_device d);
 /** Compute capability of a CUDA device as major*10+minor (90 for sm_90); 0 for the CPU. */
 OX_API int ox_device_compute_capability(ox_device d);
+/** Streaming multiprocessors of a CUDA device, or worker threads of the CPU
+ *  device: the unit to size a grid-stride launch by. */
+OX_API int ox_device_multiprocessors(ox_device d);
 
 /* --------------------------------------------------------------- streams */
 
