@@ -162,6 +162,7 @@ oxf_token *oxf_tokenize(oxb_arena *a, oxb_diags *d, const oxb_source *src) {
     }
     if (p[0] == '/' && p[1] == '*') {
       /* Rust block comments nest. */
+      oxb_loc start = loc_of(&L, p); /* before the line count moves on */
       int depth = 0;
       const char *q = p;
       while (q < end) {
@@ -181,7 +182,7 @@ oxf_token *oxf_tokenize(oxb_arena *a, oxb_diags *d, const oxb_source *src) {
         }
       }
       if (depth > 0)
-        oxb_error_at(d, loc_of(&L, p), "unterminated block comment");
+        oxb_error_at(d, start, "unterminated block comment");
       L.p = q;
       continue;
     }

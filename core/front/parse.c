@@ -9,15 +9,33 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_DEPTH 200
+#define MAX_DEPTH 200 /* recursion of the parser */
+#define MAX_TREE 1000 /* depth of the tree, with left-deep chains like a + b + c */
 
 typedef struct parser {
   oxb_arena *a;
   oxb_diags *d;
   oxf_token *tok;
   int depth;
+  int links; /* links of the left-deep chains (a + b + c, x.f().g()) being built */
+  bool stop; /* nesting went too deep: skip the rest, report nothing more */
   bool no_struct_brace; /* in `if`/`while` heads a '{' starts the body */
 } parser;
+
+#define perr(P, ...) ((P)->stop ? (void)0 : oxb_error_at((P)->d, __VA_ARGS__))
+
+/* Bounds the nesting, so that hostile input cannot overflow the stack here or
+ * in the passes that walk the tree recursively. Past the bound, parsing stops
+ * with one error. Call with P->depth already incremented. */
+static bool too_deep(parser *P, const char *what) {
+  if (P->depth <= MAX_DEPTH && P->depth + P->links <= MAX_TREE)
+    return false;
+  perr(P, P->tok->loc, "%s nested too deeply", what);
+  P->stop = true;
+  while (P->tok->kind != OXF_TK_EOF)
+    P->tok = P->tok->next;
+  return true;
+}
 
 static bool equal(oxf_token *t, const char *s) {
   return (t->kind == OXF_TK_PUNCT || t->kind == OXF_TK_KEYWORD || t->kind == OXF_TK_IDENT) &&
@@ -51,7 +69,7 @@ static bool expect(parser *P, const char *s) {
     return true;
   char got[64];
   describe(P->tok, got, sizeof got);
-  oxb_error_at(P->d, P->tok->loc, "expected '%s', found %s", s, got);
+  perr(P, P->tok->loc, "expected '%s', found %s", s, got);
   return false;
 }
 
@@ -59,7 +77,7 @@ static const char *ident(parser *P, const char *what) {
   if (P->tok->kind != OXF_TK_IDENT) {
     char got[64];
     describe(P->tok, got, sizeof got);
-    oxb_error_at(P->d, P->tok->loc, "expected %s, found %s", what, got);
+    perr(P, P->tok->loc, "expected %s, found %s", what, got);
     return NULL;
   }
   const char *s = oxb_strndup(P->a, P->tok->text, (size_t)P->tok->len);
@@ -121,15 +139,14 @@ static bool scalar_type(oxf_token *t, ox_dtype *out) {
 static ox_dtype elem_type(parser *P, oxb_loc loc) {
   oxf_typeexpr *t = type(P);
   if (t && t->kind != OXF_TY_SCALAR) {
-    oxb_error_at(P->d, loc, "elements must be scalar types (bool, integers, floats)");
+    perr(P, loc, "elements must be scalar types (bool, integers, floats)");
     return OX_F32;
   }
   return t ? t->elem : OX_F32;
 }
 
 static oxf_typeexpr *type(parser *P) {
-  if (++P->depth > MAX_DEPTH) {
-    oxb_error_at(P->d, P->tok->loc, "type nested too deeply");
+  if (++P->depth, too_deep(P, "type")) {
     P->depth--;
     return NULL;
   }
@@ -149,7 +166,7 @@ static oxf_typeexpr *type(parser *P) {
       expect(P, ">");
       t->kind = OXF_TY_ATOMIC;
       if (m)
-        oxb_error_at(P->d, t->loc, "atomic slices are shared: write '&[Atomic<T>]', not '&mut'");
+        perr(P, t->loc, "atomic slices are shared: write '&[Atomic<T>]', not '&mut'");
     } else {
       t->elem = elem_type(P, t->loc);
       t->kind = m ? OXF_TY_MUTSLICE : OXF_TY_SLICE;
@@ -170,7 +187,7 @@ static oxf_typeexpr *type(parser *P) {
       t->count = (int64_t)P->tok->ival;
       advance(P);
     } else {
-      oxb_error_at(P->d, P->tok->loc, "expected the array length (an integer)");
+      perr(P, P->tok->loc, "expected the array length (an integer)");
     }
     expect(P, ">");
     t->kind = OXF_TY_SHARED;
@@ -181,7 +198,9 @@ static oxf_typeexpr *type(parser *P) {
   } else {
     char got[64];
     describe(P->tok, got, sizeof got);
-    oxb_error_at(P->d, P->tok->loc, "expected a type, found %s", got);
+    perr(P, P->tok->loc, "expected a type, found %s", got);
+    if (P->tok->kind == OXF_TK_IDENT) /* an unknown type name: skip it */
+      advance(P);
     P->depth--;
     return NULL;
   }
@@ -220,7 +239,7 @@ static oxf_node *path_or_call(parser *P) {
       continue;
     }
     if (P->tok->kind != OXF_TK_IDENT) {
-      oxb_error_at(P->d, P->tok->loc, "expected a name after '::'");
+      perr(P, P->tok->loc, "expected a name after '::'");
       break;
     }
     oxb_str_add(&name, "::", 2);
@@ -251,7 +270,7 @@ static oxf_node *primary(parser *P) {
     n->fval = t->fval;
     n->suffix = t->suffix;
     if (t->overflow)
-      oxb_error_at(P->d, t->loc, "integer literal is too large for 64 bits");
+      perr(P, t->loc, "integer literal is too large for 64 bits");
     advance(P);
     return n;
   }
@@ -295,7 +314,7 @@ static oxf_node *primary(parser *P) {
     return path_or_call(P);
   char got[64];
   describe(t, got, sizeof got);
-  oxb_error_at(P->d, t->loc, "expected an expression, found %s", got);
+  perr(P, t->loc, "expected an expression, found %s", got);
   if (t->kind != OXF_TK_EOF && !at(P, ";") && !at(P, "}"))
     advance(P);
   return new_node(P, OXF_BOOL, t->loc); /* placeholder, keeps going */
@@ -303,13 +322,16 @@ static oxf_node *primary(parser *P) {
 
 static oxf_node *postfix(parser *P) {
   oxf_node *n = primary(P);
-  for (;;) {
+  int links = 0;
+  for (;; links++, P->links++) {
+    if (P->depth + P->links > MAX_TREE && too_deep(P, "expression"))
+      break;
     if (at(P, ".")) {
       oxb_loc loc = P->tok->loc;
       advance(P);
       const char *name = ident(P, "a method name");
       if (!name)
-        return n;
+        break;
       oxf_node *m = new_node(P, OXF_METHOD, loc);
       m->name = name;
       m->lhs = n;
@@ -321,7 +343,7 @@ static oxf_node *postfix(parser *P) {
         }
         expect(P, ")");
       } else {
-        oxb_error_at(P->d, loc, "fields are not supported; expected a method call '%s()'", name);
+        perr(P, loc, "fields are not supported; expected a method call '%s()'", name);
       }
       n = m;
       continue;
@@ -338,13 +360,14 @@ static oxf_node *postfix(parser *P) {
       n = m;
       continue;
     }
-    return n;
+    break;
   }
+  P->links -= links;
+  return n;
 }
 
 static oxf_node *unary(parser *P) {
-  if (++P->depth > MAX_DEPTH) {
-    oxb_error_at(P->d, P->tok->loc, "expression nested too deeply");
+  if (++P->depth, too_deep(P, "expression")) {
     P->depth--;
     return new_node(P, OXF_BOOL, P->tok->loc);
   }
@@ -364,13 +387,16 @@ static oxf_node *unary(parser *P) {
 
 static oxf_node *cast(parser *P) {
   oxf_node *n = unary(P);
-  while (at(P, "as")) {
+  int links = 0;
+  for (; at(P, "as") && !(P->depth + P->links > MAX_TREE && too_deep(P, "expression"));
+       links++, P->links++) {
     oxf_node *c = new_node(P, OXF_CAST, P->tok->loc);
     advance(P);
     c->lhs = n;
     c->type = type(P);
     n = c;
   }
+  P->links -= links;
   return n;
 }
 
@@ -397,13 +423,15 @@ static int binop_at(parser *P, int *level) {
 }
 
 static oxf_node *binary(parser *P, int min_level) {
-  if (++P->depth > MAX_DEPTH) {
-    oxb_error_at(P->d, P->tok->loc, "expression nested too deeply");
+  if (++P->depth, too_deep(P, "expression")) {
     P->depth--;
     return new_node(P, OXF_BOOL, P->tok->loc);
   }
   oxf_node *lhs = cast(P);
-  for (;;) {
+  int links = 0;
+  for (;; links++, P->links++) {
+    if (P->depth + P->links > MAX_TREE && too_deep(P, "expression"))
+      break;
     int level = 0;
     int op = binop_at(P, &level);
     if (!op || level < min_level)
@@ -416,10 +444,11 @@ static oxf_node *binary(parser *P, int min_level) {
     if (level == 3) {
       int l2;
       if (binop_at(P, &l2) && l2 == 3)
-        oxb_error_at(P->d, P->tok->loc, "comparison operators cannot be chained; use parentheses");
+        perr(P, P->tok->loc, "comparison operators cannot be chained; use parentheses");
     }
     lhs = n;
   }
+  P->links -= links;
   P->depth--;
   return lhs;
 }
@@ -434,11 +463,10 @@ static oxf_node *if_expr(parser *P) {
   P->no_struct_brace = true;
   if (consume(P, "let")) {
     n = new_node(P, OXF_IF_LET, loc);
-    if (!at(P, "Some")) {
-      oxb_error_at(P->d, P->tok->loc, "only 'if let Some(name) = ...' patterns are supported");
-    } else {
+    if (!at(P, "Some"))
+      perr(P, P->tok->loc, "only 'if let Some(name) = ...' patterns are supported");
+    if (P->tok->kind == OXF_TK_IDENT) /* Some, or the unsupported Ok, None... */
       advance(P);
-    }
     expect(P, "(");
     n->name = ident(P, "a name to bind");
     expect(P, ")");
@@ -451,10 +479,13 @@ static oxf_node *if_expr(parser *P) {
   P->no_struct_brace = saved;
   n->then = block(P);
   if (consume(P, "else")) {
-    if (at(P, "if"))
-      n->els = if_expr(P);
-    else
+    if (!at(P, "if")) {
       n->els = block(P);
+    } else { /* sema recurses on 'else if' chains too */
+      if (++P->depth, !too_deep(P, "'else if' chain"))
+        n->els = if_expr(P);
+      P->depth--;
+    }
   }
   return n;
 }
@@ -473,10 +504,8 @@ static oxf_node *block(parser *P) {
   oxf_node *b = new_node(P, OXF_BLOCK, P->tok->loc);
   if (!expect(P, "{"))
     return b;
-  if (++P->depth > MAX_DEPTH) {
-    oxb_error_at(P->d, P->tok->loc, "blocks nested too deeply");
+  if (++P->depth, too_deep(P, "blocks")) {
     P->depth--;
-    recover_stmt(P);
     return b;
   }
   while (!at(P, "}") && P->tok->kind != OXF_TK_EOF && !oxb_too_many_errors(P->d)) {
@@ -491,7 +520,7 @@ static oxf_node *block(parser *P) {
       if (!ends_with_block(s->lhs)) {
         char got[64];
         describe(P->tok, got, sizeof got);
-        oxb_error_at(P->d, P->tok->loc, "expected ';' or '}' after an expression, found %s", got);
+        perr(P, P->tok->loc, "expected ';' or '}' after an expression, found %s", got);
         recover_stmt(P);
       }
     }
@@ -525,7 +554,7 @@ static oxf_node *stmt(parser *P, bool *is_value) {
     if (expect(P, "="))
       n->init = expr(P);
     else
-      oxb_error_at(P->d, n->loc, "a 'let' needs an initial value");
+      perr(P, n->loc, "a 'let' needs an initial value");
     if (!expect(P, ";"))
       recover_stmt(P);
     return n;
@@ -567,8 +596,11 @@ static oxf_node *stmt(parser *P, bool *is_value) {
       n->step = r->args.items[0];
       r = r->lhs;
     }
-    if (r->kind != OXF_RANGE) {
-      oxb_error_at(P->d, r->loc, "a for loop iterates over a range 'a..b' or '(a..b).step_by(s)'");
+    if (r->kind == OXF_CALL && !strcmp(r->name, "thread::grid_stride")) {
+      n->init = r; /* a witness loop: sema checks the call */
+    } else if (r->kind != OXF_RANGE) {
+      perr(P, r->loc, "a for loop iterates over a range 'a..b', '(a..b).step_by(s)' or "
+                      "thread::grid_stride(n)");
     } else {
       n->init = r->lhs;
       n->cond = r->rhs;
@@ -591,6 +623,20 @@ static oxf_node *stmt(parser *P, bool *is_value) {
     if (!at(P, "}") && !expect(P, ";"))
       recover_stmt(P);
     return n;
+  }
+  /* As in Rust, a statement that starts with a block-like expression (if,
+   * unsafe, a block) ends with its closing brace: `if c { } *o = x;` is two
+   * statements, not a multiplication. */
+  if (at(P, "if") || at(P, "unsafe") || at(P, "{")) {
+    oxf_node *b = primary(P);
+    if (!at(P, ".") && !at(P, "?")) {
+      oxf_node *s = new_node(P, OXF_EXPR, b->loc);
+      s->lhs = b;
+      if (!consume(P, ";"))
+        *is_value = true;
+      return s;
+    }
+    P->tok = t; /* a method call on the block's value: parse it as an expression */
   }
   oxf_node *e = expr(P);
   static const struct {
@@ -623,7 +669,9 @@ static oxf_node *stmt(parser *P, bool *is_value) {
 
 static int64_t const_int(parser *P) {
   if (P->tok->kind != OXF_TK_INT) {
-    oxb_error_at(P->d, P->tok->loc, "expected an integer");
+    perr(P, P->tok->loc, "expected an integer");
+    if (!at(P, ",") && !at(P, ")")) /* skip the bad entry, keep the list's shape */
+      advance(P);
     return 0;
   }
   int64_t v = P->tok->ival > 0x7fffffff ? -1 : (int64_t)P->tok->ival;
@@ -656,9 +704,15 @@ static void launch_contract(parser *P, oxf_fn *fn) {
       }
       expect(P, ")");
     } else {
-      oxb_error_at(P->d, loc, "unknown launch_contract entry; expected 'block' or 'requires'");
-      recover_stmt(P);
-      return;
+      perr(P, loc, "unknown launch_contract entry; expected 'block' or 'requires'");
+      /* skip to the ')' that closes the contract, so that the attribute ends cleanly */
+      for (int depth = 0; P->tok->kind != OXF_TK_EOF && !(depth == 0 && at(P, ")")); advance(P)) {
+        if (at(P, "(") || at(P, "["))
+          depth++;
+        else if ((at(P, ")") || at(P, "]")) && --depth < 0)
+          break;
+      }
+      break;
     }
     if (!consume(P, ","))
       break;
@@ -682,7 +736,7 @@ static void attribute(parser *P, oxf_fn *fn) {
   } else {
     char got[64];
     describe(P->tok, got, sizeof got);
-    oxb_error_at(P->d, loc, "unknown attribute %s; expected 'kernel', 'launch_contract' or 'inline'",
+    perr(P, loc, "unknown attribute %s; expected 'kernel', 'launch_contract' or 'inline'",
                  got);
     while (!at(P, "]") && P->tok->kind != OXF_TK_EOF)
       advance(P);
@@ -703,7 +757,7 @@ static oxf_fn *function(parser *P) {
   if (!fn->name)
     return NULL;
   if (at(P, "<")) {
-    oxb_error_at(P->d, P->tok->loc, "generic parameters are not supported on SIMT functions");
+    perr(P, P->tok->loc, "generic parameters are not supported on SIMT functions");
     while (!at(P, "(") && P->tok->kind != OXF_TK_EOF)
       advance(P);
   }
@@ -712,7 +766,7 @@ static oxf_fn *function(parser *P) {
     oxf_param *prm = oxb_alloc(P->a, sizeof *prm);
     prm->loc = P->tok->loc;
     if (at(P, "mut")) {
-      oxb_error_at(P->d, P->tok->loc, "parameters are immutable; copy into a 'let mut' variable");
+      perr(P, P->tok->loc, "parameters are immutable; copy into a 'let mut' variable");
       advance(P);
     }
     prm->name = ident(P, "a parameter name");

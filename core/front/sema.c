@@ -307,7 +307,9 @@ static bool untyped_literal(const oxf_node *n) {
   return (n->kind == OXF_INT || n->kind == OXF_FLOAT) && !n->suffix;
 }
 
-static val literal(sema *S, const oxf_node *n, oxi_type hint) {
+/* A literal; `negated` when it is the operand of '-', which lets a signed
+ * literal reach the magnitude of the type's minimum (-128i8). */
+static val literal(sema *S, const oxf_node *n, oxi_type hint, bool negated) {
   if (n->kind == OXF_BOOL)
     return scalar(const_int(S, OX_BOOL, n->ival));
   if (n->kind == OXF_FLOAT) {
@@ -318,10 +320,11 @@ static val literal(sema *S, const oxf_node *n, oxi_type hint) {
   if (oxi_is_float(t))
     return scalar(const_float(S, t, (double)n->ival));
   int bits = (int)ox_dtype_size((ox_dtype)t) * 8;
-  uint64_t max = oxi_is_signed(t) ? ((uint64_t)1 << (bits - 1)) : (bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1);
-  /* max for signed includes the magnitude of MIN, for a negated literal */
+  uint64_t max = oxi_is_signed(t) ? ((uint64_t)1 << (bits - 1)) - !negated
+                                  : (bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1);
   if (n->ival > max)
-    ERR(S, n->loc, "literal %llu does not fit in %s", (unsigned long long)n->ival, oxi_type_name(t));
+    ERR(S, n->loc, "literal %s%llu does not fit in %s", negated ? "-" : "",
+        (unsigned long long)n->ival, oxi_type_name(t));
   return scalar(const_int(S, t, n->ival));
 }
 
@@ -415,7 +418,7 @@ static val unary(sema *S, const oxf_node *n, oxi_type hint) {
   }
   if (n->op == OXF_OP_NEG && (n->lhs->kind == OXF_INT || n->lhs->kind == OXF_FLOAT)) {
     /* fold "-literal" so that i32::MIN and friends can be written */
-    val v = literal(S, n->lhs, hint);
+    val v = literal(S, n->lhs, hint, true);
     oxi_instr *c = v.v;
     if (oxi_is_float(c->type)) {
       c->fimm = -c->fimm;
@@ -1043,8 +1046,11 @@ static val method(sema *S, const oxf_node *n, oxi_type hint) {
   }
   if (!strcmp(name, "get_mut")) {
     if (mb->mkind != OXF_TY_DISJOINT) {
-      ERR(S, n->loc, "get_mut exists on DisjointSlice outputs only; '%s' is %s", mb->name,
-          vdesc(S, recv));
+      if (mb->name)
+        ERR(S, n->loc, "get_mut exists on DisjointSlice outputs only; '%s' is %s", mb->name,
+            vdesc(S, recv));
+      else
+        ERR(S, n->loc, "get_mut exists on DisjointSlice outputs only, not on %s", vdesc(S, recv));
       return VERR;
     }
     if (!argc(S, n, 1, name))
@@ -1139,7 +1145,7 @@ static val expr(sema *S, const oxf_node *n, oxi_type hint) {
   if (oxb_too_many_errors(S->d))
     return VERR;
   switch (n->kind) {
-  case OXF_INT: case OXF_FLOAT: case OXF_BOOL: return literal(S, n, hint);
+  case OXF_INT: case OXF_FLOAT: case OXF_BOOL: return literal(S, n, hint, false);
   case OXF_NAME: return name_ref(S, n);
   case OXF_CALL: return call(S, n, hint);
   case OXF_METHOD: return method(S, n, hint);
@@ -1224,9 +1230,11 @@ static val if_expr(sema *S, const oxf_node *n, oxi_type hint) {
   }
   br(S, done);
   set_block(S, done);
-  if (!n->els && tv.k == V_SCALAR)
+  if (!n->els && tv.k == V_SCALAR) {
     ERR(S, n->then->value ? n->then->value->loc : n->loc,
         "an 'if' without 'else' cannot give a value; add ';' or an 'else' branch");
+    return VERR;
+  }
   return finish_join(S, &j, n->els != NULL, n->els && tv.k == V_NEVER && ev.k == V_NEVER);
 }
 
@@ -1240,11 +1248,16 @@ static val if_let(sema *S, const oxf_node *n, oxi_type hint) {
     return VERR;
   }
   binding *mb = o.b, *w = o.w;
-  oxi_instr *len = emit(S, OXI_LEN, OX_U64);
-  len->mem = mb->mem;
-  oxi_instr *ok = op2(S, OXI_CMP, OXI_LT, OX_BOOL, w->v, len);
   oxi_block *tb = new_block(S), *fb = new_block(S), *done = new_block(S);
-  condbr(S, ok, tb, n->els ? fb : done);
+  if (proven(S, w, mb->mem)) {
+    br(S, tb); /* always Some: the enclosing loop bounds the witness */
+  } else {
+    ensure_open(S);
+    oxi_instr *len = emit(S, OXI_LEN, OX_U64);
+    len->mem = mb->mem;
+    oxi_instr *ok = op2(S, OXI_CMP, OXI_LT, OX_BOOL, w->v, len);
+    condbr(S, ok, tb, n->els ? fb : done);
+  }
   set_block(S, tb);
   int saved_binds = S->nbinds, saved_facts = S->nfacts;
   binding *r = bind(S, B_MUTREF, n->name, n->loc);
@@ -1379,6 +1392,16 @@ static void let_stmt(sema *S, const oxf_node *n) {
   }
 }
 
+/* Is compound assignment `n` (x op= v) defined for type t? Reports if not. */
+static bool compound_ok(sema *S, const oxf_node *n, oxi_type t) {
+  bool shift = n->op == OXF_OP_SHL || n->op == OXF_OP_SHR;
+  bool bitwise = n->op >= OXF_OP_AND && n->op <= OXF_OP_SHR;
+  if (bitwise ? oxi_is_int(t) || (t == OX_BOOL && !shift) : is_numeric(t))
+    return true;
+  ERR(S, n->loc, "'%s=' is not defined for %s", oxf_op_name(n->op), oxi_type_name(t));
+  return false;
+}
+
 static void assign(sema *S, const oxf_node *n) {
   const oxf_node *l = n->lhs;
   /* *out = v, *out += v */
@@ -1398,13 +1421,13 @@ static void assign(sema *S, const oxf_node *n) {
     if (n->op) {
       oxi_instr *old = op1(S, OXI_LOAD, 0, rb->type, rb->v);
       old->mem = rb->mem;
-      oxf_node tmp = *n;
-      (void)tmp;
       if (v->type != rb->type) {
         ERR(S, n->rhs->loc, "mismatched types: %s %s= %s", oxi_type_name(rb->type),
             oxf_op_name(n->op), oxi_type_name(v->type));
         return;
       }
+      if (!compound_ok(S, n, rb->type))
+        return;
       static const int map[] = {0, OXI_ADD, OXI_SUB, OXI_MUL, OXI_DIV, OXI_REM, OXI_AND, OXI_OR,
                                 OXI_XOR, OXI_SHL, OXI_SHR};
       v = op2(S, OXI_BIN, map[n->op], rb->type, old, v);
@@ -1467,6 +1490,8 @@ static void assign(sema *S, const oxf_node *n) {
             oxf_op_name(n->op), oxi_type_name(v->type));
         return;
       }
+      if (!compound_ok(S, n, mb->type))
+        return;
       oxi_instr *old = mem_access(S, OXI_LOAD, mb, idx, w, l->lhs->loc, what);
       static const int map[] = {0, OXI_ADD, OXI_SUB, OXI_MUL, OXI_DIV, OXI_REM, OXI_AND, OXI_OR,
                                 OXI_XOR, OXI_SHL, OXI_SHR};
@@ -1547,7 +1572,121 @@ static void loop_body(sema *S, const oxf_node *body, oxi_block *brk, oxi_block *
   S->nloops--;
 }
 
+/* for i in thread::grid_stride(n): i is a witness, this thread's index_1d()
+ * first, then stepping by the number of threads in the grid while i < n. The
+ * elements a thread visits are those equal to its index modulo the grid's
+ * thread count, so no two threads visit the same one: each iteration's
+ * witness is as unique as index_1d() itself. */
+static void grid_stride_for(sema *S, const oxf_node *n) {
+  const oxf_node *call = n->init;
+  if (!argc(S, call, 1, "thread::grid_stride"))
+    return;
+  const oxf_node *arg = call->args.items[0];
+  oxi_instr *lim = scalar_expr(S, arg, OX_U64, "the loop limit");
+  if (!lim)
+    return;
+  /* grid_stride(x.len()): every witness of the loop is below x's length */
+  binding *bound = NULL;
+  if (arg->kind == OXF_METHOD && !strcmp(arg->name, "len") && arg->lhs->kind == OXF_NAME) {
+    binding *b = lookup(S, arg->lhs->name);
+    if (b && b->kind == B_MEM && b->mem.kind == OXI_MEM_PARAM)
+      bound = b;
+  }
+  if (lim->type != OX_U64) {
+    ERR(S, ((oxf_node *)call->args.items[0])->loc, "the loop limit must be usize, found %s",
+        oxi_type_name(lim->type));
+    return;
+  }
+  oxi_instr *start = linear_index(S);
+  oxi_instr *step = op2(S, OXI_BIN, OXI_MUL, OX_U64,
+                        op2(S, OXI_BIN, OXI_MUL, OX_U64,
+                            op2(S, OXI_BIN, OXI_MUL, OX_U64, sreg64(S, OXI_SREG_NTID_X), sreg64(S, OXI_SREG_NTID_Y)),
+                            sreg64(S, OXI_SREG_NTID_Z)),
+                        op2(S, OXI_BIN, OXI_MUL, OX_U64,
+                            op2(S, OXI_BIN, OXI_MUL, OX_U64, sreg64(S, OXI_SREG_NCTAID_X), sreg64(S, OXI_SREG_NCTAID_Y)),
+                            sreg64(S, OXI_SREG_NCTAID_Z)));
+  /* No element index reaches 2^63 (tensors are smaller), and the launch keeps the
+   * grid's thread count below 2^63: with the limit clamped to 2^63, i + step
+   * cannot wrap, so the loop needs no overflow exit and LLVM can unroll it. */
+  ensure_open(S);
+  oxi_instr *top = const_int(S, OX_U64, (uint64_t)1 << 63);
+  oxi_instr *clamp = emit(S, OXI_MATH, OX_U64);
+  clamp->sub = OXI_M_MIN;
+  clamp->ops[0] = lim;
+  clamp->ops[1] = top;
+  clamp->nops = 2;
+  lim = clamp;
+  int slot = oxi_slot_new(S->m, S->k, OX_U64);
+  var_set(S, slot, start);
+  oxi_block *done = new_block(S);
+  /* Main loop, unrolled 4 times while 4 more iterations remain (step <=
+   * (lim - i - 1) / 3), so that each thread has several independent memory
+   * accesses in flight; then the plain loop for the rest. */
+  enum { UNROLL = 4 };
+  oxi_block *mhead = new_block(S), *mcheck = new_block(S), *rhead = new_block(S);
+  br(S, mhead);
+  set_block(S, mhead);
+  oxi_instr *i0 = var_get(S, slot);
+  condbr(S, op2(S, OXI_CMP, OXI_LT, OX_BOOL, i0, lim), mcheck, done);
+  set_block(S, mcheck);
+  oxi_instr *room = op2(S, OXI_BIN, OXI_DIV, OX_U64,
+                        op2(S, OXI_BIN, OXI_SUB, OX_U64, op2(S, OXI_BIN, OXI_SUB, OX_U64, lim, i0),
+                            const_int(S, OX_U64, 1)),
+                        const_int(S, OX_U64, UNROLL - 1));
+  oxi_block *copy = new_block(S);
+  condbr(S, op2(S, OXI_CMP, OXI_LE, OX_BOOL, step, room), copy, rhead);
+  for (int u = 0; u < UNROLL; u++) {
+    set_block(S, copy);
+    oxi_instr *iv = u == 0 ? i0 : op2(S, OXI_BIN, OXI_ADD, OX_U64, i0,
+                                     op2(S, OXI_BIN, OXI_MUL, OX_U64, step, const_int(S, OX_U64, (uint64_t)u)));
+    oxi_block *next = new_block(S);
+    int saved = S->nbinds;
+    binding *w = bind(S, B_WITNESS, n->name, n->loc);
+    w->v = iv;
+    int saved_facts = S->nfacts;
+    if (bound)
+      push_fact(S, w, bound->mem);
+    loop_body(S, n->body, done, next);
+    S->nfacts = saved_facts;
+    S->nbinds = saved;
+    br(S, next);
+    copy = next;
+  }
+  set_block(S, copy);
+  oxi_instr *adv = op2(S, OXI_BIN, OXI_ADD, OX_U64, i0,
+                       op2(S, OXI_BIN, OXI_MUL, OX_U64, step, const_int(S, OX_U64, UNROLL)));
+  adv->nuw = true;
+  var_set(S, slot, adv);
+  br(S, mhead);
+  /* the remaining iterations, one at a time */
+  oxi_block *body = new_block(S), *latch = new_block(S);
+  set_block(S, rhead);
+  oxi_instr *iv = var_get(S, slot);
+  condbr(S, op2(S, OXI_CMP, OXI_LT, OX_BOOL, iv, lim), body, done);
+  set_block(S, body);
+  int saved = S->nbinds;
+  binding *w = bind(S, B_WITNESS, n->name, n->loc);
+  w->v = var_get(S, slot);
+  int saved_facts = S->nfacts;
+  if (bound)
+    push_fact(S, w, bound->mem);
+  loop_body(S, n->body, done, latch);
+  S->nfacts = saved_facts;
+  S->nbinds = saved;
+  br(S, latch);
+  set_block(S, latch);
+  oxi_instr *next = op2(S, OXI_BIN, OXI_ADD, OX_U64, var_get(S, slot), step);
+  next->nuw = true;
+  var_set(S, slot, next);
+  br(S, rhead);
+  set_block(S, done);
+}
+
 static void for_stmt(sema *S, const oxf_node *n) {
+  if (n->init && n->init->kind == OXF_CALL) {
+    grid_stride_for(S, n);
+    return;
+  }
   if (!n->init || !n->cond)
     return;
   oxi_instr *lo, *hi;
@@ -1750,6 +1889,10 @@ static oxi_hexpr *host_expr(sema *S, const oxf_node *n, oxi_instr **ir) {
       h->a = host_expr(S, n->lhs, &a);
       if (!h->a)
         return NULL;
+      if (a->type != OX_BOOL) {
+        ERR(S, n->loc, "'!' negates a relation, not a number");
+        return NULL;
+      }
       *ir = op1(S, OXI_NOT, 0, OX_BOOL, a);
       return h;
     }
@@ -1879,6 +2022,7 @@ static void check_kernel(sema *S, const oxf_fn *fn) {
   k->is_unsafe = fn->is_unsafe;
   S->k = k;
   S->kfn = fn;
+  int errors_before = S->d->errors;
   S->nbinds = S->nfacts = S->nloops = S->nframes = S->nrel = 0;
   S->unsafe_depth = fn->is_unsafe ? 0 : 0; /* unsafe kernels still check reads outside unsafe {} */
   set_block(S, new_block(S));
@@ -1928,7 +2072,7 @@ static void check_kernel(sema *S, const oxf_fn *fn) {
       b->type = ip->dtype;
     }
   }
-  if (S->d->errors)
+  if (S->d->errors > errors_before) /* a bad signature: the body's errors would mislead */
     return;
   contract(S, fn);
   val v = block_expr(S, fn->body, OXI_VOID);
