@@ -68,6 +68,11 @@ pub struct ox_stream_s {
 }
 pub type ox_stream = *mut ox_stream_s;
 #[repr(C)]
+pub struct ox_event_s {
+    _private: [u8; 0],
+}
+pub type ox_event = *mut ox_event_s;
+#[repr(C)]
 pub struct ox_tensor_s {
     _private: [u8; 0],
 }
@@ -132,11 +137,18 @@ extern "C" {
     pub fn ox_device_ordinal(d: ox_device) -> c_int;
     pub fn ox_device_name(d: ox_device) -> *const c_char;
     pub fn ox_device_compute_capability(d: ox_device) -> c_int;
+    pub fn ox_device_multiprocessors(d: ox_device) -> c_int;
     pub fn ox_stream_create(dev: ox_device, out: *mut ox_stream) -> ox_status;
     pub fn ox_device_stream(dev: ox_device, out: *mut ox_stream) -> ox_status;
     pub fn ox_stream_synchronize(s: ox_stream) -> ox_status;
     pub fn ox_stream_destroy(s: ox_stream);
     pub fn ox_stream_device(s: ox_stream) -> ox_device;
+    pub fn ox_event_create(dev: ox_device, out: *mut ox_event) -> ox_status;
+    pub fn ox_event_destroy(e: ox_event);
+    pub fn ox_event_record(e: ox_event, s: ox_stream) -> ox_status;
+    pub fn ox_event_synchronize(e: ox_event) -> ox_status;
+    pub fn ox_stream_wait_event(s: ox_stream, e: ox_event) -> ox_status;
+    pub fn ox_event_elapsed_ms(start: ox_event, end: ox_event, ms: *mut f32) -> ox_status;
     pub fn ox_tensor_empty(dev: ox_device, s: ox_stream, dtype: ox_dtype, ndim: c_int, shape: *const i64, out: *mut ox_tensor) -> ox_status;
     pub fn ox_tensor_from_host(dev: ox_device, s: ox_stream, dtype: ox_dtype, ndim: c_int, shape: *const i64, host: *const c_void, bytes: usize, out: *mut ox_tensor) -> ox_status;
     pub fn ox_tensor_to_host(t: ox_tensor, s: ox_stream, dst: *mut c_void, bytes: usize) -> ox_status;

@@ -138,6 +138,24 @@ OX_API void ox_stream_destroy(ox_stream s);
 
 OX_API ox_device ox_stream_device(ox_stream s);
 
+/* ---------------------------------------------------------------- events */
+
+/** A point in a stream's work, to wait for or to time. */
+typedef struct ox_event_s *ox_event;
+
+/** Creates an event on `dev`. Release it with ox_event_destroy. */
+OX_API ox_status ox_event_create(ox_device dev, ox_event *out);
+/** Destroys an event. NULL is ignored. */
+OX_API void ox_event_destroy(ox_event e);
+/** Marks the current end of `s`'s queued work (the CPU's work is already done). */
+OX_API ox_status ox_event_record(ox_event e, ox_stream s);
+/** Waits until the work before the event's last record is done. */
+OX_API ox_status ox_event_synchronize(ox_event e);
+/** Makes later work on `s` wait, on the device, for the work before `e`. */
+OX_API ox_status ox_stream_wait_event(ox_stream s, ox_event e);
+/** Milliseconds between two recorded, completed events of one device. */
+OX_API ox_status ox_event_elapsed_ms(ox_event start, ox_event end, float *ms);
+
 /* --------------------------------------------------------------- tensors */
 
 #define OX_MAX_DIMS 8
