@@ -63,6 +63,14 @@ int main(void) {
       CHECK_OK(ox_emit(text, &o, OX_TARGET_CUDA, OX_EMIT_PTX, &ptx));
       if (!ptx)
         continue;
+      if (!strcmp(e->d_name, "vecadd.oxk")) {
+        /* the contract's exact block shape, and read-only slices on the
+         * non-coherent read-only path with their bounds checks proven away */
+        CHECK(strstr(ptx, ".reqntid 256, 1, 1") != NULL, "vecadd PTX lacks .reqntid");
+        CHECK(strstr(ptx, "ld.global.nc.f32") != NULL, "vecadd PTX lacks ld.global.nc");
+        CHECK(strstr(ptx, "__oxide_check_failed") == NULL || strstr(ptx, "call") == NULL,
+              "vecadd PTX still calls the bounds-check failure path");
+      }
       char tmp[] = "/tmp/oxide-ptx-XXXXXX";
       int fd = mkstemp(tmp);
       CHECK(fd >= 0, "mkstemp");
