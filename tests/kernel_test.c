@@ -171,6 +171,55 @@ static void test_bounds(void) {
   ox_module_destroy(m);
 }
 
+/* Grid-stride witness loops: every element exactly once, for lengths that are
+ * and are not multiples of the chunk, grids smaller and larger than the data,
+ * with continue and break in the body. */
+static void test_grid_stride(void) {
+  static const char *src =
+      "#[kernel]\n"
+      "fn gs(a: &[i32], c: DisjointSlice<i32>, stop: usize) {\n"
+      "    for i in thread::grid_stride(c.len()) {\n"
+      "        if i.get() == stop { break; }\n"
+      "        if i.get() % 7 == 3 { continue; }\n"
+      "        if let Some(out) = c.get_mut(i) { *out += a[i] + 1; }\n"
+      "    }\n"
+      "}\n";
+  ox_module m;
+  ox_kernel k = kernel(&m, src, "gs");
+  if (!k)
+    return;
+  static const int64_t lens[] = {0, 1, 3, 4, 5, 1000, 4099};
+  static const uint32_t grids[][2] = {{1, 1}, {1, 32}, {3, 64}, {64, 128}};
+  int32_t a[4099], c[4099];
+  for (int i = 0; i < 4099; i++)
+    a[i] = i * 3;
+  for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+    for (size_t gi = 0; gi < sizeof grids / sizeof grids[0]; gi++)
+      for (int brk = 0; brk < 2; brk++) {
+        int64_t n = lens[li];
+        uint64_t stop = brk ? (uint64_t)n / 2 : UINT64_MAX;
+        for (int i = 0; i < n; i++)
+          c[i] = 100;
+        ox_tensor ta = make(OX_I32, n, n ? a : NULL), tc = make(OX_I32, n, n ? c : NULL);
+        ox_launch_config cfg = {{grids[gi][0], 1, 1}, {grids[gi][1], 1, 1}};
+        ox_arg args[3] = {ox_arg_tensor(ta), ox_arg_tensor(tc), ox_arg_u64(stop)};
+        CHECK_OK(ox_launch(k, stream, &cfg, args, 3));
+        CHECK_OK(ox_stream_synchronize(stream));
+        if (n)
+          CHECK_OK(ox_tensor_to_host(tc, stream, c, sizeof(int32_t) * (size_t)n));
+        int bad = 0;
+        for (int64_t i = 0; i < n && !brk; i++)
+          bad += c[i] != (i % 7 == 3 ? 100 : 100 + a[i] + 1);
+        for (int64_t i = 0; i < n; i++) /* with break: each element at most once */
+          bad += c[i] != 100 && c[i] != 100 + a[i] + 1;
+        CHECK(bad == 0, "grid_stride n=%lld grid=%ux%u break=%d: %d wrong", (long long)n,
+              grids[gi][0], grids[gi][1], brk, bad);
+        ox_tensor_release(ta);
+        ox_tensor_release(tc);
+      }
+  ox_module_destroy(m);
+}
+
 /* Compiles VECADD in a child process and returns 1 if it came from the cache. */
 static int child_from_cache(const char *self, const char *devname) {
   pid_t pid = fork();
@@ -231,6 +280,7 @@ int main(int argc, char **argv) {
   CHECK_OK(ox_stream_create(dev, &stream));
   test_launch_checks();
   test_bounds();
+  test_grid_stride();
   test_cache(argv[0], devname);
   ox_stream_destroy(stream);
   return test_done("kernel_test");

@@ -29,7 +29,7 @@ ox_status ox_doctor(char **out) {
   if (!out)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_doctor: out is NULL");
   oxb_str o = {0};
-  oxb_str_addf(&o, "Oxide      %s\n", ox_version());
+  oxb_str_addf(&o, "Oxide      %s, build %.16s\n", ox_version(), oxb_build_id());
   oxb_str_addf(&o, "host       %s\n", oxl_target_id(OXL_CPU));
   ox_device cpu;
   if (ox_device_get(OX_DEVICE_CPU, 0, &cpu) == OX_OK)

@@ -320,6 +320,7 @@ ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_
   oxb_hash_init(&h);
   oxb_hash_str(&h, "oxide-kernel-cache-1");
   oxb_hash_str(&h, ox_version());
+  oxb_hash_str(&h, oxb_build_id()); /* a rebuilt compiler never reuses old code */
   oxb_hash_str(&h, oxl_target_id(lo.target));
   oxb_hash_update(&h, &lo, sizeof lo);
   int drv = cuda ? oxr_cuda_driver_version() : 0;

@@ -576,7 +576,27 @@ static void emit_instr(cg_t *C, const oxi_instr *in) {
   case OXI_SHFL: r = C->hooks->shfl(C, in->sub, val(C, in->ops[0]), val(C, in->ops[1])); break;
   case OXI_VOTE: r = C->hooks->vote(C, in->sub, val(C, in->ops[0])); break;
   case OXI_MATH: r = math(C, in); break;
+  case OXI_ALIGNED: {
+    LLVMValueRef addr = LLVMBuildPtrToInt(C->b, mem_base(C, in->mem), i64t(C), "");
+    LLVMValueRef low = LLVMBuildAnd(C->b, addr, ci64(C, in->imm - 1), "");
+    r = LLVMBuildICmp(C->b, LLVMIntEQ, low, ci64(C, 0), "");
+    break;
+  }
   case OXI_ASSUME: {
+    if (in->ops[0]->op == OXI_ALIGNED) {
+      /* as an "align" operand bundle, which the optimizer keeps and uses to
+       * raise the alignment of accesses (a plain assume of the test would be
+       * folded away where the same test guards the code) */
+      LLVMValueRef bargs[2] = {mem_base(C, in->ops[0]->mem), ci64(C, in->ops[0]->imm)};
+      LLVMOperandBundleRef ob = LLVMCreateOperandBundle("align", 5, bargs, 2);
+      LLVMValueRef t = LLVMConstInt(LLVMInt1TypeInContext(C->ctx), 1, 0);
+      LLVMTypeRef i1 = LLVMInt1TypeInContext(C->ctx);
+      LLVMTypeRef fty;
+      LLVMValueRef f = oxl_cg_fn(C, "llvm.assume", voidt(C), &i1, 1, &fty);
+      LLVMBuildCallWithOperandBundles(C->b, fty, f, &t, 1, &ob, 1, "");
+      LLVMDisposeOperandBundle(ob);
+      break;
+    }
     LLVMValueRef c = val(C, in->ops[0]);
     oxl_cg_call(C, "llvm.assume", voidt(C), &c, 1);
     break;

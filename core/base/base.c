@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
 
 /* ------------------------------------------------------------------ arena */
 
@@ -286,4 +287,72 @@ const char *ox_dtype_name(ox_dtype t) {
                                       "u32",  "u64", "f16", "bf16", "f32", "f64"};
   _Static_assert(OXB_COUNT(names) == OX_DTYPE_COUNT, "dtype names");
   return (unsigned)t < OX_DTYPE_COUNT ? names[t] : "?";
+}
+
+/* --------------------------------------------------------------- build id */
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+
+typedef struct build_id_search {
+  uintptr_t addr;
+  char hex[2 * 64 + 1];
+} build_id_search;
+
+/* Finds the GNU build-id note of the loaded object that contains `addr`. */
+static int find_build_id(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  build_id_search *s = data;
+  bool mine = false;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && s->addr >= lo && s->addr < lo + ph->p_memsz)
+      mine = true;
+  }
+  if (!mine)
+    return 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_NOTE)
+      continue;
+    const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+    const unsigned char *end = p + ph->p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+      const unsigned char *name = p + sizeof *nh;
+      const unsigned char *desc = name + ((nh->n_namesz + 3) & ~3u);
+      if (desc + nh->n_descsz > end)
+        break;
+      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp(name, "GNU", 4)) {
+        size_t n = nh->n_descsz > 64 ? 64 : nh->n_descsz;
+        for (size_t j = 0; j < n; j++)
+          snprintf(s->hex + 2 * j, 3, "%02x", desc[j]);
+        return 1;
+      }
+      p = desc + ((nh->n_descsz + 3) & ~3u);
+    }
+  }
+  return 1;
+}
+
+/* The build of Oxide that is running: its ELF build id, which changes with
+ * every change to the code, so the kernel cache never serves code made by
+ * another build. Falls back to the compile time when there is no build id. */
+static char build_id[2 * 64 + 1];
+static pthread_once_t build_id_once = PTHREAD_ONCE_INIT;
+
+static void init_build_id(void) {
+  build_id_search s = {(uintptr_t)&oxb_build_id, {0}};
+  dl_iterate_phdr(find_build_id, &s);
+  if (s.hex[0])
+    snprintf(build_id, sizeof build_id, "%s", s.hex);
+  else
+    snprintf(build_id, sizeof build_id, "built %s %s", __DATE__, __TIME__);
+}
+
+const char *oxb_build_id(void) {
+  pthread_once(&build_id_once, init_build_id);
+  return build_id;
 }

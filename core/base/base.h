@@ -88,5 +88,7 @@ void oxb_hash_final_hex(oxb_hasher *h, char out[65]);
 /* ---- small helpers. */
 char *oxb_read_file(const char *path, size_t *len); /* malloc'ed, NUL-terminated; NULL on error */
 uint64_t oxb_now_ns(void);
+/* Identifies this build of Oxide (its ELF build id), for cache keys. */
+const char *oxb_build_id(void);
 
 #endif

@@ -219,11 +219,17 @@ oxf_token *oxf_tokenize(oxb_arena *a, oxb_diags *d, const oxb_source *src) {
       if (strchr("+-*/%&|^!<>=()[]{},;:.#@?~", *p) && *p) {
         t->len = 1;
       } else {
+        t->len = 1;
+        if ((unsigned char)*p >= 0xc0) /* one error for a whole UTF-8 sequence */
+          while (t->len < 4 && p + t->len < end && ((unsigned char)p[t->len] & 0xc0) == 0x80)
+            t->len++;
         if (isprint((unsigned char)*p))
           oxb_error_at(d, t->loc, "unexpected character '%c'", *p);
+        else if (t->len > 1)
+          oxb_error_at(d, t->loc, "unexpected character '%.*s': only comments may use non-ASCII text",
+                       t->len, p);
         else
           oxb_error_at(d, t->loc, "unexpected byte 0x%02x", (unsigned char)*p);
-        t->len = 1;
       }
     }
     L.p += t->len;

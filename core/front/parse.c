@@ -689,6 +689,11 @@ static void launch_contract(parser *P, oxf_fn *fn) {
       expect(P, "=");
       expect(P, "(");
       for (int i = 0; i < 3 && !at(P, ")"); i++) {
+        /* checked here: 0 in fn->block means "not given" */
+        if (P->tok->kind == OXF_TK_INT &&
+            (P->tok->overflow || P->tok->ival < 1 || P->tok->ival > 1024))
+          perr(P, P->tok->loc, "block dimensions must be 1..1024, found %.*s",
+               P->tok->len > 40 ? 40 : P->tok->len, P->tok->text);
         fn->block[i] = const_int(P);
         if (!consume(P, ","))
           break;

@@ -51,6 +51,7 @@ struct binding {
   oxi_mem mem;      /* B_MEM, B_MUTREF */
   oxf_tykind mkind; /* B_MEM: what kind of memory (slice, disjoint, shared...) */
   bool is_mut;      /* B_SLOT */
+  bool poisoned;    /* a 'let' whose value had an error: uses give V_ERR, silently */
 };
 
 typedef struct fact { /* witness w is < len(mem) here */
@@ -91,9 +92,44 @@ typedef struct sema {
   /* launch-contract relations len(a) >= len(b), as param-index pairs */
   int rel_ge[32][2];
   int nrel;
+  /* hashes of the errors reported so far (see sema_error) */
+  uint64_t *seen;
+  int nseen, capseen;
 } sema;
 
-#define ERR(S, loc, ...) oxb_error_at((S)->d, (loc), __VA_ARGS__)
+/* Reports an error once: code checked several times (a device function inlined
+ * at each call, a grid-stride body lowered for the unrolled and the plain
+ * loop) would otherwise repeat its errors. Returns whether it reported. */
+static bool sema_error(sema *S, oxb_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static bool sema_error(sema *S, oxb_loc loc, const char *fmt, ...) {
+  oxb_str msg = {0};
+  va_list ap;
+  va_start(ap, fmt);
+  oxb_str_vaddf(&msg, fmt, ap);
+  va_end(ap);
+  uint64_t h = 1469598103934665603u ^ (uint64_t)(uint32_t)loc.offset; /* FNV-1a */
+  for (size_t i = 0; i < msg.len; i++)
+    h = (h ^ (unsigned char)msg.buf[i]) * 1099511628211u;
+  bool dup = false;
+  for (int i = 0; i < S->nseen && !dup; i++)
+    dup = S->seen[i] == h;
+  if (!dup) {
+    if (S->nseen == S->capseen) {
+      S->capseen = S->capseen ? S->capseen * 2 : 32;
+      uint64_t *ns = oxb_alloc(S->a, sizeof(uint64_t) * (size_t)S->capseen);
+      if (S->nseen)
+        memcpy(ns, S->seen, sizeof(uint64_t) * (size_t)S->nseen);
+      S->seen = ns;
+    }
+    S->seen[S->nseen++] = h;
+    oxb_error_at(S->d, loc, "%s", msg.buf ? msg.buf : "");
+  }
+  oxb_str_free(&msg);
+  return !dup;
+}
+
+#define ERR(S, loc, ...) sema_error((S), (loc), __VA_ARGS__)
 
 static const val VERR = {V_ERR, NULL, NULL, NULL};
 static const val VUNIT = {V_UNIT, NULL, NULL, NULL};
@@ -1040,6 +1076,7 @@ static val method(sema *S, const oxf_node *n, oxi_type hint) {
     argc(S, n, 0, name);
     if (mb->mkind == OXF_TY_SHARED)
       return scalar(const_int(S, OX_U64, (uint64_t)((oxi_shared *)S->k->shared.items[mb->mem.index])->count));
+    ensure_open(S); /* code after a return or break is still checked */
     oxi_instr *in = emit(S, OXI_LEN, OX_U64);
     in->mem = mb->mem;
     return scalar(in);
@@ -1131,6 +1168,8 @@ static val name_ref(sema *S, const oxf_node *n) {
     ERR(S, n->loc, "unknown name '%s'", n->name);
     return VERR;
   }
+  if (b->poisoned)
+    return VERR;
   switch (b->kind) {
   case B_VALUE: return scalar(b->v);
   case B_SLOT: return scalar(var_get(S, b->slot));
@@ -1322,20 +1361,25 @@ static val block_expr(sema *S, const oxf_node *n, oxi_type hint) {
 
 /* ------------------------------------------------------------ statements */
 
+/* Binds the name of a 'let' that had an error, so that its uses raise no
+ * "unknown name" or type errors that follow from the first. */
+static void let_poisoned(sema *S, const oxf_node *n) {
+  bind(S, B_VALUE, n->name, n->loc)->poisoned = true;
+}
+
 static void let_stmt(sema *S, const oxf_node *n) {
   oxi_type hint = OXI_VOID;
   if (n->type) {
     if (n->type->kind != OXF_TY_SCALAR && n->type->kind != OXF_TY_SHARED) {
       ERR(S, n->type->loc, "local variables hold scalars (or a SharedArray)");
+      let_poisoned(S, n);
       return;
     }
     hint = n->type->elem;
   }
   val v = expr(S, n->init, hint);
   if (v.k == V_ERR || v.k == V_NEVER) {
-    binding *b = bind(S, B_VALUE, n->name, n->loc); /* avoid "unknown name" follow-ons */
-    b->v = const_int(S, hint == OXI_VOID ? OX_I32 : hint, 0);
-    b->type = b->v->type;
+    let_poisoned(S, n);
     return;
   }
   if (v.k == V_WITNESS) {
@@ -1343,10 +1387,12 @@ static void let_stmt(sema *S, const oxf_node *n) {
       ERR(S, n->init->loc, "a thread-index witness cannot be copied: '%s' already holds it; use "
                            "'%s' itself, or '%s.get()' for a plain number", v.b->name, v.b->name,
           v.b->name);
+      let_poisoned(S, n);
       return;
     }
     if (n->is_mut) {
       ERR(S, n->loc, "a thread-index witness cannot be mutable: remove 'mut'");
+      let_poisoned(S, n);
       return;
     }
     if (n->type)
@@ -1360,6 +1406,21 @@ static void let_stmt(sema *S, const oxf_node *n) {
     if (v.b->name) {
       ERR(S, n->init->loc, "'%s' cannot be copied into another variable; use it directly",
           v.b->name);
+      let_poisoned(S, n);
+      return;
+    }
+    const oxi_shared *sh = v.b->mkind == OXF_TY_SHARED ? S->k->shared.items[v.b->mem.index] : NULL;
+    if (n->type && (!sh || n->type->kind != OXF_TY_SHARED || sh->dtype != n->type->elem ||
+                    sh->count != n->type->count)) {
+      if (sh && n->type->kind == OXF_TY_SHARED)
+        ERR(S, n->init->loc, "expected SharedArray<%s, %lld>, found SharedArray<%s, %lld>",
+            ox_dtype_name(n->type->elem), (long long)n->type->count, ox_dtype_name(sh->dtype),
+            (long long)sh->count);
+      else
+        ERR(S, n->init->loc, "expected %s, found %s",
+            n->type->kind == OXF_TY_SHARED ? "a SharedArray" : ox_dtype_name(n->type->elem),
+            vdesc(S, v));
+      let_poisoned(S, n);
       return;
     }
     v.b->name = n->name; /* a fresh SharedArray */
@@ -1368,15 +1429,21 @@ static void let_stmt(sema *S, const oxf_node *n) {
   if (v.k == V_OPTION || v.k == V_MUTREF) {
     ERR(S, n->init->loc, "%s cannot be stored in a variable; write 'if let Some(x) = "
                          "s.get_mut(i) { *x = ...; }'", vdesc(S, v));
+    let_poisoned(S, n);
     return;
   }
   if (v.k != V_SCALAR) {
     ERR(S, n->init->loc, "cannot bind %s to a variable", vdesc(S, v));
+    let_poisoned(S, n);
     return;
   }
-  if (n->type && n->type->kind == OXF_TY_SCALAR && v.v->type != (oxi_type)n->type->elem) {
-    ERR(S, n->init->loc, "expected %s, found %s; convert with 'as %s'", ox_dtype_name(n->type->elem),
-        oxi_type_name(v.v->type), ox_dtype_name(n->type->elem));
+  if (n->type && (n->type->kind != OXF_TY_SCALAR || v.v->type != (oxi_type)n->type->elem)) {
+    if (n->type->kind == OXF_TY_SCALAR)
+      ERR(S, n->init->loc, "expected %s, found %s; convert with 'as %s'",
+          ox_dtype_name(n->type->elem), oxi_type_name(v.v->type), ox_dtype_name(n->type->elem));
+    else
+      ERR(S, n->init->loc, "expected a SharedArray, found %s", oxi_type_name(v.v->type));
+    let_poisoned(S, n);
     return;
   }
   if (n->is_mut) {
@@ -1516,6 +1583,8 @@ static void assign(sema *S, const oxf_node *n) {
     ERR(S, l->loc, "unknown name '%s'", l->name);
     return;
   }
+  if (b->poisoned)
+    return;
   if (b->kind == B_WITNESS) {
     ERR(S, l->loc, "a thread-index witness cannot be reassigned");
     return;
@@ -1525,9 +1594,9 @@ static void assign(sema *S, const oxf_node *n) {
     return;
   }
   if (b->kind != B_SLOT) {
-    ERR(S, l->loc, "cannot assign twice to immutable variable '%s'; declare it 'let mut %s'",
-        l->name, l->name);
-    oxb_note_at(S->d, b->loc, "'%s' is declared here", l->name);
+    if (ERR(S, l->loc, "cannot assign twice to immutable variable '%s'; declare it 'let mut %s'",
+            l->name, l->name))
+      oxb_note_at(S->d, b->loc, "'%s' is declared here", l->name);
     return;
   }
   oxi_instr *v = scalar_expr(S, n->rhs, b->type, "the assigned value");
@@ -1572,11 +1641,32 @@ static void loop_body(sema *S, const oxf_node *body, oxi_block *brk, oxi_block *
   S->nloops--;
 }
 
-/* for i in thread::grid_stride(n): i is a witness, this thread's index_1d()
- * first, then stepping by the number of threads in the grid while i < n. The
- * elements a thread visits are those equal to its index modulo the grid's
- * thread count, so no two threads visit the same one: each iteration's
- * witness is as unique as index_1d() itself. */
+/* One copy of a grid-stride loop body with witness value `iv`; `cont` is
+ * where `continue` goes. */
+static void stride_copy(sema *S, const oxf_node *n, oxi_instr *iv, binding *bound, oxi_block *done,
+                        oxi_block *cont) {
+  int saved = S->nbinds, saved_facts = S->nfacts;
+  binding *w = bind(S, B_WITNESS, n->name, n->loc);
+  w->v = iv;
+  if (bound)
+    push_fact(S, w, bound->mem);
+  loop_body(S, n->body, done, cont);
+  S->nfacts = saved_facts;
+  S->nbinds = saved;
+  br(S, cont);
+}
+
+/* for i in thread::grid_stride(n): i is a witness for each of the elements
+ * 0..n that this thread owns. The elements are dealt out in chunks of four:
+ * chunk c (elements 4c..4c+3) belongs to the thread whose index_1d() is c
+ * modulo the grid's thread count, and the last n % 4 elements, 4q + t, to the
+ * thread whose index_1d() is t modulo that count. Every element has exactly one owner, so each
+ * iteration's witness is as unique as index_1d() itself.
+ *
+ * Chunks make a thread's accesses in one step contiguous: when every slice
+ * parameter starts on a 16-byte boundary (checked once, in the kernel), the
+ * backend may merge them into 16-byte vector loads and stores; otherwise the
+ * same chunks run with scalar accesses. */
 static void grid_stride_for(sema *S, const oxf_node *n) {
   const oxf_node *call = n->init;
   if (!argc(S, call, 1, "thread::grid_stride"))
@@ -1585,6 +1675,10 @@ static void grid_stride_for(sema *S, const oxf_node *n) {
   oxi_instr *lim = scalar_expr(S, arg, OX_U64, "the loop limit");
   if (!lim)
     return;
+  if (lim->type != OX_U64) {
+    ERR(S, arg->loc, "the loop limit must be usize, found %s", oxi_type_name(lim->type));
+    return;
+  }
   /* grid_stride(x.len()): every witness of the loop is below x's length */
   binding *bound = NULL;
   if (arg->kind == OXF_METHOD && !strcmp(arg->name, "len") && arg->lhs->kind == OXF_NAME) {
@@ -1592,12 +1686,8 @@ static void grid_stride_for(sema *S, const oxf_node *n) {
     if (b && b->kind == B_MEM && b->mem.kind == OXI_MEM_PARAM)
       bound = b;
   }
-  if (lim->type != OX_U64) {
-    ERR(S, ((oxf_node *)call->args.items[0])->loc, "the loop limit must be usize, found %s",
-        oxi_type_name(lim->type));
-    return;
-  }
-  oxi_instr *start = linear_index(S);
+  enum { CHUNK = 4 };
+  oxi_instr *me = linear_index(S);
   oxi_instr *step = op2(S, OXI_BIN, OXI_MUL, OX_U64,
                         op2(S, OXI_BIN, OXI_MUL, OX_U64,
                             op2(S, OXI_BIN, OXI_MUL, OX_U64, sreg64(S, OXI_SREG_NTID_X), sreg64(S, OXI_SREG_NTID_Y)),
@@ -1605,80 +1695,91 @@ static void grid_stride_for(sema *S, const oxf_node *n) {
                         op2(S, OXI_BIN, OXI_MUL, OX_U64,
                             op2(S, OXI_BIN, OXI_MUL, OX_U64, sreg64(S, OXI_SREG_NCTAID_X), sreg64(S, OXI_SREG_NCTAID_Y)),
                             sreg64(S, OXI_SREG_NCTAID_Z)));
-  /* No element index reaches 2^63 (tensors are smaller), and the launch keeps the
-   * grid's thread count below 2^63: with the limit clamped to 2^63, i + step
-   * cannot wrap, so the loop needs no overflow exit and LLVM can unroll it. */
-  ensure_open(S);
-  oxi_instr *top = const_int(S, OX_U64, (uint64_t)1 << 63);
+  /* No element index reaches 2^63 (tensors are smaller) and the launch keeps the
+   * grid's thread count below 2^63: with the limit clamped to 2^63, c + step
+   * cannot wrap, so the loops need no overflow exit. */
   oxi_instr *clamp = emit(S, OXI_MATH, OX_U64);
   clamp->sub = OXI_M_MIN;
   clamp->ops[0] = lim;
-  clamp->ops[1] = top;
+  clamp->ops[1] = const_int(S, OX_U64, (uint64_t)1 << 63);
   clamp->nops = 2;
+  /* const_int above was placed after `clamp`: move clamp to the end */
+  S->cur->instrs.items[S->cur->instrs.len - 2] = S->cur->instrs.items[S->cur->instrs.len - 1];
+  S->cur->instrs.items[S->cur->instrs.len - 1] = clamp;
   lim = clamp;
-  int slot = oxi_slot_new(S->m, S->k, OX_U64);
-  var_set(S, slot, start);
-  oxi_block *done = new_block(S);
-  /* Main loop, unrolled 4 times while 4 more iterations remain (step <=
-   * (lim - i - 1) / 3), so that each thread has several independent memory
-   * accesses in flight; then the plain loop for the rest. */
-  enum { UNROLL = 4 };
-  oxi_block *mhead = new_block(S), *mcheck = new_block(S), *rhead = new_block(S);
-  br(S, mhead);
-  set_block(S, mhead);
-  oxi_instr *i0 = var_get(S, slot);
-  condbr(S, op2(S, OXI_CMP, OXI_LT, OX_BOOL, i0, lim), mcheck, done);
-  set_block(S, mcheck);
-  oxi_instr *room = op2(S, OXI_BIN, OXI_DIV, OX_U64,
-                        op2(S, OXI_BIN, OXI_SUB, OX_U64, op2(S, OXI_BIN, OXI_SUB, OX_U64, lim, i0),
-                            const_int(S, OX_U64, 1)),
-                        const_int(S, OX_U64, UNROLL - 1));
-  oxi_block *copy = new_block(S);
-  condbr(S, op2(S, OXI_CMP, OXI_LE, OX_BOOL, step, room), copy, rhead);
-  for (int u = 0; u < UNROLL; u++) {
-    set_block(S, copy);
-    oxi_instr *iv = u == 0 ? i0 : op2(S, OXI_BIN, OXI_ADD, OX_U64, i0,
-                                     op2(S, OXI_BIN, OXI_MUL, OX_U64, step, const_int(S, OX_U64, (uint64_t)u)));
-    oxi_block *next = new_block(S);
-    int saved = S->nbinds;
-    binding *w = bind(S, B_WITNESS, n->name, n->loc);
-    w->v = iv;
-    int saved_facts = S->nfacts;
-    if (bound)
-      push_fact(S, w, bound->mem);
-    loop_body(S, n->body, done, next);
-    S->nfacts = saved_facts;
-    S->nbinds = saved;
-    br(S, next);
-    copy = next;
+  oxi_instr *chunks = op2(S, OXI_BIN, OXI_DIV, OX_U64, lim, const_int(S, OX_U64, CHUNK));
+  oxi_instr *aligned = NULL;
+  for (int p = 0; p < S->k->params.len; p++) {
+    oxi_param *prm = S->k->params.items[p];
+    if (prm->kind == OXI_P_SCALAR || prm->kind == OXI_P_ATOMIC)
+      continue;
+    ensure_open(S);
+    oxi_instr *a = emit(S, OXI_ALIGNED, OX_BOOL);
+    a->mem.kind = OXI_MEM_PARAM;
+    a->mem.index = p;
+    a->imm = 16;
+    aligned = aligned ? op2(S, OXI_BIN, OXI_AND, OX_BOOL, aligned, a) : a;
   }
-  set_block(S, copy);
-  oxi_instr *adv = op2(S, OXI_BIN, OXI_ADD, OX_U64, i0,
-                       op2(S, OXI_BIN, OXI_MUL, OX_U64, step, const_int(S, OX_U64, UNROLL)));
-  adv->nuw = true;
-  var_set(S, slot, adv);
-  br(S, mhead);
-  /* the remaining iterations, one at a time */
-  oxi_block *body = new_block(S), *latch = new_block(S);
-  set_block(S, rhead);
-  oxi_instr *iv = var_get(S, slot);
-  condbr(S, op2(S, OXI_CMP, OXI_LT, OX_BOOL, iv, lim), body, done);
-  set_block(S, body);
-  int saved = S->nbinds;
-  binding *w = bind(S, B_WITNESS, n->name, n->loc);
-  w->v = var_get(S, slot);
-  int saved_facts = S->nfacts;
-  if (bound)
-    push_fact(S, w, bound->mem);
-  loop_body(S, n->body, done, latch);
-  S->nfacts = saved_facts;
-  S->nbinds = saved;
-  br(S, latch);
-  set_block(S, latch);
-  oxi_instr *next = op2(S, OXI_BIN, OXI_ADD, OX_U64, var_get(S, slot), step);
-  next->nuw = true;
-  var_set(S, slot, next);
-  br(S, rhead);
+  int slot = oxi_slot_new(S->m, S->k, OX_U64);
+  oxi_block *done = new_block(S), *tail = new_block(S);
+  oxi_block *pre[2] = {new_block(S), new_block(S)};
+  if (aligned)
+    condbr(S, aligned, pre[0], pre[1]);
+  else
+    br(S, pre[1]);
+  for (int version = 0; version < 2; version++) {
+    set_block(S, pre[version]);
+    if (version == 0) /* every slice is 16-byte aligned here */
+      for (int p = 0; p < S->k->params.len; p++) {
+        oxi_param *prm = S->k->params.items[p];
+        if (prm->kind == OXI_P_SCALAR || prm->kind == OXI_P_ATOMIC)
+          continue;
+        oxi_instr *a = emit(S, OXI_ALIGNED, OX_BOOL);
+        a->mem.kind = OXI_MEM_PARAM;
+        a->mem.index = p;
+        a->imm = 16;
+        op1(S, OXI_ASSUME, 0, OXI_VOID, a);
+      }
+    var_set(S, slot, me);
+    oxi_block *head = new_block(S), *body = new_block(S);
+    br(S, head);
+    set_block(S, head);
+    oxi_instr *c = var_get(S, slot);
+    condbr(S, op2(S, OXI_CMP, OXI_LT, OX_BOOL, c, chunks), body, tail);
+    set_block(S, body);
+    oxi_instr *base = op2(S, OXI_BIN, OXI_MUL, OX_U64, c, const_int(S, OX_U64, CHUNK));
+    for (int k = 0; k < CHUNK; k++) {
+      oxi_instr *iv = k ? op2(S, OXI_BIN, OXI_ADD, OX_U64, base, const_int(S, OX_U64, (uint64_t)k)) : base;
+      oxi_block *next = new_block(S);
+      stride_copy(S, n, iv, bound, done, next);
+      set_block(S, next);
+    }
+    oxi_instr *adv = op2(S, OXI_BIN, OXI_ADD, OX_U64, var_get(S, slot), step);
+    adv->nuw = true;
+    var_set(S, slot, adv);
+    br(S, head);
+  }
+  /* the last lim % 4 elements: element 4 * chunks + t to the thread whose
+   * index is t modulo the grid's thread count (a grid may have one thread) */
+  set_block(S, tail);
+  var_set(S, slot, me);
+  oxi_block *thead = new_block(S), *last = new_block(S), *tnext = new_block(S);
+  br(S, thead);
+  set_block(S, thead);
+  oxi_instr *t = var_get(S, slot);
+  oxi_instr *e = op2(S, OXI_BIN, OXI_ADD, OX_U64,
+                     op2(S, OXI_BIN, OXI_MUL, OX_U64, chunks, const_int(S, OX_U64, CHUNK)), t);
+  oxi_instr *in_tail = op2(S, OXI_BIN, OXI_AND, OX_BOOL,
+                           op2(S, OXI_CMP, OXI_LT, OX_BOOL, t, const_int(S, OX_U64, CHUNK)),
+                           op2(S, OXI_CMP, OXI_LT, OX_BOOL, e, lim));
+  condbr(S, in_tail, last, done);
+  set_block(S, last);
+  stride_copy(S, n, e, bound, done, tnext);
+  set_block(S, tnext);
+  oxi_instr *tadv = op2(S, OXI_BIN, OXI_ADD, OX_U64, var_get(S, slot), step);
+  tadv->nuw = true;
+  var_set(S, slot, tadv);
+  br(S, thead);
   set_block(S, done);
 }
 

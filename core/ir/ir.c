@@ -69,7 +69,7 @@ const char *oxi_op_name(oxi_op op) {
   static const char *const names[] = {"const",  "param",   "len",     "load",   "store",
                                       "atomic", "bin",     "cmp",     "neg",    "not",
                                       "cast",   "select",  "var.get", "var.set", "sreg",
-                                      "barrier", "shfl",   "vote",    "math",   "assume",
+                                      "barrier", "shfl",   "vote",    "math",   "assume", "aligned",
                                       "br",     "condbr",  "ret"};
   _Static_assert(OXB_COUNT(names) == OXI_OP_COUNT, "op names");
   return (unsigned)op < OXI_OP_COUNT ? names[op] : "?";
@@ -144,10 +144,13 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
   case OXI_VAR_GET: case OXI_VAR_SET: oxb_str_addf(o, " $%d", in->index); break;
   default: break;
   }
-  if (in->op == OXI_LEN || in->op == OXI_LOAD || in->op == OXI_STORE || in->op == OXI_ATOMIC) {
+  if (in->op == OXI_LEN || in->op == OXI_LOAD || in->op == OXI_STORE || in->op == OXI_ATOMIC ||
+      in->op == OXI_ALIGNED) {
     oxb_str_add(o, " ", 1);
     print_mem(k, in->mem, o);
   }
+  if (in->op == OXI_ALIGNED)
+    oxb_str_addf(o, ", %llu", (unsigned long long)in->imm);
   for (int i = 0; i < in->nops; i++)
     oxb_str_addf(o, "%s v%d", (i || in->op == OXI_VAR_SET || in->op == OXI_LEN ||
                                in->op == OXI_LOAD || in->op == OXI_STORE || in->op == OXI_ATOMIC)
@@ -321,7 +324,7 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
   oxi_type t0 = in->nops > 0 ? in->ops[0]->type : OXI_VOID;
   oxi_type t1 = in->nops > 1 ? in->ops[1]->type : OXI_VOID;
   bool mem_op = in->op == OXI_LEN || in->op == OXI_LOAD || in->op == OXI_STORE ||
-                in->op == OXI_ATOMIC;
+                in->op == OXI_ATOMIC || in->op == OXI_ALIGNED;
   if (mem_op) {
     int limit = in->mem.kind == OXI_MEM_PARAM ? k->params.len : k->shared.len;
     if (in->mem.index < 0 || in->mem.index >= limit) {
@@ -333,7 +336,7 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
       fail(V, b, in, "memory reference names a scalar parameter");
       return;
     }
-    if (in->op != OXI_LEN && t0 != OX_U64)
+    if (in->op != OXI_LEN && in->op != OXI_ALIGNED && t0 != OX_U64)
       fail(V, b, in, "index must be u64");
     if (in->check > k->sites.len || in->check < 0)
       fail(V, b, in, "bad check site");
@@ -400,6 +403,11 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
     break;
   case OXI_SREG: if (in->type != OX_U32) fail(V, b, in, "special registers are u32"); break;
   case OXI_BARRIER: case OXI_ASSUME: break;
+  case OXI_ALIGNED:
+    if (in->type != OX_BOOL || in->nops || in->mem.kind != OXI_MEM_PARAM || !in->imm ||
+        (in->imm & (in->imm - 1)))
+      fail(V, b, in, "aligned is a bool of a slice parameter and a power of two");
+    break;
   case OXI_SHFL:
     if (in->nops != 2 || in->type != t0 || t1 != OX_U32) fail(V, b, in, "shfl operands");
     break;

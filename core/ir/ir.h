@@ -41,6 +41,7 @@ typedef enum oxi_op {
   OXI_VOTE,    /* sub: 0 all, 1 any, 2 ballot; ops0 bool */
   OXI_MATH,    /* sub: OXI_M_*; 1 to 3 operands of `type` */
   OXI_ASSUME,  /* ops0 (bool) holds: a launch-contract relation checked on the host */
+  OXI_ALIGNED, /* bool: memory `mem` starts at a multiple of `imm` bytes */
   OXI_BR,      /* to target[0] */
   OXI_CONDBR,  /* ops0 ? target[0] : target[1] */
   OXI_RET,
