@@ -1,0 +1,251 @@
+/* semantics_test - the same kernels give the same answers on every device
+ * (argv[1]: "cpu" or "cuda"): warp shuffles and votes, atomics on global and
+ * shared memory, math functions against double-precision references, casts,
+ * and integer corner cases that must not trap. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "check.h"
+
+static ox_device dev;
+
+static ox_module compile(const char *src) {
+  ox_compile_options o = {.filename = "sem.oxk"};
+  ox_module m = NULL;
+  CHECK_OK(ox_module_compile(dev, src, &o, &m));
+  return m;
+}
+
+static void run(ox_module m, const char *name, uint32_t grid, uint32_t block, ox_arg *args, int n) {
+  ox_kernel k;
+  if (!m || ox_module_get_kernel(m, name, &k) != OX_OK) {
+    CHECK(0, "no kernel %s", name);
+    return;
+  }
+  ox_launch_config cfg = {{grid, 1, 1}, {block, 1, 1}};
+  CHECK_OK(ox_launch(k, NULL, &cfg, args, n));
+  ox_stream s;
+  CHECK_OK(ox_device_stream(dev, &s));
+  CHECK_OK(ox_stream_synchronize(s));
+}
+
+static ox_tensor tensor(ox_dtype t, int64_t n, const void *init) {
+  ox_tensor x = NULL;
+  if (init)
+    CHECK_OK(ox_tensor_from_host(dev, NULL, t, 1, &n, init, (size_t)n * ox_dtype_size(t), &x));
+  else
+    CHECK_OK(ox_tensor_empty(dev, NULL, t, 1, &n, &x));
+  return x;
+}
+
+static void fetch(ox_tensor t, void *dst) {
+  CHECK_OK(ox_tensor_to_host(t, NULL, dst, ox_tensor_nbytes(t)));
+}
+
+/* Shuffles and votes over a block of 64 threads (two warps). */
+static void test_warp(void) {
+  ox_module m = compile(
+      "#[kernel]\n"
+      "fn warp_ops(out: DisjointSlice<u32>) {\n"
+      "    let i = thread::index_1d();\n"
+      "    let lane = warp::lane_id();\n"
+      "    let v = lane * 10 + thread::thread_idx_x() / 32;\n"
+      "    let a = warp::shuffle(v, (lane + 5) % 32);\n"
+      "    let b = warp::shuffle_up(v, 3);\n"
+      "    let c = warp::shuffle_down(v, 3);\n"
+      "    let d = warp::shuffle_xor(v, 6);\n"
+      "    let all = warp::all(lane < 40) as u32;\n"
+      "    let any = warp::any(lane == 31) as u32;\n"
+      "    let none = warp::any(lane == 99) as u32;\n"
+      "    let ballot = warp::ballot(lane % 3 == 0);\n"
+      "    let r = a ^ (b << 8) ^ (c << 16) ^ (d << 4) ^ (all << 28) ^ (any << 29) ^ (none << 30) ^ ballot;\n"
+      "    if let Some(o) = out.get_mut(i) { *o = r; }\n"
+      "}\n");
+  ox_tensor t = tensor(OX_U32, 64, NULL);
+  ox_arg args[1] = {ox_arg_tensor(t)};
+  run(m, "warp_ops", 1, 64, args, 1);
+  uint32_t got[64];
+  fetch(t, got);
+  uint32_t ballot = 0;
+  for (int l = 0; l < 32; l++)
+    if (l % 3 == 0)
+      ballot |= 1u << l;
+  int bad = 0;
+  for (int t_ = 0; t_ < 64; t_++) {
+    uint32_t lane = (uint32_t)t_ % 32, w = (uint32_t)t_ / 32;
+#define V(l) ((uint32_t)(l) * 10 + w)
+    uint32_t a = V((lane + 5) % 32), b = lane >= 3 ? V(lane - 3) : V(lane),
+             c = lane + 3 < 32 ? V(lane + 3) : V(lane), d = V(lane ^ 6);
+    uint32_t want = a ^ (b << 8) ^ (c << 16) ^ (d << 4) ^ (1u << 28) ^ (1u << 29) ^ ballot;
+    if (got[t_] != want && bad++ < 3)
+      fprintf(stderr, "thread %d: %08x, expected %08x\n", t_, got[t_], want);
+  }
+  CHECK(bad == 0, "%d warp results differ", bad);
+  ox_tensor_release(t);
+  ox_module_destroy(m);
+}
+
+/* Atomics on global and shared memory from many threads. */
+static void test_atomics(void) {
+  ox_module m = compile(
+      "#[kernel]\n"
+      "fn atomics(g: &[Atomic<i32>], f: &[Atomic<f32>], u: &[Atomic<u64>]) {\n"
+      "    let s = SharedArray::<i32, 4>::new();\n"
+      "    let t = thread::thread_idx_x() as i32;\n"
+      "    if t == 0 { s[0] = 0; s[1] = 1000000; s[2] = -1000000; s[3] = 0; }\n"
+      "    sync_threads();\n"
+      "    let x = (t * 37) % 101 - 50;\n"
+      "    s.atomic_add(0, x);\n"
+      "    s.atomic_min(1, x);\n"
+      "    s.atomic_max(2, x);\n"
+      "    s.atomic_exchange(3, 7);\n"
+      "    sync_threads();\n"
+      "    if t == 0 {\n"
+      "        g.atomic_add(0, s[0]);\n"
+      "        g.atomic_min(1, s[1]);\n"
+      "        g.atomic_max(2, s[2]);\n"
+      "        g.atomic_exchange(3, s[3]);\n"
+      "    }\n"
+      "    g.atomic_add(4, 1);\n"
+      "    f.atomic_add(0, 0.5);\n"
+      "    // compare-and-swap: each thread increments g[5] with a CAS loop\n"
+      "    loop {\n"
+      "        let old = g.atomic_add(5, 0);\n"
+      "        if g.atomic_cas(5, old, old + 2) == old { break; }\n"
+      "    }\n"
+      "    u.atomic_max(0, (t as u64) << 33);\n"
+      "}\n");
+  int32_t g0[6] = {0, 1 << 30, -(1 << 30), 0, 0, 0};
+  float f0[1] = {0};
+  uint64_t u0[1] = {0};
+  ox_tensor g = tensor(OX_I32, 6, g0), f = tensor(OX_F32, 1, f0), u = tensor(OX_U64, 1, u0);
+  ox_arg args[3] = {ox_arg_tensor(g), ox_arg_tensor(f), ox_arg_tensor(u)};
+  const int blocks = 5, threads = 128;
+  run(m, "atomics", blocks, threads, args, 3);
+  int32_t gg[6];
+  fetch(g, gg);
+  fetch(f, f0);
+  fetch(u, u0);
+  int sum = 0, mn = 1 << 30, mx = -(1 << 30);
+  for (int t = 0; t < threads; t++) {
+    int x = (t * 37) % 101 - 50;
+    sum += x;
+    mn = x < mn ? x : mn;
+    mx = x > mx ? x : mx;
+  }
+  CHECK(gg[0] == blocks * sum, "sum %d, expected %d", gg[0], blocks * sum);
+  CHECK(gg[1] == mn && gg[2] == mx, "min %d max %d, expected %d %d", gg[1], gg[2], mn, mx);
+  CHECK(gg[3] == 7, "exchange gave %d", gg[3]);
+  CHECK(gg[4] == blocks * threads, "count %d", gg[4]);
+  CHECK(gg[5] == 2 * blocks * threads, "cas count %d", gg[5]);
+  CHECK(f0[0] == 0.5f * blocks * threads, "float sum %g", f0[0]);
+  CHECK(u0[0] == (uint64_t)(threads - 1) << 33, "u64 max %llx", (unsigned long long)u0[0]);
+  ox_tensor_release(g);
+  ox_tensor_release(f);
+  ox_tensor_release(u);
+  ox_module_destroy(m);
+}
+
+/* Math functions against double references, on inputs across their range. */
+static void test_math(void) {
+  ox_module m = compile(
+      "#[kernel]\n"
+      "fn math(x: &[f32], out: DisjointSlice<f32>) {\n"
+      "    let i = thread::index_1d();\n"
+      "    let n = x.len();\n"
+      "    let j = i.get() % n;\n"
+      "    let f = i.get() / n;\n"
+      "    let v = x[j];\n"
+      "    let r = if f == 0 { v.sqrt() } else if f == 1 { v.exp() } else if f == 2 { v.ln() }\n"
+      "        else if f == 3 { v.sin() } else if f == 4 { v.cos() } else if f == 5 { v.tanh() }\n"
+      "        else if f == 6 { v.exp2() } else if f == 7 { v.log2() } else if f == 8 { v.rsqrt() }\n"
+      "        else if f == 9 { v.powf(1.5) } else if f == 10 { v.floor() } else if f == 11 { v.ceil() }\n"
+      "        else if f == 12 { v.abs() } else if f == 13 { v.mul_add(2.0, 1.0) } else { v.min(3.0).max(-3.0) };\n"
+      "    if let Some(o) = out.get_mut(i) { *o = r; }\n"
+      "}\n");
+  enum { N = 256, F = 15 };
+  float x[N], out[N * F];
+  for (int i = 0; i < N; i++)
+    x[i] = 0.01f + 9.0f * (float)i / N; /* positive, so every function is defined */
+  ox_tensor tx = tensor(OX_F32, N, x), to = tensor(OX_F32, N * F, NULL);
+  ox_arg args[2] = {ox_arg_tensor(tx), ox_arg_tensor(to)};
+  run(m, "math", N * F / 128, 128, args, 2);
+  fetch(to, out);
+  static const char *const names[F] = {"sqrt", "exp", "ln", "sin", "cos", "tanh", "exp2", "log2",
+                                       "rsqrt", "powf", "floor", "ceil", "abs", "mul_add", "clamp"};
+  /* relative tolerance, with an absolute floor for results near zero: the GPU
+   * uses approximate transcendental instructions (docs/language.md) */
+  static const double rel[F] = {1e-6, 2e-6, 2e-6, 2e-6, 2e-6, 2e-6, 2e-6, 2e-6,
+                                2e-6, 4e-6, 0, 0, 0, 1e-7, 0};
+  for (int f = 0; f < F; f++) {
+    double worst = 0;
+    for (int i = 0; i < N; i++) {
+      double v = x[i], r;
+      switch (f) {
+      case 0: r = sqrt(v); break;
+      case 1: r = exp(v); break;
+      case 2: r = log(v); break;
+      case 3: r = sin(v); break;
+      case 4: r = cos(v); break;
+      case 5: r = tanh(v); break;
+      case 6: r = exp2(v); break;
+      case 7: r = log2(v); break;
+      case 8: r = 1 / sqrt(v); break;
+      case 9: r = pow(v, 1.5); break;
+      case 10: r = floor(v); break;
+      case 11: r = ceil(v); break;
+      case 12: r = fabs(v); break;
+      case 13: r = v * 2 + 1; break;
+      default: r = v > 3 ? 3 : v; break;
+      }
+      double err = fabs(out[f * N + i] - r) / fmax(fabs(r), 1e-3);
+      worst = err > worst ? err : worst;
+    }
+    CHECK(worst <= rel[f] + 1.2e-7, "%s: worst relative error %.3g (allowed %.3g)", names[f], worst, rel[f]);
+  }
+  ox_tensor_release(tx);
+  ox_tensor_release(to);
+  ox_module_destroy(m);
+}
+
+/* Casts saturate, integer corner cases are defined and do not trap. */
+static void test_ints(void) {
+  ox_module m = compile(
+      "#[kernel]\n"
+      "fn ints(x: &[f32], y: &[i32], out: DisjointSlice<i32>) {\n"
+      "    let i = thread::index_1d();\n"
+      "    let k = i.get();\n"
+      "    let r = if k < 4 { x[k] as i32 }\n"
+      "        else if k == 4 { y[0] / y[1] }\n"      /* MIN / -1 wraps */
+      "        else if k == 5 { y[0] % y[1] }\n"
+      "        else if k == 6 { y[2] << 35 }\n"      /* shift amount modulo 32 */
+      "        else if k == 7 { (x[0] as u8) as i32 }\n"
+      "        else { (y[3] as u32 >> 1) as i32 };\n"
+      "    if let Some(o) = out.get_mut(i) { *o = r; }\n"
+      "}\n");
+  float x[4] = {3e9f, -3e9f, NAN, -7.9f};
+  int32_t y[4] = {INT32_MIN, -1, 3, -2}, out[9];
+  ox_tensor tx = tensor(OX_F32, 4, x), ty = tensor(OX_I32, 4, y), to = tensor(OX_I32, 9, NULL);
+  ox_arg args[3] = {ox_arg_tensor(tx), ox_arg_tensor(ty), ox_arg_tensor(to)};
+  run(m, "ints", 1, 9, args, 3);
+  fetch(to, out);
+  int32_t want[9] = {INT32_MAX, INT32_MIN, 0, -7, INT32_MIN, 0, 3 << 3, 255, (int32_t)(0xfffffffeu >> 1)};
+  for (int i = 0; i < 9; i++)
+    CHECK(out[i] == want[i], "ints[%d] = %d, expected %d", i, out[i], want[i]);
+  ox_tensor_release(tx);
+  ox_tensor_release(ty);
+  ox_tensor_release(to);
+  ox_module_destroy(m);
+}
+
+int main(int argc, char **argv) {
+  const char *d = argc > 1 ? argv[1] : "cpu";
+  CHECK_OK(ox_device_get(strcmp(d, "cpu") ? OX_DEVICE_CUDA : OX_DEVICE_CPU, 0, &dev));
+  if (!dev)
+    return test_done("semantics_test");
+  test_warp();
+  test_atomics();
+  test_math();
+  test_ints();
+  return test_done("semantics_test");
+}
