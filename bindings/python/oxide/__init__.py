@@ -20,6 +20,7 @@ import struct
 import sys
 
 from . import _decls as D
+from . import _dlpack
 from ._lib import lib as _L
 
 __all__ = [
@@ -27,7 +28,7 @@ __all__ = [
     "DriverError", "OutOfMemoryError", "LaunchError", "BoundsError", "FileError",
     "UnsupportedError", "InternalError",
     "Device", "Stream", "Tensor", "Module", "Kernel", "Scalar",
-    "device", "default_device", "device_count", "tensor", "empty", "from_numpy",
+    "device", "default_device", "device_count", "tensor", "empty", "from_numpy", "from_dlpack",
     "compile", "compile_file", "emit", "doctor", "version", "cache_dir", "DTYPES",
     "bool_", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
 ]
@@ -453,6 +454,21 @@ class Tensor:
     def __repr__(self):
         return f"oxide.Tensor(shape={self.shape}, dtype={self.dtype!r}, device={str(self.device)!r})"
 
+    def __dlpack__(self, stream=None, *, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule sharing the tensor's memory (Python array API).
+        stream: where the consumer will use it (CUDA: None or 1, the legacy
+        default stream; 2, the per-thread one; a CUstream as an int; -1, no
+        ordering); Oxide's pending writes are ordered before it. max_version
+        (1, x) or later gives a versioned capsule, else a legacy one (which
+        cannot carry read-only tensors: BufferError). dl_device and copy=True
+        export a copy; copy=False refuses to."""
+        return _dlpack.dlpack(self, stream, max_version=max_version, dl_device=dl_device,
+                              copy=copy)
+
+    def __dlpack_device__(self):
+        """(DLPack device type, index): (1, 0) for the CPU, (2, n) for cuda:n."""
+        return _dlpack.dlpack_device(self)
+
 
 _NUMPY = {"bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
           "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16",
@@ -575,6 +591,15 @@ def from_numpy(arr, device=None, stream=None):
     if arr.dtype not in names:
         raise TypeError(f"numpy dtype {arr.dtype} has no Oxide dtype")
     return _new_tensor(device, names[arr.dtype], arr.shape, arr, stream)
+
+
+def from_dlpack(obj, device=None, *, stream=None):
+    """A tensor sharing the memory of any DLPack producer (numpy, PyTorch,
+    CuPy, JAX, an oxide.Tensor), without a copy unless `device` names another
+    device. `stream` (an oxide.Stream; default: the device's default stream) is
+    where Oxide will use the tensor: the producer orders its pending work
+    before it. The producer's memory is released with the last tensor using it."""
+    return _dlpack.from_dlpack(obj, device, stream=stream)
 
 
 # ------------------------------------------------------------------ modules
