@@ -22,17 +22,6 @@ static bool mutable_kind(oxi_pkind k) {
   return k == OXI_P_MUTSLICE || k == OXI_P_DISJOINT || k == OXI_P_ATOMIC;
 }
 
-/* Is the tensor a dense row-major block? Slices see it as one flat array. */
-static bool contiguous(ox_tensor t) {
-  int64_t expect = 1;
-  for (int i = t->ndim - 1; i >= 0; i--) {
-    if (t->shape[i] != 1 && t->strides[i] != expect)
-      return false;
-    expect *= t->shape[i];
-  }
-  return true;
-}
-
 static ox_status check_args(ox_kernel k, ox_stream s, const ox_arg *args, int nargs) {
   const oxi_kernel *ki = k->ir;
   const char *kn = ki->name;
@@ -63,6 +52,15 @@ static ox_status check_args(ox_kernel k, ox_stream s, const ox_arg *args, int na
                            kn, i + 1, p->name, pkind_name(p->kind), ox_dtype_name(p->dtype),
                            a->kind == OX_ARG_SCALAR ? "a scalar" : "NULL");
     ox_tensor t = a->v.tensor;
+    if (!oxr_tensor_valid(t))
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                           "kernel '%s', argument %d ('%s'): the tensor was released", kn, i + 1,
+                           p->name);
+    if (mutable_kind(p->kind) && (t->flags & OXR_T_READ_ONLY))
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                           "kernel '%s', argument %d ('%s', %s): the tensor is read-only (a "
+                           "DLPack producer marked it so, or it is a broadcast view)",
+                           kn, i + 1, p->name, pkind_name(p->kind));
     if (t->dtype != p->dtype)
       return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                            "kernel '%s', argument %d ('%s'): expected a tensor of %s, got %s", kn,
@@ -71,7 +69,7 @@ static ox_status check_args(ox_kernel k, ox_stream s, const ox_arg *args, int na
       return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                            "kernel '%s', argument %d ('%s'): the tensor is on %s, the launch on %s",
                            kn, i + 1, p->name, ox_device_name(t->dev), ox_device_name(s->dev));
-    if (!contiguous(t))
+    if (!oxr_tensor_dense(t)) /* a slice parameter sees one flat array */
       return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                            "kernel '%s', argument %d ('%s'): a slice parameter needs a contiguous "
                            "tensor",
@@ -84,14 +82,14 @@ static ox_status check_args(ox_kernel k, ox_stream s, const ox_arg *args, int na
     const oxi_param *p = ki->params.items[i];
     if (!mutable_kind(p->kind))
       continue;
-    ox_tensor t = args[i].v.tensor;
-    uintptr_t lo = (uintptr_t)t->data, hi = lo + (uintptr_t)t->numel * ox_dtype_size(t->dtype);
+    uintptr_t lo, hi;
+    oxr_tensor_extent(args[i].v.tensor, &lo, &hi);
     for (int j = 0; j < nargs; j++) {
       const oxi_param *q = ki->params.items[j];
       if (j == i || q->kind == OXI_P_SCALAR)
         continue;
-      ox_tensor u = args[j].v.tensor;
-      uintptr_t lo2 = (uintptr_t)u->data, hi2 = lo2 + (uintptr_t)u->numel * ox_dtype_size(u->dtype);
+      uintptr_t lo2, hi2;
+      oxr_tensor_extent(args[j].v.tensor, &lo2, &hi2);
       if (lo < hi2 && lo2 < hi)
         return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                              "kernel '%s': argument %d ('%s', %s) overlaps argument %d ('%s'); a "
@@ -323,7 +321,10 @@ ox_status ox_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg, const
       vals[j + 1] = (uint64_t)t->numel;
       ptrs[j + 1] = &vals[j + 1];
       j += 2;
-      t->last_stream = s;
+      /* order this launch after other streams' pending work on the memory */
+      st = oxr_tensor_use(t, s, mutable_kind(p->kind));
+      if (st)
+        return st;
     }
   }
   assert(j == k->nflat);

@@ -330,6 +330,10 @@ ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_
   const char *ext = cuda ? "cubin" : "o";
   size_t len = 0;
   char *art = NULL;
+  /* OXIDE_CACHE=0 turns off both caches: the in-memory one too, so that a
+   * compile always runs code generation (what people switch it off to get) */
+  if (!*ox_cache_dir())
+    o.no_cache = 1;
   if (!o.no_cache) {
     art = mem_get(key, &len);
     if (!art && (art = disk_get(key, ext, &len)))
@@ -452,9 +456,12 @@ ox_status ox_emit(const char *source, const ox_compile_options *opts, ox_target 
       if (!s) {
         oxl_options lo = {target == OX_TARGET_CUDA ? OXL_CUDA : OXL_CPU, o.sm ? o.sm : 90,
                           o.opt_level ? o.opt_level : 3};
+        if (lo.target == OXL_CUDA && lo.sm < 80)
+          s = oxb_set_error(OX_ERR_UNSUPPORTED, "Oxide targets sm_80 and newer, not sm_%d", lo.sm);
         size_t len;
         oxl_output ok = kind == OX_EMIT_LLVM ? OXL_OUT_LLVM : kind == OX_EMIT_PTX ? OXL_OUT_PTX : OXL_OUT_ASM;
-        s = oxl_generate(&m, &lo, ok, out, &len);
+        if (!s)
+          s = oxl_generate(&m, &lo, ok, out, &len);
       }
     }
   }

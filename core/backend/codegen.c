@@ -120,6 +120,8 @@ static LLVMValueRef fconst(cg_t *C, oxi_type t, double v) { return LLVMConstReal
 
 /* f16/bf16 compute in f32 and round once at the end, the same on both targets. */
 static bool narrow_float(oxi_type t) { return t == OX_F16 || t == OX_BF16; }
+static LLVMValueRef narrow_result(cg_t *C, LLVMValueRef r, oxi_type t);
+static LLVMValueRef bf16_round(cg_t *C, LLVMValueRef f);
 
 static LLVMValueRef math_f32_gpu(cg_t *C, int fn, LLVMValueRef *a) {
   const double LOG2E = 1.4426950408889634, LN2 = 0.6931471805599453;
@@ -230,8 +232,15 @@ static LLVMValueRef math(cg_t *C, const oxi_instr *in) {
     }
   }
   if (narrow_float(t))
-    r = LLVMBuildFPTrunc(C->b, r, llty(C, t), "");
+    r = narrow_result(C, r, t);
   return r;
+}
+
+/* Rounds an f32 result to f16/bf16. */
+static LLVMValueRef narrow_result(cg_t *C, LLVMValueRef r, oxi_type t) {
+  if (t == OX_BF16 && C->opt->target == OXL_CPU)
+    return bf16_round(C, r);
+  return LLVMBuildFPTrunc(C->b, r, llty(C, t), "");
 }
 
 /* Does this math need a library the CUDA target lacks (f64 transcendentals)? */
@@ -265,7 +274,7 @@ static LLVMValueRef binop(cg_t *C, const oxi_instr *in) {
     case OXI_REM: r = LLVMBuildFRem(C->b, a, b, ""); break;
     default: assert(!"float binop"); return NULL;
     }
-    return narrow ? LLVMBuildFPTrunc(C->b, r, llty(C, t), "") : r;
+    return narrow ? narrow_result(C, r, t) : r;
   }
   bool s = oxi_is_signed(t);
   LLVMTypeRef ty = llty(C, t);
@@ -325,6 +334,19 @@ static LLVMValueRef compare(cg_t *C, const oxi_instr *in) {
   return LLVMBuildICmp(C->b, oxi_is_signed(t) ? ps[in->sub] : pu[in->sub], a, b, "");
 }
 
+/* f32 -> bf16 rounded to nearest even, in integer operations: the CPU may
+ * lack both an instruction and a library helper for it (what NVPTX does
+ * natively on sm_80+, with the same result). NaN stays a quiet NaN. */
+static LLVMValueRef bf16_round(cg_t *C, LLVMValueRef f) {
+  LLVMValueRef u = LLVMBuildBitCast(C->b, f, i32t(C), "");
+  LLVMValueRef lsb = LLVMBuildAnd(C->b, LLVMBuildLShr(C->b, u, ci32(C, 16), ""), ci32(C, 1), "");
+  LLVMValueRef r = LLVMBuildAdd(C->b, u, LLVMBuildAdd(C->b, ci32(C, 0x7fff), lsb, ""), "");
+  LLVMValueRef hi = LLVMBuildTrunc(C->b, LLVMBuildLShr(C->b, r, ci32(C, 16), ""), LLVMInt16TypeInContext(C->ctx), "");
+  LLVMValueRef nan = LLVMBuildFCmp(C->b, LLVMRealUNO, f, f, "");
+  hi = LLVMBuildSelect(C->b, nan, LLVMConstInt(LLVMInt16TypeInContext(C->ctx), 0x7fc0, 0), hi, "");
+  return LLVMBuildBitCast(C->b, hi, LLVMBFloatTypeInContext(C->ctx), "");
+}
+
 static LLVMValueRef convert(cg_t *C, LLVMValueRef v, oxi_type from, oxi_type to) {
   if (from == to)
     return v;
@@ -335,7 +357,13 @@ static LLVMValueRef convert(cg_t *C, LLVMValueRef v, oxi_type from, oxi_type to)
     if (narrow_float(from) && narrow_float(to)) /* f16 <-> bf16 through f32 */
       v = LLVMBuildFPExt(C->b, v, f32t(C), ""), from = OX_F32;
     size_t fs = ox_dtype_size((ox_dtype)from), ts = ox_dtype_size((ox_dtype)to);
-    return ts > fs ? LLVMBuildFPExt(C->b, v, tt, "") : LLVMBuildFPTrunc(C->b, v, tt, "");
+    if (ts > fs)
+      return LLVMBuildFPExt(C->b, v, tt, "");
+    if (narrow_float(to) && from == OX_F64) /* through f32, as the host has no f64 -> f16/bf16 helper */
+      v = LLVMBuildFPTrunc(C->b, v, f32t(C), ""), from = OX_F32;
+    if (to == OX_BF16 && C->opt->target == OXL_CPU)
+      return bf16_round(C, v);
+    return LLVMBuildFPTrunc(C->b, v, tt, "");
   }
   if (oxi_is_float(from)) {
     /* Rust's `as` saturates and maps NaN to 0 */

@@ -39,11 +39,15 @@ static LLVMValueRef field(cg_t *C, int f, int elem, LLVMTypeRef t) {
 static LLVMValueRef sreg(cg_t *C, int which) {
   if (which <= 2)
     return C->cpu_tid[which];
-  if (which == 12) { /* laneid: the executor knows the fiber */
-    LLVMValueRef fnp = field(C, CTX_LANE, -1, ptr(C));
-    LLVMTypeRef p = ptr(C);
-    LLVMTypeRef fty = LLVMFunctionType(i32t(C), &p, 1, 0);
-    return LLVMBuildCall2(C->b, fty, fnp, &C->cpu_ctx, 1, "");
+  if (which == 12) {
+    /* laneid: warps are runs of 32 threads in linear order, as on the GPU,
+     * so the lane follows from the thread index (no fiber needed) */
+    LLVMValueRef bx = field(C, CTX_BLOCK_DIM, 0, i32t(C)), by = field(C, CTX_BLOCK_DIM, 1, i32t(C));
+    LLVMValueRef lin = LLVMBuildAdd(
+        C->b, C->cpu_tid[0],
+        LLVMBuildMul(C->b, bx, LLVMBuildAdd(C->b, C->cpu_tid[1], LLVMBuildMul(C->b, by, C->cpu_tid[2], ""), ""), ""),
+        "");
+    return LLVMBuildAnd(C->b, lin, LLVMConstInt(i32t(C), 31, 0), "");
   }
   int f = which <= 5 ? CTX_BLOCK_IDX : which <= 8 ? CTX_BLOCK_DIM : CTX_GRID_DIM;
   return field(C, f, (which - 3) % 3, i32t(C));

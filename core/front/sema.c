@@ -4,7 +4,8 @@
  *
  * Ownership rules (docs/language.md, "Ownership"):
  *  - a safe kernel writes global memory only through DisjointSlice::get_mut(w),
- *    where w is a thread-index witness from thread::index_1d()/index_2d();
+ *    where w is a thread-index witness (thread::index_1d(), index_2d(),
+ *    index_block(), or the variable of a `for w in thread::grid_stride(n)`);
  *  - a witness cannot be copied, stored, computed with, or passed on: it can
  *    only index, be handed to get_mut, or give its value with .get();
  *  - &[T] is never written; &mut [T] exists only in unsafe kernels.
@@ -89,13 +90,22 @@ typedef struct sema {
   frame frames[16];
   int nframes;
   int unsafe_depth;
+  /* device functions inlined somewhere (the others are checked on their own) */
+  const oxf_fn *called[256];
+  int ncalled;
   /* launch-contract relations len(a) >= len(b), as param-index pairs */
   int rel_ge[32][2];
   int nrel;
   /* hashes of the errors reported so far (see sema_error) */
   uint64_t *seen;
   int nseen, capseen;
+  bool too_big; /* this kernel passed the size limits below (reported once) */
 } sema;
+
+/* Limits on one kernel's IR. Inlining and grid-stride copies multiply code, so
+ * a short source can ask for an exponential amount: stop at these sizes. */
+#define MAX_KERNEL_VALUES 200000
+#define MAX_KERNEL_BLOCKS 20000
 
 /* Reports an error once: code checked several times (a device function inlined
  * at each call, a grid-stride body lowered for the unrolled and the plain
@@ -768,6 +778,7 @@ static const struct {
              {"grid_dim_y", OXI_SREG_NCTAID_Y}, {"grid_dim_z", OXI_SREG_NCTAID_Z}};
 
 static val call_fn(sema *S, const oxf_node *n, const oxf_fn *fn, oxi_type hint);
+static val inline_body(sema *S, const oxf_fn *fn, binding **argb);
 
 static val shared_new(sema *S, const oxf_node *n) {
   if (n->gen.len != 2 || n->args.len != 0) {
@@ -958,13 +969,16 @@ static val call_fn(sema *S, const oxf_node *n, const oxf_fn *fn, oxi_type hint) 
         continue;
       }
       bool fits = v.k == V_MEM && v.b->type == (oxi_type)p->type->elem &&
+                  (p->type->kind != OXF_TY_SHARED ||
+                   ((oxi_shared *)S->k->shared.items[v.b->mem.index])->count == p->type->count) &&
                   (p->type->kind == OXF_TY_SLICE
                        ? (v.b->mkind == OXF_TY_SLICE || v.b->mkind == OXF_TY_MUTSLICE)
                        : v.b->mkind == OXF_TY_SHARED);
       if (!fits) {
-        ERR(S, an->loc, "argument '%s' of '%s' must be %s of %s, found %s", p->name, fn->name,
+        ERR(S, an->loc, "argument '%s' of '%s' must be %s of %s%s, found %s", p->name, fn->name,
             p->type->kind == OXF_TY_SLICE ? "a slice" : "a shared array",
-            ox_dtype_name(p->type->elem), vdesc(S, v));
+            ox_dtype_name(p->type->elem),
+            p->type->kind == OXF_TY_SHARED ? " with the declared length" : "", vdesc(S, v));
         ok = false;
         continue;
       }
@@ -987,6 +1001,18 @@ static val call_fn(sema *S, const oxf_node *n, const oxf_fn *fn, oxi_type hint) 
   }
   if (!ok)
     return VERR;
+  return inline_body(S, fn, argb);
+}
+
+/* Lowers the body of device function `fn` in place, its parameters bound to
+ * `argb`; returns its value. */
+static val inline_body(sema *S, const oxf_fn *fn, binding **argb) {
+  for (int i = 0; i < S->ncalled; i++)
+    if (S->called[i] == fn)
+      goto known;
+  if (S->ncalled < (int)OXB_COUNT(S->called))
+    S->called[S->ncalled++] = fn;
+known:;
   frame *f = &S->frames[S->nframes];
   f->fn = fn;
   f->exit = new_block(S);
@@ -1181,8 +1207,15 @@ static val name_ref(sema *S, const oxf_node *n) {
 }
 
 static val expr(sema *S, const oxf_node *n, oxi_type hint) {
-  if (oxb_too_many_errors(S->d))
+  if (oxb_too_many_errors(S->d) || S->too_big)
     return VERR;
+  if (S->k->next_id > MAX_KERNEL_VALUES || S->k->blocks.len > MAX_KERNEL_BLOCKS) {
+    ERR(S, n->loc, "kernel '%s' is too large (over %d values or %d blocks): device functions "
+                   "are inlined at each call, and grid_stride copies its loop body",
+        S->kfn->name, MAX_KERNEL_VALUES, MAX_KERNEL_BLOCKS);
+    S->too_big = true;
+    return VERR;
+  }
   switch (n->kind) {
   case OXF_INT: case OXF_FLOAT: case OXF_BOOL: return literal(S, n, hint, false);
   case OXF_NAME: return name_ref(S, n);
@@ -1815,7 +1848,10 @@ static void for_stmt(sema *S, const oxf_node *n) {
       ERR(S, n->step->loc, "step_by takes a usize, found %s", oxi_type_name(step->type));
       return;
     }
-    step = cast_to(S, step, t);
+    if (step->op == OXI_CONST && step->imm == 0) {
+      ERR(S, n->step->loc, "step_by(0) would never advance the loop");
+      return;
+    }
   }
   /* for i in lo..hi: the loop counter is a slot; `i` inside is an immutable copy */
   int slot = oxi_slot_new(S->m, S->k, t);
@@ -1834,21 +1870,26 @@ static void for_stmt(sema *S, const oxf_node *n) {
   S->nbinds = saved;
   br(S, latch);
   set_block(S, latch);
-  /* i += step, stopping (not wrapping) at the top of the type's range */
+  /* i += step while i + step < hi. The distance hi - i is taken in 64 bits
+   * (exact as unsigned, since i < hi), so a step larger than the type's range
+   * ends the loop instead of being truncated or wrapping. A zero step (not a
+   * constant: that is a compile error) ends the loop after one iteration,
+   * where Rust would panic. */
+  oxi_type wt = oxi_is_signed(t) ? OX_I64 : OX_U64;
   oxi_instr *cur = var_get(S, slot);
-  oxi_instr *inc = step ? step : const_int(S, t, 1);
-  oxi_instr *next = op2(S, OXI_BIN, OXI_ADD, t, cur, inc);
-  oxi_instr *wrapped = op2(S, OXI_CMP, OXI_LT, OX_BOOL, next, cur);
+  oxi_instr *cur64 = cast_to(S, cur, wt);
+  oxi_instr *rem = cast_to(S, op2(S, OXI_BIN, OXI_SUB, wt, cast_to(S, hi, wt), cur64), OX_U64);
+  oxi_instr *inc = step ? step : const_int(S, OX_U64, 1);
+  oxi_instr *stop = op2(S, OXI_CMP, OXI_GE, OX_BOOL, inc, rem);
+  if (step)
+    stop = op2(S, OXI_BIN, OXI_OR, OX_BOOL, stop,
+               op2(S, OXI_CMP, OXI_EQ, OX_BOOL, inc, const_int(S, OX_U64, 0)));
   oxi_block *store = new_block(S);
-  condbr(S, wrapped, done, store);
+  condbr(S, stop, done, store);
   set_block(S, store);
-  var_set(S, slot, next);
+  var_set(S, slot, cast_to(S, op2(S, OXI_BIN, OXI_ADD, wt, cur64, cast_to(S, inc, wt)), t));
   br(S, head);
   set_block(S, done);
-  if (step) {
-    /* a zero step would loop forever; Rust panics, here the loop runs once */
-    (void)0;
-  }
 }
 
 static void stmt(sema *S, const oxf_node *n) {
@@ -2022,18 +2063,6 @@ static oxi_hexpr *host_expr(sema *S, const oxf_node *n, oxi_instr **ir) {
       h->kind = OXI_H_CMP;
       h->sub = n->op - OXF_OP_EQ;
       *ir = op2(S, OXI_CMP, h->sub, OX_BOOL, a, b);
-      /* record len(x) >= len(y) relations for bounds-check proofs */
-      if (h->a->kind == OXI_H_LEN && h->b->kind == OXI_H_LEN && S->nrel < 30) {
-        int x = h->a->param, y = h->b->param;
-        if (n->op == OXF_OP_GE || n->op == OXF_OP_GT || n->op == OXF_OP_EQ) {
-          S->rel_ge[S->nrel][0] = x;
-          S->rel_ge[S->nrel++][1] = y;
-        }
-        if (n->op == OXF_OP_LE || n->op == OXF_OP_LT || n->op == OXF_OP_EQ) {
-          S->rel_ge[S->nrel][0] = y;
-          S->rel_ge[S->nrel++][1] = x;
-        }
-      }
       return h;
     }
     if (n->op >= OXF_OP_ADD && n->op <= OXF_OP_REM) {
@@ -2052,6 +2081,28 @@ static oxi_hexpr *host_expr(sema *S, const oxf_node *n, oxi_instr **ir) {
   ERR(S, n->loc, "unsupported expression in a launch contract; use x.len(), integer parameters, "
                  "integers, + - * / %%, comparisons, && || !");
   return NULL;
+}
+
+/* Records len(x) >= len(y) facts for bounds-check proofs, from a relation
+ * that holds whenever the launch runs: only at the top of a `requires` entry
+ * or under &&, never under || or !. */
+static void record_relations(sema *S, const oxi_hexpr *h) {
+  if (h->kind == OXI_H_AND) {
+    record_relations(S, h->a);
+    record_relations(S, h->b);
+    return;
+  }
+  if (h->kind != OXI_H_CMP || h->a->kind != OXI_H_LEN || h->b->kind != OXI_H_LEN || S->nrel >= 30)
+    return;
+  int x = h->a->param, y = h->b->param;
+  if (h->sub == OXI_GE || h->sub == OXI_GT || h->sub == OXI_EQ) {
+    S->rel_ge[S->nrel][0] = x;
+    S->rel_ge[S->nrel++][1] = y;
+  }
+  if (h->sub == OXI_LE || h->sub == OXI_LT || h->sub == OXI_EQ) {
+    S->rel_ge[S->nrel][0] = y;
+    S->rel_ge[S->nrel++][1] = x;
+  }
 }
 
 static void contract(sema *S, const oxf_fn *fn) {
@@ -2109,8 +2160,8 @@ static void contract(sema *S, const oxf_fn *fn) {
     }
     r->text = src ? oxb_strndup(S->a, src->text + start, (size_t)(end - start)) : "requires";
     oxb_vec_push(S->a, &S->k->requires, r);
-    oxi_instr *as = op1(S, OXI_ASSUME, 0, OXI_VOID, ir);
-    (void)as;
+    op1(S, OXI_ASSUME, 0, OXI_VOID, ir);
+    record_relations(S, h);
   }
 }
 
@@ -2125,6 +2176,7 @@ static void check_kernel(sema *S, const oxf_fn *fn) {
   S->kfn = fn;
   int errors_before = S->d->errors;
   S->nbinds = S->nfacts = S->nloops = S->nframes = S->nrel = 0;
+  S->too_big = false;
   S->unsafe_depth = fn->is_unsafe ? 0 : 0; /* unsafe kernels still check reads outside unsafe {} */
   set_block(S, new_block(S));
   if (fn->ret && fn->ret->kind != OXF_TY_UNIT)
@@ -2183,6 +2235,66 @@ static void check_kernel(sema *S, const oxf_fn *fn) {
     emit(S, OXI_RET, OXI_VOID);
 }
 
+/* Checks a device function that no kernel calls, as if called with fresh
+ * arguments, in a kernel that is dropped afterwards. */
+static void check_alone(sema *S, const oxf_fn *fn) {
+  oxi_kernel *k = oxi_kernel_new(S->m, fn->name);
+  S->k = k;
+  S->nbinds = S->nfacts = S->nloops = S->nframes = S->nrel = 0;
+  set_block(S, new_block(S));
+  binding *argb[64];
+  bool ok = fn->params.len <= 64;
+  for (int i = 0; ok && i < fn->params.len; i++) {
+    const oxf_param *p = fn->params.items[i];
+    if (!p->type) {
+      ok = false;
+      break;
+    }
+    binding *b = oxb_alloc(S->a, sizeof *b);
+    b->name = p->name;
+    b->loc = p->loc;
+    b->type = p->type->elem;
+    oxi_param *ip = oxb_alloc(S->a, sizeof *ip);
+    ip->name = p->name;
+    ip->dtype = p->type->elem;
+    if (p->type->kind == OXF_TY_SCALAR) {
+      ip->kind = OXI_P_SCALAR;
+      oxb_vec_push(S->a, &k->params, ip);
+      b->kind = B_VALUE;
+      b->v = emit(S, OXI_PARAM, ip->dtype);
+      b->v->index = k->params.len - 1;
+    } else if (p->type->kind == OXF_TY_SLICE) {
+      ip->kind = OXI_P_SLICE;
+      oxb_vec_push(S->a, &k->params, ip);
+      b->kind = B_MEM;
+      b->mkind = OXF_TY_SLICE;
+      b->mem.kind = OXI_MEM_PARAM;
+      b->mem.index = k->params.len - 1;
+    } else if (p->type->kind == OXF_TY_SHARED && p->type->count > 0) {
+      oxi_shared *sh = oxb_alloc(S->a, sizeof *sh);
+      sh->dtype = p->type->elem;
+      sh->count = p->type->count;
+      oxb_vec_push(S->a, &k->shared, sh);
+      b->kind = B_MEM;
+      b->mkind = OXF_TY_SHARED;
+      b->mem.kind = OXI_MEM_SHARED;
+      b->mem.index = k->shared.len - 1;
+    } else {
+      ERR(S, p->loc, "device function parameters must be scalars, &[T] or SharedArray<T, N>; "
+                     "outputs are written in the kernel itself");
+      ok = false;
+    }
+    argb[i] = b;
+  }
+  if (ok) {
+    if (fn->ret && fn->ret->kind != OXF_TY_SCALAR && fn->ret->kind != OXF_TY_UNIT)
+      ERR(S, fn->ret->loc, "device functions return a scalar or nothing");
+    else
+      inline_body(S, fn, argb);
+  }
+  S->m->kernels.len--; /* drop the stand-in kernel */
+}
+
 bool oxf_check(oxb_arena *a, oxb_diags *d, const oxf_program *p, oxi_module *m) {
   sema S = {0};
   S.a = a;
@@ -2204,6 +2316,16 @@ bool oxf_check(oxb_arena *a, oxb_diags *d, const oxf_program *p, oxi_module *m) 
     int before = d->errors;
     check_kernel(&S, fn);
     (void)before;
+  }
+  /* device functions no kernel calls are still checked: in a throwaway kernel
+   * whose parameters stand in for theirs */
+  for (int i = 0; i < p->fns.len && !d->errors; i++) {
+    const oxf_fn *fn = p->fns.items[i];
+    bool called = fn->is_kernel;
+    for (int j = 0; j < S.ncalled; j++)
+      called |= S.called[j] == fn;
+    if (!called)
+      check_alone(&S, fn);
   }
   if (!kernels && !d->errors) {
     oxb_loc none = {0, 0, 0};

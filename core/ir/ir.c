@@ -258,7 +258,30 @@ static void compute_dominators(verifier *V) {
   int n = k->blocks.len, W = (n + 63) / 64;
   V->words = W;
   V->dom = calloc((size_t)n * (size_t)W, sizeof(uint64_t));
-  /* predecessor lists via successor scan */
+  /* predecessor lists, once (CSR: preds of b are pred[first[b] .. first[b + 1])) */
+  size_t un = (size_t)(unsigned)n; /* n >= 1: the verifier rejects kernels without blocks */
+  int *first = calloc(un + 1, sizeof(int)), *pred = calloc(un * 2 + 1, sizeof(int));
+  for (int pass = 0; pass < 2; pass++) {
+    int *fill = pass ? calloc(un + 1, sizeof(int)) : NULL;
+    for (int p = 0; p < n; p++) {
+      const oxi_instr *t = oxi_terminator(k->blocks.items[p]);
+      if (!t || t->op == OXI_RET)
+        continue;
+      for (int s = 0; s < (t->op == OXI_BR ? 1 : 2); s++) {
+        if (!t->target[s])
+          continue;
+        int b = t->target[s]->id;
+        if (pass)
+          pred[first[b] + fill[b]++] = p;
+        else
+          first[b + 1]++;
+      }
+    }
+    if (!pass)
+      for (int b = 0; b < n; b++)
+        first[b + 1] += first[b];
+    free(fill);
+  }
   for (int b = 0; b < n; b++)
     for (int w = 0; w < W; w++)
       V->dom[(size_t)b * W + w] = b == 0 ? 0 : ~(uint64_t)0;
@@ -268,23 +291,13 @@ static void compute_dominators(verifier *V) {
   while (changed) {
     changed = false;
     for (int b = 1; b < n; b++) {
-      bool any = false;
+      if (first[b] == first[b + 1]) /* unreachable: dominated by everything; harmless */
+        continue;
       for (int w = 0; w < W; w++)
         tmp[w] = ~(uint64_t)0;
-      for (int p = 0; p < n; p++) {
-        const oxi_instr *t = oxi_terminator(k->blocks.items[p]);
-        if (!t || t->op == OXI_RET)
-          continue;
-        int ntarget = t->op == OXI_BR ? 1 : 2;
-        for (int s = 0; s < ntarget; s++)
-          if (t->target[s] && t->target[s]->id == b) {
-            any = true;
-            for (int w = 0; w < W; w++)
-              tmp[w] &= V->dom[(size_t)p * W + w];
-          }
-      }
-      if (!any) /* unreachable: dominated by everything; harmless */
-        continue;
+      for (int i = first[b]; i < first[b + 1]; i++)
+        for (int w = 0; w < W; w++)
+          tmp[w] &= V->dom[(size_t)pred[i] * W + w];
       tmp[b / 64] |= (uint64_t)1 << (b % 64);
       for (int w = 0; w < W; w++)
         if (tmp[w] != V->dom[(size_t)b * W + w]) {
@@ -294,6 +307,8 @@ static void compute_dominators(verifier *V) {
     }
   }
   free(tmp);
+  free(first);
+  free(pred);
 }
 
 static void check_operand(verifier *V, const oxi_block *b, int pos, const oxi_instr *in, int i) {

@@ -76,6 +76,12 @@ static const cu_sym cu_syms[] = {
     SYM(cuLinkAddData, "cuLinkAddData_v2"),
     SYM(cuLinkComplete, "cuLinkComplete"),
     SYM(cuLinkDestroy, "cuLinkDestroy"),
+    SYM_OPT(cuStreamBeginCapture, "cuStreamBeginCapture_v2"),
+    SYM_OPT(cuStreamEndCapture, "cuStreamEndCapture"),
+    SYM_OPT(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags"),
+    SYM_OPT(cuGraphLaunch, "cuGraphLaunch"),
+    SYM_OPT(cuGraphExecDestroy, "cuGraphExecDestroy"),
+    SYM_OPT(cuGraphDestroy, "cuGraphDestroy"),
 };
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;

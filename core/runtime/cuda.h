@@ -46,6 +46,9 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUlinkState_st *CUlinkState;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+#define CU_STREAM_CAPTURE_MODE_RELAXED 2
 
 typedef enum CUdevice_attribute_enum {
   CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
@@ -180,6 +183,13 @@ typedef struct oxr_cu_api {
                             void **values);
   CUresult (*cuLinkComplete)(CUlinkState state, void **cubin, size_t *size);
   CUresult (*cuLinkDestroy)(CUlinkState state);
+  /* CUDA graphs (chains): optional */
+  CUresult (*cuStreamBeginCapture)(CUstream s, int mode);
+  CUresult (*cuStreamEndCapture)(CUstream s, CUgraph *graph);
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *exec, CUgraph graph, unsigned long long flags);
+  CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream s);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
+  CUresult (*cuGraphDestroy)(CUgraph graph);
 } oxr_cu_api;
 
 extern oxr_cu_api oxr_cu;

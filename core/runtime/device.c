@@ -329,6 +329,8 @@ int ox_device_multiprocessors(ox_device d) {
 
 static pthread_mutex_t stream_lock = PTHREAD_MUTEX_INITIALIZER; /* guards free_streams */
 
+static struct ox_stream_s *stream_struct(ox_device dev);
+
 ox_status ox_stream_create(ox_device dev, ox_stream *out) {
   if (!out)
     return NULL_ARG("out");
@@ -340,22 +342,9 @@ ox_status ox_stream_create(ox_device dev, ox_stream *out) {
     if (st != OX_OK)
       return st;
   }
-  pthread_mutex_lock(&stream_lock);
-  struct ox_stream_s *s = dev->free_streams;
-  if (s)
-    dev->free_streams = s->next_free;
-  pthread_mutex_unlock(&stream_lock);
-  if (!s) {
-    s = calloc(1, sizeof *s);
-    if (!s)
-      return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory allocating a stream");
-    s->dev = dev;
-    ox_status st = errrec_alloc(dev, &s->err, &s->err_d);
-    if (st != OX_OK) {
-      free(s);
-      return st;
-    }
-  }
+  struct ox_stream_s *s = stream_struct(dev);
+  if (!s)
+    return ox_last_status();
   assert(s->dev == dev && !s->live && !s->is_default && !s->err->flag);
   if (dev->type == OX_DEVICE_CUDA) {
     /* Flags 0, not CU_STREAM_NON_BLOCKING: such a stream waits for work on the
@@ -391,7 +380,7 @@ ox_status ox_device_stream(ox_device dev, ox_stream *out) {
 }
 
 /* Checks a stream argument: NULL means `dev`'s default stream. */
-static ox_status resolve_stream(const char *fn, ox_device dev, ox_stream *s) {
+ox_status oxr_resolve_stream(const char *fn, ox_device dev, ox_stream *s) {
   if (!*s) {
     *s = dev->default_stream;
     assert(*s);
@@ -431,10 +420,16 @@ void ox_stream_destroy(ox_stream s) {
   }
   ox_device dev = s->dev;
   if (dev->type == OX_DEVICE_CUDA && oxr_cuda_make_current(dev) == OX_OK) {
-    /* The wait makes the stream's tensors safe to free on any stream later. */
+    /* The wait makes the stream's tensors safe to free on any stream later.
+     * A borrowed stream is waited for too, but never destroyed. */
     (void)oxr_cu.cuStreamSynchronize(s->cu);
-    (void)oxr_cu.cuStreamDestroy(s->cu);
+    if (!s->borrowed)
+      (void)oxr_cu.cuStreamDestroy(s->cu);
+    if (s->mark)
+      (void)oxr_cu.cuEventDestroy(s->mark);
   }
+  s->mark = NULL;
+  s->borrowed = 0;
   __atomic_store_n(&s->cu, NULL, __ATOMIC_RELAXED);
   memset(s->err, 0, sizeof *s->err); /* an unreported error dies with the stream */
   s->live = 0;
@@ -450,6 +445,81 @@ ox_device ox_stream_device(ox_stream s) {
     return NULL;
   }
   return s->dev;
+}
+
+/* Takes a stream struct from the free list (or makes one) for `dev`; NULL,
+ * with the last error set, when out of memory. */
+static struct ox_stream_s *stream_struct(ox_device dev) {
+  pthread_mutex_lock(&stream_lock);
+  struct ox_stream_s *s = dev->free_streams;
+  if (s)
+    dev->free_streams = s->next_free;
+  pthread_mutex_unlock(&stream_lock);
+  if (!s) {
+    s = calloc(1, sizeof *s);
+    if (!s) {
+      oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory allocating a stream");
+      return NULL;
+    }
+    s->dev = dev;
+    if (errrec_alloc(dev, &s->err, &s->err_d) != OX_OK) {
+      free(s);
+      return NULL;
+    }
+  }
+  s->next_free = NULL;
+  return s;
+}
+
+ox_status ox_stream_wrap(ox_device dev, void *cu_stream, ox_stream *out) {
+  if (!out)
+    return NULL_ARG("out");
+  *out = NULL;
+  if (!dev)
+    return NULL_ARG("device");
+  if (dev->type != OX_DEVICE_CUDA)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: only CUDA streams can be wrapped; %s is the CPU",
+                         __func__, dev->name);
+  struct ox_stream_s *s = stream_struct(dev);
+  if (!s)
+    return ox_last_status();
+  __atomic_store_n(&s->cu, (CUstream)cu_stream, __ATOMIC_RELAXED);
+  s->borrowed = 1;
+  s->live = 1;
+  *out = s;
+  return OX_OK;
+}
+
+ox_status ox_device_per_thread_stream(ox_device dev, ox_stream *out) {
+  if (!out)
+    return NULL_ARG("out");
+  *out = NULL;
+  if (!dev)
+    return NULL_ARG("device");
+  if (dev->type != OX_DEVICE_CUDA)
+    return ox_device_stream(dev, out);
+  /* one borrowed wrapper of CU_STREAM_PER_THREAD per thread and device */
+  static _Thread_local ox_stream mine[16];
+  int i = dev->ordinal;
+  if (i < 16 && mine[i])
+    return (*out = mine[i]), OX_OK;
+  ox_stream s;
+  ox_status st = ox_stream_wrap(dev, (void *)(uintptr_t)0x2 /* CU_STREAM_PER_THREAD */, &s);
+  if (st != OX_OK)
+    return st;
+  s->is_default = 1; /* never destroyed through the API */
+  if (i < 16)
+    mine[i] = s;
+  *out = s;
+  return OX_OK;
+}
+
+void *ox_stream_handle(ox_stream s) {
+  if (!s) {
+    NULL_ARG("stream");
+    return NULL;
+  }
+  return (void *)__atomic_load_n(&s->cu, __ATOMIC_RELAXED);
 }
 
 static oxr_error_reporter error_reporter; /* set once by the api layer; read atomically */
@@ -475,287 +545,3 @@ ox_status oxr_stream_check_error(ox_stream s) {
                        (unsigned long long)rec.index, (unsigned long long)rec.len);
 }
 
-/* ---------------------------------------------------------------- tensors */
-
-/* Writes "f32 tensor of shape [2, 3]" into buf, for messages. */
-static const char *describe_tensor(ox_dtype dtype, int ndim, const int64_t *shape, char buf[256]) {
-  int n = snprintf(buf, 256, "%s tensor of shape [", ox_dtype_name(dtype));
-  for (int i = 0; i < ndim && n < 200; i++)
-    n += snprintf(buf + n, 256 - (size_t)n, "%s%lld", i ? ", " : "", (long long)shape[i]);
-  snprintf(buf + n, 256 - (size_t)n, "]");
-  return buf;
-}
-
-/* Validates dtype and shape and computes the element count and byte size,
- * reporting overflow as an error. Messages name the API function `fn`. */
-static ox_status tensor_layout(const char *fn, ox_dtype dtype, int ndim, const int64_t *shape,
-                               int64_t *numel, size_t *bytes) {
-  if ((unsigned)dtype >= OX_DTYPE_COUNT)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: invalid dtype %d", fn, (int)dtype);
-  if (ndim < 0 || ndim > OX_MAX_DIMS)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: ndim is %d; it must be 0..%d", fn, ndim,
-                         OX_MAX_DIMS);
-  if (ndim > 0 && !shape)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: shape is NULL with ndim %d", fn, ndim);
-  /* Strides multiply the dimensions with 0 taken as 1, so even an empty
-   * tensor's shape must keep that product in range. */
-  int64_t product = 1, size = 0;
-  int empty = 0, overflow = 0;
-  for (int i = 0; i < ndim; i++) {
-    if (shape[i] < 0)
-      return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: shape[%d] is %lld; dimensions must be >= 0",
-                           fn, i, (long long)shape[i]);
-    empty |= shape[i] == 0;
-    overflow |= __builtin_mul_overflow(product, shape[i] ? shape[i] : 1, &product);
-  }
-  overflow |= __builtin_mul_overflow(product, (int64_t)ox_dtype_size(dtype), &size);
-  if (overflow || (uint64_t)size > SIZE_MAX - 64) {
-    char desc[256];
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: a %s is too large: its byte size overflows",
-                         fn, describe_tensor(dtype, ndim, shape, desc));
-  }
-  *numel = empty ? 0 : product;
-  *bytes = empty ? 0 : (size_t)size;
-  return OX_OK;
-}
-
-static size_t tensor_bytes(ox_tensor t) { return (size_t)t->numel * ox_dtype_size(t->dtype); }
-
-/* Creates a contiguous tensor; `fn` names the API function in messages. */
-static ox_status tensor_new(const char *fn, ox_device dev, ox_stream s, ox_dtype dtype, int ndim,
-                            const int64_t *shape, ox_tensor *out) {
-  if (!out)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
-  *out = NULL;
-  if (!dev)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: device is NULL", fn);
-  int64_t numel = 0;
-  size_t bytes = 0;
-  ox_status st = tensor_layout(fn, dtype, ndim, shape, &numel, &bytes);
-  if (st == OX_OK)
-    st = resolve_stream(fn, dev, &s);
-  if (st != OX_OK)
-    return st;
-  struct ox_tensor_s *t = calloc(1, sizeof *t);
-  if (!t)
-    return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-  t->refcount = 1;
-  t->dev = dev;
-  t->dtype = dtype;
-  t->ndim = ndim;
-  t->numel = numel;
-  t->last_stream = s;
-  int64_t stride = 1; /* cannot overflow: tensor_layout checked the product */
-  for (int i = ndim - 1; i >= 0; i--) {
-    t->shape[i] = shape[i];
-    t->strides[i] = stride;
-    stride *= shape[i] ? shape[i] : 1;
-  }
-  char desc[256];
-  if (dev->type == OX_DEVICE_CPU) {
-    /* 64-byte aligned for vector loads; aligned_alloc needs a multiple of it. */
-    t->alloc = aligned_alloc(64, bytes ? (bytes + 63) & ~(size_t)63 : 64);
-    if (!t->alloc) {
-      free(t);
-      return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "%s: out of memory allocating %zu bytes for a %s",
-                           fn, bytes, describe_tensor(dtype, ndim, shape, desc));
-    }
-  } else if (bytes > 0) { /* an empty CUDA tensor has no memory: data stays NULL */
-    CUdeviceptr p = 0;
-    st = oxr_cuda_make_current(dev);
-    if (st == OX_OK) {
-      CUresult r = dev->mem_pools ? oxr_cu.cuMemAllocAsync(&p, bytes, s->cu)
-                                  : oxr_cu.cuMemAlloc(&p, bytes);
-      if (r != CUDA_SUCCESS) { /* oxb_set_error reads the old message before freeing it */
-        st = oxr_cuda_error(r, dev->mem_pools ? "cuMemAllocAsync" : "cuMemAlloc");
-        st = oxb_set_error(st, "%s: allocating %zu bytes for a %s on %s: %s", fn, bytes,
-                           describe_tensor(dtype, ndim, shape, desc), dev->name, ox_last_error());
-      }
-    }
-    if (st != OX_OK) {
-      free(t);
-      return st;
-    }
-    t->alloc = (void *)(uintptr_t)p;
-  }
-  t->data = t->alloc;
-  *out = t;
-  return OX_OK;
-}
-
-/* Checks a host copy's byte count against the tensor's. */
-static ox_status check_bytes(const char *fn, ox_tensor t, const void *host, size_t bytes) {
-  size_t want = tensor_bytes(t);
-  char desc[256];
-  if (bytes != want)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
-                         "%s: the host buffer has %zu bytes but the %s has %zu bytes", fn, bytes,
-                         describe_tensor(t->dtype, t->ndim, t->shape, desc), want);
-  if (!host && bytes)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the host pointer is NULL", fn);
-  return OX_OK;
-}
-
-/* Copies host memory into `t` on `s` (already resolved) and waits for it. */
-static ox_status copy_in(ox_tensor t, ox_stream s, const void *src, size_t bytes) {
-  t->last_stream = s;
-  if (bytes == 0)
-    return OX_OK;
-  if (t->dev->type == OX_DEVICE_CPU) {
-    memcpy(t->data, src, bytes);
-    return OX_OK;
-  }
-  ox_status st = oxr_cuda_make_current(t->dev);
-  if (st != OX_OK)
-    return st;
-  CUresult r = oxr_cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)t->data, src, bytes, s->cu);
-  if (r != CUDA_SUCCESS)
-    return oxr_cuda_error(r, "cuMemcpyHtoDAsync");
-  r = oxr_cu.cuStreamSynchronize(s->cu);
-  return r == CUDA_SUCCESS ? OX_OK : oxr_cuda_error(r, "cuStreamSynchronize");
-}
-
-ox_status ox_tensor_empty(ox_device dev, ox_stream s, ox_dtype dtype, int ndim,
-                          const int64_t *shape, ox_tensor *out) {
-  return tensor_new(__func__, dev, s, dtype, ndim, shape, out);
-}
-
-ox_status ox_tensor_from_host(ox_device dev, ox_stream s, ox_dtype dtype, int ndim,
-                              const int64_t *shape, const void *host, size_t bytes,
-                              ox_tensor *out) {
-  ox_tensor t;
-  ox_status st = tensor_new(__func__, dev, s, dtype, ndim, shape, &t);
-  if (st != OX_OK)
-    return st;
-  st = check_bytes(__func__, t, host, bytes);
-  if (st == OX_OK)
-    st = copy_in(t, t->last_stream, host, bytes);
-  if (st != OX_OK) {
-    ox_tensor_release(t);
-    return st;
-  }
-  *out = t;
-  return OX_OK;
-}
-
-ox_status ox_tensor_copy_from_host(ox_tensor t, ox_stream s, const void *src, size_t bytes) {
-  if (!t)
-    return NULL_ARG("tensor");
-  ox_status st = resolve_stream(__func__, t->dev, &s);
-  if (st == OX_OK)
-    st = check_bytes(__func__, t, src, bytes);
-  return st == OX_OK ? copy_in(t, s, src, bytes) : st;
-}
-
-ox_status ox_tensor_to_host(ox_tensor t, ox_stream s, void *dst, size_t bytes) {
-  if (!t)
-    return NULL_ARG("tensor");
-  ox_status st = resolve_stream(__func__, t->dev, &s);
-  if (st == OX_OK)
-    st = check_bytes(__func__, t, dst, bytes);
-  if (st != OX_OK)
-    return st;
-  t->last_stream = s;
-  if (bytes == 0)
-    return OX_OK;
-  if (t->dev->type == OX_DEVICE_CPU) {
-    memcpy(dst, t->data, bytes);
-    return OX_OK;
-  }
-  st = oxr_cuda_make_current(t->dev);
-  if (st != OX_OK)
-    return st;
-  CUresult r = oxr_cu.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)t->data, bytes, s->cu);
-  if (r != CUDA_SUCCESS)
-    return oxr_cuda_error(r, "cuMemcpyDtoHAsync");
-  r = oxr_cu.cuStreamSynchronize(s->cu);
-  return r == CUDA_SUCCESS ? OX_OK : oxr_cuda_error(r, "cuStreamSynchronize");
-}
-
-void ox_tensor_retain(ox_tensor t) {
-  if (!t)
-    return;
-  int before = __atomic_fetch_add(&t->refcount, 1, __ATOMIC_RELAXED);
-  assert(before > 0 && "retain of a released tensor");
-  OXB_UNUSED(before);
-}
-
-void ox_tensor_release(ox_tensor t) {
-  if (!t)
-    return;
-  int left = __atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL);
-  assert(left >= 0 && "tensor released more often than retained");
-  if (left != 0)
-    return;
-  ox_device dev = t->dev;
-  if (dev->type == OX_DEVICE_CPU) {
-    free(t->alloc);
-  } else if (t->alloc && oxr_cuda_make_current(dev) == OX_OK) {
-    /* Stream-ordered: the memory is reused only after the work queued on the
-     * tensor's last stream. Errors are dropped: release cannot fail, and the
-     * likely one (a driver shut down at exit) frees everything anyway. */
-    CUdeviceptr p = (CUdeviceptr)(uintptr_t)t->alloc;
-    ox_stream s = t->last_stream ? t->last_stream : dev->default_stream;
-    if (dev->mem_pools)
-      (void)oxr_cu.cuMemFreeAsync(p, __atomic_load_n(&s->cu, __ATOMIC_RELAXED));
-    else
-      (void)oxr_cu.cuMemFree(p);
-  }
-  free(t);
-}
-
-ox_dtype ox_tensor_dtype(ox_tensor t) {
-  if (!t) {
-    NULL_ARG("tensor");
-    return OX_DTYPE_COUNT;
-  }
-  return t->dtype;
-}
-
-int ox_tensor_ndim(ox_tensor t) {
-  if (!t) {
-    NULL_ARG("tensor");
-    return -1;
-  }
-  return t->ndim;
-}
-
-const int64_t *ox_tensor_shape(ox_tensor t) {
-  if (!t) {
-    NULL_ARG("tensor");
-    return NULL;
-  }
-  return t->shape;
-}
-
-int64_t ox_tensor_numel(ox_tensor t) {
-  if (!t) {
-    NULL_ARG("tensor");
-    return 0;
-  }
-  return t->numel;
-}
-
-size_t ox_tensor_nbytes(ox_tensor t) {
-  if (!t) {
-    NULL_ARG("tensor");
-    return 0;
-  }
-  return tensor_bytes(t);
-}
-
-ox_device ox_tensor_device(ox_tensor t) {
-  if (!t) {
-    NULL_ARG("tensor");
-    return NULL;
-  }
-  return t->dev;
-}
-
-void *ox_tensor_data(ox_tensor t) {
-  if (!t) {
-    NULL_ARG("tensor");
-    return NULL;
-  }
-  return t->data;
-}

@@ -51,22 +51,79 @@ struct ox_stream_s {
   oxr_errrec *err;   /* host address of this stream's error record */
   CUdeviceptr err_d; /* its device address (CUDA: mapped pinned memory) */
   int live;          /* 0 once destroyed: the struct is then on dev->free_streams */
+  int borrowed;      /* wraps someone else's CUstream: never destroyed here */
+  CUevent mark;      /* recorded when another stream must wait for this one (lazy) */
+  int capturing;     /* a chain is being captured on it: no cross-stream waits */
   struct ox_stream_s *next_free;
 };
 
-/* ---- tensors. */
+/* ---- tensors. A tensor is a view (dtype, shape, strides, offset) of a
+ * storage: one allocation, shared by every view of it and released with the
+ * last. The storage also tracks which streams use the memory, so that work on
+ * one stream waits for another's pending writes (ownership tracking). */
+typedef struct oxr_storage oxr_storage;
+struct oxr_storage {
+  int refcount;        /* atomic */
+  ox_device dev;
+  void *alloc;         /* the memory (device address for CUDA) */
+  size_t bytes;
+  /* foreign owner (DLPack): called once with `owner_ctx` instead of freeing */
+  void (*owner_release)(void *owner_ctx);
+  void *owner_ctx;
+  /* ownership tracking, under `lock` */
+  int lock;                        /* a spin lock (atomic flag) */
+  ox_stream writer;                /* the stream of the last write, or NULL */
+  ox_stream readers[8];            /* streams that read since that write */
+  int nreaders;
+};
+
+#define OXR_TENSOR_MAGIC 0x0c7e5a11u
+
+enum { OXR_T_READ_ONLY = 1, OXR_T_PARTITION = 2, OXR_T_COPIED = 4 };
+
 struct ox_tensor_s {
-  int refcount;
+  uint32_t magic;      /* OXR_TENSOR_MAGIC while alive; catches use after release */
+  int refcount;        /* atomic */
+  oxr_storage *storage;
   ox_device dev;
   ox_dtype dtype;
   int ndim;
   int64_t shape[OX_MAX_DIMS];
-  int64_t strides[OX_MAX_DIMS]; /* in elements */
+  int64_t strides[OX_MAX_DIMS]; /* in elements, >= 0 */
   int64_t numel;
-  void *data;          /* first element (device address for CUDA) */
-  void *alloc;         /* what to free */
-  ox_stream last_stream; /* the stream that last used it: frees are ordered there */
+  int64_t offset;      /* bytes from storage->alloc to the first element */
+  void *data;          /* storage->alloc + offset */
+  int flags;           /* OXR_T_* */
+  int64_t tile[OX_MAX_DIMS]; /* partition tile shape (OXR_T_PARTITION) */
 };
+
+/* True if `t` looks like a live tensor handle. */
+bool oxr_tensor_valid(ox_tensor t);
+/* A new storage of `bytes` on `dev`, allocated by Oxide (stream-ordered on s). */
+ox_status oxr_storage_alloc(ox_device dev, ox_stream s, size_t bytes, oxr_storage **out);
+/* A storage around foreign memory; `release(ctx)` runs once with the last reference. */
+oxr_storage *oxr_storage_foreign(ox_device dev, void *ptr, size_t bytes, void (*release)(void *),
+                                 void *ctx);
+void oxr_storage_retain(oxr_storage *st);
+void oxr_storage_release(oxr_storage *st);
+/* A new tensor handle on `st` (retains it). Checks that every element lies in
+ * the storage and that the byte offset is aligned to the element size. */
+ox_status oxr_tensor_make(oxr_storage *st, ox_dtype dtype, int ndim, const int64_t *shape,
+                          const int64_t *strides, int64_t offset, int flags, ox_tensor *out);
+/* True if the elements are dense and row-major (empty tensors are). */
+bool oxr_tensor_dense(ox_tensor t);
+/* Byte range [lo, hi) the tensor's elements span (lo == hi when empty). */
+void oxr_tensor_extent(ox_tensor t, uintptr_t *lo, uintptr_t *hi);
+/* Ownership tracking: called before work on `s` reads (write = false) or
+ * writes `t`. Makes `s` wait on the device for the other streams' pending
+ * work on the memory, then records this use. */
+ox_status oxr_tensor_use(ox_tensor t, ox_stream s, bool write);
+/* Makes `s` wait, on the device, for everything queued on `other` so far. */
+ox_status oxr_stream_wait_stream(ox_stream s, ox_stream other);
+
+/* Checks a stream argument of API function `fn`: NULL means `dev`'s default
+ * stream; a stream of another device or a destroyed one is an error. */
+ox_status oxr_resolve_stream(const char *fn, ox_device dev, ox_stream *s);
 
 /* Makes `dev`'s primary context current on the calling thread (cheap when it
  * already is). */

@@ -34,7 +34,9 @@ OX_F16 = 9
 OX_BF16 = 10
 OX_F32 = 11
 OX_F64 = 12
-OX_DTYPE_COUNT = 13
+OX_F8E4M3 = 13
+OX_F8E5M2 = 14
+OX_DTYPE_COUNT = 15
 
 # enum ox_device_type
 OX_DEVICE_CPU = 1
@@ -58,7 +60,7 @@ OX_EMIT_ASM = 5
 
 ENUMS = {
     'ox_status': {'OX_OK': 0, 'OX_ERR_INVALID_ARGUMENT': 1, 'OX_ERR_COMPILE': 2, 'OX_ERR_NOT_FOUND': 3, 'OX_ERR_NO_DEVICE': 4, 'OX_ERR_DRIVER': 5, 'OX_ERR_OUT_OF_MEMORY': 6, 'OX_ERR_LAUNCH': 7, 'OX_ERR_BOUNDS': 8, 'OX_ERR_IO': 9, 'OX_ERR_UNSUPPORTED': 10, 'OX_ERR_INTERNAL': 11},
-    'ox_dtype': {'OX_BOOL': 0, 'OX_I8': 1, 'OX_I16': 2, 'OX_I32': 3, 'OX_I64': 4, 'OX_U8': 5, 'OX_U16': 6, 'OX_U32': 7, 'OX_U64': 8, 'OX_F16': 9, 'OX_BF16': 10, 'OX_F32': 11, 'OX_F64': 12, 'OX_DTYPE_COUNT': 13},
+    'ox_dtype': {'OX_BOOL': 0, 'OX_I8': 1, 'OX_I16': 2, 'OX_I32': 3, 'OX_I64': 4, 'OX_U8': 5, 'OX_U16': 6, 'OX_U32': 7, 'OX_U64': 8, 'OX_F16': 9, 'OX_BF16': 10, 'OX_F32': 11, 'OX_F64': 12, 'OX_F8E4M3': 13, 'OX_F8E5M2': 14, 'OX_DTYPE_COUNT': 15},
     'ox_device_type': {'OX_DEVICE_CPU': 1, 'OX_DEVICE_CUDA': 2},
     'ox_target': {'OX_TARGET_DEFAULT': 0, 'OX_TARGET_CPU': 1, 'OX_TARGET_CUDA': 2},
     'ox_arg_kind': {'OX_ARG_TENSOR': 1, 'OX_ARG_SCALAR': 2},
@@ -122,6 +124,9 @@ FUNCTIONS = {
     'ox_stream_synchronize': (C.c_int, [C.c_void_p]),
     'ox_stream_destroy': (None, [C.c_void_p]),
     'ox_stream_device': (C.c_void_p, [C.c_void_p]),
+    'ox_stream_wrap': (C.c_int, [C.c_void_p, C.c_void_p, C.POINTER(C.c_void_p)]),
+    'ox_device_per_thread_stream': (C.c_int, [C.c_void_p, C.POINTER(C.c_void_p)]),
+    'ox_stream_handle': (C.c_void_p, [C.c_void_p]),
     'ox_event_create': (C.c_int, [C.c_void_p, C.POINTER(C.c_void_p)]),
     'ox_event_destroy': (None, [C.c_void_p]),
     'ox_event_record': (C.c_int, [C.c_void_p, C.c_void_p]),
@@ -141,6 +146,23 @@ FUNCTIONS = {
     'ox_tensor_nbytes': (C.c_size_t, [C.c_void_p]),
     'ox_tensor_device': (C.c_void_p, [C.c_void_p]),
     'ox_tensor_data': (C.c_void_p, [C.c_void_p]),
+    'ox_tensor_strides': (C.POINTER(C.c_int64), [C.c_void_p]),
+    'ox_tensor_is_contiguous': (C.c_int, [C.c_void_p]),
+    'ox_tensor_is_read_only': (C.c_int, [C.c_void_p]),
+    'ox_tensor_zeros': (C.c_int, [C.c_void_p, C.c_void_p, C.c_int, C.c_int, C.POINTER(C.c_int64), C.POINTER(C.c_void_p)]),
+    'ox_tensor_full': (C.c_int, [C.c_void_p, C.c_void_p, C.c_int, C.c_int, C.POINTER(C.c_int64), C.c_double, C.POINTER(C.c_void_p)]),
+    'ox_tensor_arange': (C.c_int, [C.c_void_p, C.c_void_p, C.c_int, C.c_double, C.c_double, C.c_int64, C.POINTER(C.c_void_p)]),
+    'ox_tensor_copy': (C.c_int, [C.c_void_p, C.c_void_p, C.c_void_p]),
+    'ox_tensor_to': (C.c_int, [C.c_void_p, C.c_void_p, C.c_void_p, C.POINTER(C.c_void_p)]),
+    'ox_tensor_slice': (C.c_int, [C.c_void_p, C.c_int, C.c_int64, C.c_int64, C.c_int64, C.POINTER(C.c_void_p)]),
+    'ox_tensor_reshape': (C.c_int, [C.c_void_p, C.c_int, C.POINTER(C.c_int64), C.POINTER(C.c_void_p)]),
+    'ox_tensor_permute': (C.c_int, [C.c_void_p, C.POINTER(C.c_int), C.POINTER(C.c_void_p)]),
+    'ox_tensor_transpose': (C.c_int, [C.c_void_p, C.c_int, C.c_int, C.POINTER(C.c_void_p)]),
+    'ox_tensor_broadcast_to': (C.c_int, [C.c_void_p, C.c_int, C.POINTER(C.c_int64), C.POINTER(C.c_void_p)]),
+    'ox_tensor_partition': (C.c_int, [C.c_void_p, C.c_int, C.POINTER(C.c_int64), C.POINTER(C.c_void_p)]),
+    'ox_tensor_partition_grid': (C.c_int, [C.c_void_p, C.POINTER(C.c_int64)]),
+    'ox_tensor_from_dlpack': (C.c_int, [C.c_void_p, C.c_int, C.POINTER(C.c_void_p)]),
+    'ox_tensor_to_dlpack': (C.c_int, [C.c_void_p, C.c_void_p, C.c_int, C.POINTER(C.c_void_p)]),
     'ox_module_compile': (C.c_int, [C.c_void_p, C.c_char_p, C.POINTER(ox_compile_options), C.POINTER(C.c_void_p)]),
     'ox_module_compile_file': (C.c_int, [C.c_void_p, C.c_char_p, C.POINTER(ox_compile_options), C.POINTER(C.c_void_p)]),
     'ox_module_destroy': (None, [C.c_void_p]),
@@ -150,6 +172,12 @@ FUNCTIONS = {
     'ox_kernel_name': (C.c_char_p, [C.c_void_p]),
     'ox_launch_check': (C.c_int, [C.c_void_p, C.c_void_p, C.POINTER(ox_launch_config), C.POINTER(ox_arg), C.c_int]),
     'ox_launch': (C.c_int, [C.c_void_p, C.c_void_p, C.POINTER(ox_launch_config), C.POINTER(ox_arg), C.c_int]),
+    'ox_chain_create': (C.c_int, [C.c_void_p, C.POINTER(C.c_void_p)]),
+    'ox_chain_destroy': (None, [C.c_void_p]),
+    'ox_chain_launch': (C.c_int, [C.c_void_p, C.c_void_p, C.POINTER(ox_launch_config), C.POINTER(ox_arg), C.c_int]),
+    'ox_chain_copy': (C.c_int, [C.c_void_p, C.c_void_p, C.c_void_p]),
+    'ox_chain_run': (C.c_int, [C.c_void_p, C.c_void_p]),
+    'ox_chain_capture': (C.c_int, [C.c_void_p, C.c_void_p]),
     'ox_emit': (C.c_int, [C.c_char_p, C.POINTER(ox_compile_options), C.c_int, C.c_int, C.POINTER(C.c_void_p)]),
     'ox_cache_dir': (C.c_char_p, []),
     'ox_doctor': (C.c_int, [C.POINTER(C.c_void_p)]),

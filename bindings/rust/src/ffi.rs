@@ -35,7 +35,9 @@ pub const OX_F16: ox_dtype = 9;
 pub const OX_BF16: ox_dtype = 10;
 pub const OX_F32: ox_dtype = 11;
 pub const OX_F64: ox_dtype = 12;
-pub const OX_DTYPE_COUNT: ox_dtype = 13;
+pub const OX_F8E4M3: ox_dtype = 13;
+pub const OX_F8E5M2: ox_dtype = 14;
+pub const OX_DTYPE_COUNT: ox_dtype = 15;
 
 pub type ox_device_type = c_int;
 pub const OX_DEVICE_CPU: ox_device_type = 1;
@@ -87,6 +89,11 @@ pub struct ox_kernel_s {
     _private: [u8; 0],
 }
 pub type ox_kernel = *mut ox_kernel_s;
+#[repr(C)]
+pub struct ox_chain_s {
+    _private: [u8; 0],
+}
+pub type ox_chain = *mut ox_chain_s;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -143,6 +150,9 @@ extern "C" {
     pub fn ox_stream_synchronize(s: ox_stream) -> ox_status;
     pub fn ox_stream_destroy(s: ox_stream);
     pub fn ox_stream_device(s: ox_stream) -> ox_device;
+    pub fn ox_stream_wrap(dev: ox_device, cu_stream: *mut c_void, out: *mut ox_stream) -> ox_status;
+    pub fn ox_device_per_thread_stream(dev: ox_device, out: *mut ox_stream) -> ox_status;
+    pub fn ox_stream_handle(s: ox_stream) -> *mut c_void;
     pub fn ox_event_create(dev: ox_device, out: *mut ox_event) -> ox_status;
     pub fn ox_event_destroy(e: ox_event);
     pub fn ox_event_record(e: ox_event, s: ox_stream) -> ox_status;
@@ -162,6 +172,23 @@ extern "C" {
     pub fn ox_tensor_nbytes(t: ox_tensor) -> usize;
     pub fn ox_tensor_device(t: ox_tensor) -> ox_device;
     pub fn ox_tensor_data(t: ox_tensor) -> *mut c_void;
+    pub fn ox_tensor_strides(t: ox_tensor) -> *const i64;
+    pub fn ox_tensor_is_contiguous(t: ox_tensor) -> c_int;
+    pub fn ox_tensor_is_read_only(t: ox_tensor) -> c_int;
+    pub fn ox_tensor_zeros(dev: ox_device, s: ox_stream, dtype: ox_dtype, ndim: c_int, shape: *const i64, out: *mut ox_tensor) -> ox_status;
+    pub fn ox_tensor_full(dev: ox_device, s: ox_stream, dtype: ox_dtype, ndim: c_int, shape: *const i64, value: f64, out: *mut ox_tensor) -> ox_status;
+    pub fn ox_tensor_arange(dev: ox_device, s: ox_stream, dtype: ox_dtype, start: f64, step: f64, n: i64, out: *mut ox_tensor) -> ox_status;
+    pub fn ox_tensor_copy(dst: ox_tensor, src: ox_tensor, s: ox_stream) -> ox_status;
+    pub fn ox_tensor_to(src: ox_tensor, dev: ox_device, s: ox_stream, out: *mut ox_tensor) -> ox_status;
+    pub fn ox_tensor_slice(t: ox_tensor, dim: c_int, start: i64, stop: i64, step: i64, out: *mut ox_tensor) -> ox_status;
+    pub fn ox_tensor_reshape(t: ox_tensor, ndim: c_int, shape: *const i64, out: *mut ox_tensor) -> ox_status;
+    pub fn ox_tensor_permute(t: ox_tensor, perm: *const c_int, out: *mut ox_tensor) -> ox_status;
+    pub fn ox_tensor_transpose(t: ox_tensor, dim0: c_int, dim1: c_int, out: *mut ox_tensor) -> ox_status;
+    pub fn ox_tensor_broadcast_to(t: ox_tensor, ndim: c_int, shape: *const i64, out: *mut ox_tensor) -> ox_status;
+    pub fn ox_tensor_partition(t: ox_tensor, ndim: c_int, tile: *const i64, out: *mut ox_tensor) -> ox_status;
+    pub fn ox_tensor_partition_grid(t: ox_tensor, grid: *mut i64) -> c_int;
+    pub fn ox_tensor_from_dlpack(managed: *mut c_void, versioned: c_int, out: *mut ox_tensor) -> ox_status;
+    pub fn ox_tensor_to_dlpack(t: ox_tensor, consumer: ox_stream, versioned: c_int, out: *mut *mut c_void) -> ox_status;
     pub fn ox_module_compile(dev: ox_device, source: *const c_char, opts: *const ox_compile_options, out: *mut ox_module) -> ox_status;
     pub fn ox_module_compile_file(dev: ox_device, path: *const c_char, opts: *const ox_compile_options, out: *mut ox_module) -> ox_status;
     pub fn ox_module_destroy(m: ox_module);
@@ -171,6 +198,12 @@ extern "C" {
     pub fn ox_kernel_name(k: ox_kernel) -> *const c_char;
     pub fn ox_launch_check(k: ox_kernel, s: ox_stream, cfg: *const ox_launch_config, args: *const ox_arg, nargs: c_int) -> ox_status;
     pub fn ox_launch(k: ox_kernel, s: ox_stream, cfg: *const ox_launch_config, args: *const ox_arg, nargs: c_int) -> ox_status;
+    pub fn ox_chain_create(dev: ox_device, out: *mut ox_chain) -> ox_status;
+    pub fn ox_chain_destroy(c: ox_chain);
+    pub fn ox_chain_launch(c: ox_chain, k: ox_kernel, cfg: *const ox_launch_config, args: *const ox_arg, nargs: c_int) -> ox_status;
+    pub fn ox_chain_copy(c: ox_chain, dst: ox_tensor, src: ox_tensor) -> ox_status;
+    pub fn ox_chain_run(c: ox_chain, s: ox_stream) -> ox_status;
+    pub fn ox_chain_capture(c: ox_chain, s: ox_stream) -> ox_status;
     pub fn ox_emit(source: *const c_char, opts: *const ox_compile_options, target: ox_target, kind: ox_emit_kind, out: *mut *mut c_char) -> ox_status;
     pub fn ox_cache_dir() -> *const c_char;
     pub fn ox_doctor(out: *mut *mut c_char) -> ox_status;

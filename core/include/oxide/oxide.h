@@ -79,6 +79,7 @@ typedef enum ox_dtype {
   OX_I8, OX_I16, OX_I32, OX_I64,
   OX_U8, OX_U16, OX_U32, OX_U64,
   OX_F16, OX_BF16, OX_F32, OX_F64,
+  OX_F8E4M3, OX_F8E5M2, /**< storage types (DLPack exchange, copies); no kernel arithmetic yet */
   OX_DTYPE_COUNT
 } ox_dtype;
 
@@ -138,6 +139,18 @@ OX_API void ox_stream_destroy(ox_stream s);
 
 OX_API ox_device ox_stream_device(ox_stream s);
 
+/** Wraps a CUDA stream that someone else owns (a `CUstream` from PyTorch,
+ *  CuPy, ...). Oxide borrows it: ox_stream_destroy frees only the wrapper and
+ *  never destroys or synchronizes the CUDA stream. */
+OX_API ox_status ox_stream_wrap(ox_device dev, void *cu_stream, ox_stream *out);
+
+/** The calling thread's per-thread default stream of `dev` (CUDA's
+ *  CU_STREAM_PER_THREAD; on the CPU, the default stream). Borrowed. */
+OX_API ox_status ox_device_per_thread_stream(ox_device dev, ox_stream *out);
+
+/** The `CUstream` behind `s` (NULL for the legacy default stream and on the CPU). */
+OX_API void *ox_stream_handle(ox_stream s);
+
 /* ---------------------------------------------------------------- events */
 
 /** A point in a stream's work, to wait for or to time. */
@@ -196,6 +209,66 @@ OX_API size_t ox_tensor_nbytes(ox_tensor t);
 OX_API ox_device ox_tensor_device(ox_tensor t);
 /** Address of the first element (a device address for CUDA tensors). */
 OX_API void *ox_tensor_data(ox_tensor t);
+
+/** Strides in elements (never negative; 0 along broadcast dimensions). */
+OX_API const int64_t *ox_tensor_strides(ox_tensor t);
+/** 1 if the elements are dense and row-major. */
+OX_API int ox_tensor_is_contiguous(ox_tensor t);
+/** 1 if the tensor may not be written (a DLPack producer marked it read-only,
+ *  or it is a broadcast view): it can never be a kernel's mutable argument. */
+OX_API int ox_tensor_is_read_only(ox_tensor t);
+
+/** A contiguous tensor of zeros (stream-ordered on `s`, NULL: default stream). */
+OX_API ox_status ox_tensor_zeros(ox_device dev, ox_stream s, ox_dtype dtype, int ndim,
+                                 const int64_t *shape, ox_tensor *out);
+/** A contiguous tensor with every element `value` (converted to the dtype). */
+OX_API ox_status ox_tensor_full(ox_device dev, ox_stream s, ox_dtype dtype, int ndim,
+                                const int64_t *shape, double value, ox_tensor *out);
+/** The 1-D tensor start, start + step, ... of `n` elements. */
+OX_API ox_status ox_tensor_arange(ox_device dev, ox_stream s, ox_dtype dtype, double start,
+                                  double step, int64_t n, ox_tensor *out);
+/** Copies `src` into `dst` (same dtype and shape; any devices, any strides),
+ *  ordered on `s` (a stream of dst's device, or of src's when dst is on the
+ *  CPU). Returns once queued; host memory involved is copied synchronously. */
+OX_API ox_status ox_tensor_copy(ox_tensor dst, ox_tensor src, ox_stream s);
+/** A new contiguous copy of `src` on `dev`. */
+OX_API ox_status ox_tensor_to(ox_tensor src, ox_device dev, ox_stream s, ox_tensor *out);
+
+/* ---- views: new handles on the same memory (the memory lives while any view does) */
+
+/** Elements start, start+step, ... below stop along `dim` (step > 0; negative
+ *  strides are not supported). */
+OX_API ox_status ox_tensor_slice(ox_tensor t, int dim, int64_t start, int64_t stop, int64_t step,
+                                 ox_tensor *out);
+/** The same elements in another shape; fails (OX_ERR_INVALID_ARGUMENT) when the
+ *  strides do not allow it without a copy. One dimension may be -1. */
+OX_API ox_status ox_tensor_reshape(ox_tensor t, int ndim, const int64_t *shape, ox_tensor *out);
+/** Dimensions reordered: out.shape[i] = t.shape[perm[i]]. */
+OX_API ox_status ox_tensor_permute(ox_tensor t, const int *perm, ox_tensor *out);
+OX_API ox_status ox_tensor_transpose(ox_tensor t, int dim0, int dim1, ox_tensor *out);
+/** Size-1 dimensions (and missing leading ones) repeated by stride 0; the
+ *  result is read-only. */
+OX_API ox_status ox_tensor_broadcast_to(ox_tensor t, int ndim, const int64_t *shape, ox_tensor *out);
+/** Partitions `t` into exclusive tiles of `tile` (one size per dimension) for
+ *  the Tile pipeline: the grid is ceil(shape / tile) per dimension. */
+OX_API ox_status ox_tensor_partition(ox_tensor t, int ndim, const int64_t *tile, ox_tensor *out);
+/** The tile grid of a partition, written to grid[0 .. rank) (room for
+ *  OX_MAX_DIMS entries); returns the rank, 0 if `t` is not a partition. */
+OX_API int ox_tensor_partition_grid(ox_tensor t, int64_t *grid);
+
+/* ---- DLPack (dlpack/dlpack.h; docs/c-api.md has the stream rule) */
+
+/** Imports a DLPack tensor without copying. `managed` is a
+ *  DLManagedTensorVersioned* when `versioned` is 1, a legacy DLManagedTensor*
+ *  when 0. Oxide takes ownership in every case: the producer's deleter runs
+ *  exactly once, when the last Oxide reference goes, or at once if the tensor
+ *  is refused (bad shape, dtype, device or a newer major version). */
+OX_API ox_status ox_tensor_from_dlpack(void *managed, int versioned, ox_tensor *out);
+/** Exports `t` as a new DLManagedTensorVersioned* (`versioned` 1, strides
+ *  always set) or DLManagedTensor* (0) holding one Oxide reference, released
+ *  by its deleter. When `consumer` is given, the consumer's stream is made to
+ *  wait (on the device) for Oxide's pending writes to `t` first. */
+OX_API ox_status ox_tensor_to_dlpack(ox_tensor t, ox_stream consumer, int versioned, void **out);
 
 /* --------------------------------------------------------------- modules */
 
@@ -287,6 +360,28 @@ OX_API ox_status ox_launch_check(ox_kernel k, ox_stream s, const ox_launch_confi
  *  reported by the next ox_stream_synchronize of `s`. */
 OX_API ox_status ox_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
                            const ox_arg *args, int nargs);
+
+/* ---------------------------------------------------------------- chains */
+
+/** A recorded sequence of launches and copies that runs only when asked: on a
+ *  stream, in order (cuTile Rust's lazy model). On CUDA it can be captured once
+ *  as a CUDA graph and replayed. Arguments are checked and tensors retained
+ *  when recorded. */
+typedef struct ox_chain_s *ox_chain;
+
+OX_API ox_status ox_chain_create(ox_device dev, ox_chain *out);
+/** Destroys a chain (releases its tensors and graph). NULL is ignored. */
+OX_API void ox_chain_destroy(ox_chain c);
+/** Records a launch (checked now, as ox_launch_check does). */
+OX_API ox_status ox_chain_launch(ox_chain c, ox_kernel k, const ox_launch_config *cfg,
+                                 const ox_arg *args, int nargs);
+/** Records a copy (as ox_tensor_copy). */
+OX_API ox_status ox_chain_copy(ox_chain c, ox_tensor dst, ox_tensor src);
+/** Queues the chain on `s`: its graph if captured, else each step in order. */
+OX_API ox_status ox_chain_run(ox_chain c, ox_stream s);
+/** CUDA: captures the chain as a CUDA graph on `s` (nothing runs); later
+ *  ox_chain_run calls replay it. CPU: nothing to capture (returns OX_OK). */
+OX_API ox_status ox_chain_capture(ox_chain c, ox_stream s);
 
 /* ------------------------------------------------------------ inspection */
 

@@ -1,0 +1,679 @@
+/*
+ * tensor_ops.c - tensors made or moved by device work: zeros, full, arange,
+ * copy (any strides, any pair of devices) and to.
+ *
+ * The work runs as small built-in kernels written in the Oxide kernel
+ * language, compiled by ox_module_compile on first use on each device (a
+ * module per kernel group, kept for the life of the process; the compiled-
+ * kernel cache makes later processes fast). The same kernels run on the CPU
+ * device through the CPU backend, so both devices compute arange's
+ * conversions identically. Plain memory operations take over where they are
+ * exact and faster: memset for zeros and for fills whose bytes are all equal,
+ * memcpy / cuMemcpy for copies between dense tensors, and cuMemcpy HtoD/DtoH
+ * (through dense staging tensors) between the CPU and a GPU.
+ *
+ * Fills and copies move bits, so their kernels exist per element size (u8,
+ * u16, u32, u64) and run on views that reinterpret the tensor's bytes: fp8,
+ * f16, bool... all copy as unsigned integers of their size.
+ *
+ * The strided copy kernels take the source as one flat `&[T]` over the span
+ * of its elements, and the collapsed shape and strides (at most 8 dims) as
+ * u64 scalars; each thread computes its element's source offset. A dense
+ * destination is written through DisjointSlice (one writer per element,
+ * proven by the language). A strided destination uses an `unsafe fn` kernel
+ * with `&mut [T]` over the destination's span, because DisjointSlice can only
+ * express "element i of a dense array": going through a dense temporary would
+ * not help, as the final scatter into the strided layout needs the same
+ * kernel. It is race-free because a writable tensor never maps two indices to
+ * one element (such views are read-only: broadcasts, overlapping DLPack
+ * imports), and its writes stay bounds-checked.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+
+#define INVALID(...) oxb_set_error(OX_ERR_INVALID_ARGUMENT, __VA_ARGS__)
+
+/* "cpu" or "cuda:N", for messages. */
+static const char *dev_label(ox_device d, char buf[32]) {
+  if (d->type == OX_DEVICE_CPU)
+    return "cpu";
+  snprintf(buf, 32, "cuda:%d", d->ordinal);
+  return buf;
+}
+
+static const char *dims_str(int n, const int64_t *d, char buf[200]) {
+  int k = snprintf(buf, 200, "[");
+  for (int i = 0; i < n && k < 170; i++)
+    k += snprintf(buf + k, 200 - (size_t)k, "%s%lld", i ? ", " : "", (long long)d[i]);
+  snprintf(buf + k, 200 - (size_t)k, "]");
+  return buf;
+}
+
+/* The unsigned dtype of an element size, and its index 0..3. */
+static ox_dtype uint_of(size_t size) {
+  return size == 1 ? OX_U8 : size == 2 ? OX_U16 : size == 4 ? OX_U32 : OX_U64;
+}
+
+static bool is_fp8(ox_dtype t) { return t == OX_F8E4M3 || t == OX_F8E5M2; }
+static bool is_int(ox_dtype t) { return t >= OX_I8 && t <= OX_U64; }
+
+/* ------------------------------------------------------- built-in kernels */
+
+/* A module per kind of kernel and element type, so that a first use
+ * compiles only what it needs: fill and copy per element size (u8, u16, u32,
+ * u64), arange per dtype. */
+enum { G_FILL = 0, G_COPY = 4, G_ARANGE = 8, G_COUNT = G_ARANGE + OX_DTYPE_COUNT };
+
+static int log2_size(size_t es) { return es == 1 ? 0 : es == 2 ? 1 : es == 4 ? 2 : 3; }
+
+/* The offset of flat element i in a layout of nd dims (innermost first). */
+static const char OFFSET_FN[] =
+    "fn offset(i: u64, nd: u32, n0: u64, n1: u64, n2: u64, n3: u64, n4: u64, n5: u64, n6: u64,\n"
+    "          n7: u64, s0: u64, s1: u64, s2: u64, s3: u64, s4: u64, s5: u64, s6: u64,\n"
+    "          s7: u64) -> u64 {\n"
+    "    let mut r = i;\n"
+    "    let mut off = 0u64;\n"
+    "    if nd > 0 { off += (r % n0) * s0; r = r / n0; }\n"
+    "    if nd > 1 { off += (r % n1) * s1; r = r / n1; }\n"
+    "    if nd > 2 { off += (r % n2) * s2; r = r / n2; }\n"
+    "    if nd > 3 { off += (r % n3) * s3; r = r / n3; }\n"
+    "    if nd > 4 { off += (r % n4) * s4; r = r / n4; }\n"
+    "    if nd > 5 { off += (r % n5) * s5; r = r / n5; }\n"
+    "    if nd > 6 { off += (r % n6) * s6; r = r / n6; }\n"
+    "    if nd > 7 { off += r * s7; }\n"
+    "    off\n"
+    "}\n";
+#define DIMS "n0, n1, n2, n3, n4, n5, n6, n7"
+#define DIMS_T "n0: u64, n1: u64, n2: u64, n3: u64, n4: u64, n5: u64, n6: u64, n7: u64"
+#define SRC_T "s0: u64, s1: u64, s2: u64, s3: u64, s4: u64, s5: u64, s6: u64, s7: u64"
+#define DST_T "d0: u64, d1: u64, d2: u64, d3: u64, d4: u64, d5: u64, d6: u64, d7: u64"
+
+/* The copy kernels handle one element per thread rather than looping with
+ * grid_stride: their body, with up to 8 64-bit divisions, would be emitted
+ * three times, which makes the first compile (ptxas) several times slower
+ * for no gain in a gather that vector accesses cannot help. */
+static char *group_source(int g) {
+  oxb_str o = {0};
+  if (g < G_COPY) {
+    const char *t = ox_dtype_name(uint_of((size_t)1 << (g - G_FILL)));
+    oxb_str_addf(&o,
+                 "#[kernel]\n"
+                 "fn fill_%s(out: DisjointSlice<%s>, v: %s) {\n"
+                 "    for i in thread::grid_stride(out.len()) {\n"
+                 "        if let Some(o) = out.get_mut(i) { *o = v; }\n"
+                 "    }\n"
+                 "}\n",
+                 t, t, t);
+  } else if (g < G_ARANGE) {
+    const char *t = ox_dtype_name(uint_of((size_t)1 << (g - G_COPY)));
+    oxb_str_add(&o, OFFSET_FN, sizeof OFFSET_FN - 1);
+    oxb_str_addf(&o,
+                 "#[kernel]\n"
+                 "fn copy_c_%s(src: &[%s], dst: DisjointSlice<%s>, nd: u32, " DIMS_T ", " SRC_T ") {\n"
+                 "    let i = thread::index_1d();\n"
+                 "    if let Some(o) = dst.get_mut(i) {\n"
+                 "        *o = src[offset(i.get(), nd, " DIMS ", s0, s1, s2, s3, s4, s5, s6, s7)];\n"
+                 "    }\n"
+                 "}\n"
+                 "#[kernel]\n"
+                 "unsafe fn copy_s_%s(src: &[%s], dst: &mut [%s], n: u64, nd: u32, " DIMS_T ", " SRC_T
+                 ", " DST_T ") {\n"
+                 "    let i = thread::index_1d();\n"
+                 "    let k = i.get();\n"
+                 "    if k < n {\n"
+                 "        dst[offset(k, nd, " DIMS ", d0, d1, d2, d3, d4, d5, d6, d7)] =\n"
+                 "            src[offset(k, nd, " DIMS ", s0, s1, s2, s3, s4, s5, s6, s7)];\n"
+                 "    }\n"
+                 "}\n",
+                 t, t, t, t, t, t);
+  } else {
+    ox_dtype d = (ox_dtype)(g - G_ARANGE);
+    const char *t = ox_dtype_name(d);
+    /* bool has no cast from f64 in the language: nonzero is true. bf16 goes
+     * through f32 (as launch arguments do): the CPU backend's f64 -> bf16
+     * needs __truncdfbf2, which the JIT cannot find with libgcc < 13. */
+    const char *to = d == OX_BOOL ? " != 0.0" : d == OX_BF16 ? " as f32) as " : " as ";
+    oxb_str_addf(&o,
+                 "#[kernel]\n"
+                 "fn arange_%s(out: DisjointSlice<%s>, start: f64, step: f64) {\n"
+                 "    for i in thread::grid_stride(out.len()) {\n"
+                 "        if let Some(o) = out.get_mut(i) {\n"
+                 "            *o = %s(start + (i.get() as f64) * step)%s%s;\n"
+                 "        }\n"
+                 "    }\n"
+                 "}\n",
+                 t, t, d == OX_BF16 ? "(" : "", to, d == OX_BOOL ? "" : t);
+    if (is_int(d))
+      oxb_str_addf(&o,
+                   "#[kernel]\n"
+                   "fn iarange_%s(out: DisjointSlice<%s>, start: i64, step: i64) {\n"
+                   "    for i in thread::grid_stride(out.len()) {\n"
+                   "        if let Some(o) = out.get_mut(i) {\n"
+                   "            *o = (start + (i.get() as i64) * step) as %s;\n"
+                   "        }\n"
+                   "    }\n"
+                   "}\n",
+                   t, t, t);
+  }
+  return oxb_str_take(&o);
+}
+
+/* What group g holds, for messages ("copy u32"). */
+static const char *group_label(int g, char buf[32]) {
+  const char *kind = g < G_COPY ? "fill" : g < G_ARANGE ? "copy" : "arange";
+  ox_dtype t = g < G_COPY    ? uint_of((size_t)1 << (g - G_FILL))
+               : g < G_ARANGE ? uint_of((size_t)1 << (g - G_COPY))
+                              : (ox_dtype)(g - G_ARANGE);
+  snprintf(buf, 32, "%s %s", kind, ox_dtype_name(t));
+  return buf;
+}
+
+/* Modules per device (slot 0: the CPU, 1 + N: cuda:N) and group, compiled on
+ * first use and kept for the life of the process. The lock is held during a
+ * compile, so that concurrent first uses compile once. */
+#define MAX_SLOTS 129
+static pthread_mutex_t mod_lock = PTHREAD_MUTEX_INITIALIZER;
+static ox_module mods[MAX_SLOTS][G_COUNT];
+
+static ox_status builtin_kernel(const char *fn, ox_device dev, int g, const char *name,
+                                ox_kernel *out) {
+  char lab[32], gl[32];
+  int slot = dev->type == OX_DEVICE_CPU ? 0 : 1 + dev->ordinal;
+  if (slot >= MAX_SLOTS)
+    return oxb_set_error(OX_ERR_UNSUPPORTED, "%s: %s: Oxide's built-in kernels support %d GPUs",
+                         fn, dev_label(dev, lab), MAX_SLOTS - 1);
+  ox_status st = OX_OK;
+  pthread_mutex_lock(&mod_lock);
+  if (!mods[slot][g]) {
+    char *src = group_source(g);
+    char file[64];
+    snprintf(file, sizeof file, "<oxide built-in %s kernels>", group_label(g, gl));
+    ox_compile_options o = {.filename = file};
+    st = ox_module_compile(dev, src, &o, &mods[slot][g]);
+    free(src);
+    if (st != OX_OK) /* a bug in Oxide, or a device or driver problem */
+      st = oxb_set_error(st == OX_ERR_COMPILE ? OX_ERR_INTERNAL : st,
+                         "%s: compiling Oxide's built-in %s kernels for %s: %s", fn,
+                         group_label(g, gl), dev_label(dev, lab), ox_last_error());
+  }
+  ox_module m = mods[slot][g];
+  pthread_mutex_unlock(&mod_lock);
+  if (st == OX_OK && (st = ox_module_get_kernel(m, name, out)) != OX_OK)
+    st = oxb_set_error(OX_ERR_INTERNAL, "%s: %s", fn, ox_last_error());
+  return st;
+}
+
+/* Launches k over n elements in blocks of 256 threads: one thread per
+ * element (per_thread), or a grid-stride loop with enough blocks to fill
+ * the device and no more than needed. */
+static ox_status launch_n(ox_kernel k, ox_stream s, int64_t n, bool per_thread, const ox_arg *args,
+                          int nargs) {
+  int64_t mp = s->dev->multiprocessors > 0 ? s->dev->multiprocessors : 1;
+  int64_t blocks = per_thread ? (n + 255) / 256 : (n + 1023) / 1024; /* grid_stride: 4 each */
+  if (!per_thread && blocks > 16 * mp)
+    blocks = 16 * mp;
+  if (blocks > s->dev->max_grid_dim[0]) /* 2^31 - 1 blocks on every GPU: 2^39 elements */
+    return oxb_set_error(OX_ERR_UNSUPPORTED, "%lld elements are too many for one launch",
+                         (long long)n);
+  ox_launch_config cfg = {{(uint32_t)(blocks > 0 ? blocks : 1), 1, 1}, {256, 1, 1}};
+  return ox_launch(k, s, &cfg, args, nargs);
+}
+
+/* A 1-D dense view of n elements of dtype dt at byte `offset` of t's storage:
+ * what a slice parameter receives. */
+static ox_status flat_view(ox_tensor t, ox_dtype dt, int64_t n, int64_t offset, ox_tensor *out) {
+  int64_t one = 1;
+  return oxr_tensor_make(t->storage, dt, 1, &n, &one, offset, 0, out);
+}
+
+static ox_arg scalar(ox_dtype dt, uint64_t bits) {
+  ox_arg a = {.kind = OX_ARG_SCALAR, .dtype = dt};
+  a.v.u = bits;
+  return a;
+}
+
+/* ------------------------------------------------------------ conversions */
+
+/* Rounds d to nearest-even in a binary format of `eb` exponent and `mb`
+ * mantissa bits (f16: 5, 10; bf16: 8, 7), once, from the double itself.
+ * Overflow gives infinity, NaN a quiet NaN. */
+static uint32_t f64_to_small(double d, int eb, int mb) {
+  uint64_t u;
+  memcpy(&u, &d, 8);
+  uint32_t sign = (uint32_t)(u >> 63) << (eb + mb), emax = (1u << eb) - 1;
+  int e = (int)(u >> 52 & 0x7ff), bias = (1 << (eb - 1)) - 1;
+  uint64_t m = u & ((1ull << 52) - 1);
+  if (e == 0x7ff)
+    return sign | emax << mb | (m ? 1u << (mb - 1) : 0);
+  if (e == 0) /* double subnormals are far below the smallest target subnormal */
+    return sign;
+  int te = e - 1023 + bias; /* the target's biased exponent */
+  int shift = 52 - mb + (te < 1 ? 1 - te : 0);
+  if (shift > 60)
+    return sign; /* below half the smallest subnormal */
+  uint64_t full = m | 1ull << 52, q = full >> shift, rem = full & ((1ull << shift) - 1);
+  uint64_t half = 1ull << (shift - 1);
+  if (rem > half || (rem == half && (q & 1)))
+    q++;
+  if (te < 1) /* subnormal; a carry into bit mb makes the smallest normal, as encoded */
+    return sign | (uint32_t)q;
+  if (q >> (mb + 1)) { /* the rounding carried into a new binade */
+    q >>= 1;
+    te++;
+  }
+  if (te >= (int)emax)
+    return sign | emax << mb;
+  return sign | (uint32_t)te << mb | ((uint32_t)q & ((1u << mb) - 1));
+}
+
+/* The bits of `v` converted to dtype t as the kernel language's `as` from f64
+ * converts (integers: truncation toward zero, saturating, NaN -> 0); bool:
+ * nonzero (NaN too) is true. */
+static uint64_t value_bits(ox_dtype t, double v) {
+  if (t == OX_BOOL)
+    return v != 0;
+  if (is_int(t)) {
+    int bits = 8 * (int)ox_dtype_size(t);
+    if (isnan(v))
+      return 0;
+    if (t <= OX_I64) {
+      int64_t max = (int64_t)((1ull << (bits - 1)) - 1), min = -max - 1;
+      double hi = ldexp(1, bits - 1); /* max + 1, exactly */
+      int64_t r = v >= hi ? max : v < -hi ? min : (int64_t)v;
+      return bits == 64 ? (uint64_t)r : (uint64_t)r & ((1ull << bits) - 1);
+    }
+    if (v <= -1)
+      return 0;
+    if (v >= ldexp(1, bits))
+      return bits == 64 ? ~0ull : (1ull << bits) - 1;
+    return (uint64_t)v;
+  }
+  switch (t) {
+  case OX_F16: return f64_to_small(v, 5, 10);
+  case OX_BF16: return f64_to_small(v, 8, 7);
+  case OX_F32: {
+    float f = (float)v;
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    return b;
+  }
+  default: {
+    uint64_t b;
+    memcpy(&b, &v, 8);
+    return b;
+  }
+  }
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static ox_status cu_check(const char *fn, CUresult r, const char *what) {
+  if (r == CUDA_SUCCESS)
+    return OX_OK;
+  ox_status st = oxr_cuda_error(r, what);
+  return oxb_set_error(st, "%s: %s", fn, ox_last_error());
+}
+
+/* Prefixes the last error with `fn` (for errors of the calls made for it). */
+static ox_status named(const char *fn, ox_status st) {
+  return st == OX_OK ? st : oxb_set_error(st, "%s: %s", fn, ox_last_error());
+}
+
+/* ox_tensor_empty on dev, ordered on *s (resolved here), errors naming fn. */
+static ox_status new_tensor(const char *fn, ox_device dev, ox_stream *s, ox_dtype dtype, int ndim,
+                            const int64_t *shape, ox_tensor *out) {
+  if (!out)
+    return INVALID("%s: out is NULL", fn);
+  *out = NULL;
+  if (!dev)
+    return INVALID("%s: device is NULL", fn);
+  ox_status st = oxr_resolve_stream(fn, dev, s);
+  if (st != OX_OK)
+    return st;
+  st = ox_tensor_empty(dev, *s, dtype, ndim, shape, out);
+  if (st != OX_OK) {
+    const char *m = ox_last_error(), *p = "ox_tensor_empty: ";
+    st = oxb_set_error(st, "%s: %s", fn, strncmp(m, p, strlen(p)) ? m : m + strlen(p));
+  }
+  return st;
+}
+
+static ox_status check_tensor(const char *fn, const char *what, ox_tensor t) {
+  if (!t)
+    return INVALID("%s: %s is NULL", fn, what);
+  if (!oxr_tensor_valid(t))
+    return INVALID("%s: %s is not a live tensor (released, or not a tensor)", fn, what);
+  return OX_OK;
+}
+
+/* ------------------------------------------------------------------ fills */
+
+/* Sets every element of the dense tensor t to the element `bits`, on s. */
+static ox_status fill_bits(const char *fn, ox_tensor t, ox_stream s, uint64_t bits) {
+  size_t es = ox_dtype_size(t->dtype), bytes = (size_t)t->numel * es;
+  if (bytes == 0)
+    return OX_OK;
+  unsigned char b[8]; /* little-endian: the element is the low es bytes */
+  memcpy(b, &bits, 8);
+  bool uniform = true;
+  for (size_t i = 1; i < es; i++)
+    uniform &= b[i] == b[0];
+  ox_status st;
+  if (uniform) { /* zeros, -1, 0x01 bytes...: a memset, no kernel */
+    if ((st = oxr_tensor_use(t, s, true)) != OX_OK)
+      return named(fn, st);
+    if (t->dev->type == OX_DEVICE_CPU) {
+      memset(t->data, b[0], bytes);
+      return OX_OK;
+    }
+    if ((st = oxr_cuda_make_current(t->dev)) != OX_OK)
+      return named(fn, st);
+    return cu_check(fn, oxr_cu.cuMemsetD8Async((CUdeviceptr)(uintptr_t)t->data, b[0], bytes, s->cu),
+                    "cuMemsetD8Async");
+  }
+  ox_dtype u = uint_of(es);
+  char name[32];
+  snprintf(name, sizeof name, "fill_%s", ox_dtype_name(u));
+  ox_kernel k;
+  ox_tensor v;
+  if ((st = builtin_kernel(fn, t->dev, G_FILL + log2_size(es), name, &k)) != OX_OK)
+    return st;
+  if ((st = flat_view(t, u, t->numel, t->offset, &v)) != OX_OK)
+    return named(fn, st);
+  ox_arg args[2] = {ox_arg_tensor(v), scalar(u, bits)};
+  st = named(fn, launch_n(k, s, t->numel, false, args, 2));
+  ox_tensor_release(v);
+  return st;
+}
+
+ox_status ox_tensor_zeros(ox_device dev, ox_stream s, ox_dtype dtype, int ndim,
+                          const int64_t *shape, ox_tensor *out) {
+  ox_status st = new_tensor(__func__, dev, &s, dtype, ndim, shape, out);
+  if (st == OX_OK && (st = fill_bits(__func__, *out, s, 0)) != OX_OK) {
+    ox_tensor_release(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
+ox_status ox_tensor_full(ox_device dev, ox_stream s, ox_dtype dtype, int ndim,
+                         const int64_t *shape, double value, ox_tensor *out) {
+  if (out)
+    *out = NULL;
+  if (is_fp8(dtype)) /* no conversion to fp8 yet: storage-only types */
+    return oxb_set_error(OX_ERR_UNSUPPORTED, "%s: %s is a storage-only dtype (copies only)",
+                         __func__, ox_dtype_name(dtype));
+  ox_status st = new_tensor(__func__, dev, &s, dtype, ndim, shape, out);
+  if (st == OX_OK && (st = fill_bits(__func__, *out, s, value_bits(dtype, value))) != OX_OK) {
+    ox_tensor_release(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
+/* Integral start and step of an integer dtype are computed exactly in i64
+ * and truncated to the type (as `as` does, wrapping); everything else is
+ * computed in f64 and converted with `as` (saturating for integers). */
+ox_status ox_tensor_arange(ox_device dev, ox_stream s, ox_dtype dtype, double start, double step,
+                           int64_t n, ox_tensor *out) {
+  if (out)
+    *out = NULL;
+  if (n < 0)
+    return INVALID("%s: n is %lld; it must be >= 0", __func__, (long long)n);
+  if (!isfinite(start) || !isfinite(step))
+    return INVALID("%s: start %g and step %g must be finite", __func__, start, step);
+  if (is_fp8(dtype))
+    return oxb_set_error(OX_ERR_UNSUPPORTED, "%s: %s is a storage-only dtype (copies only)",
+                         __func__, ox_dtype_name(dtype));
+  ox_status st = new_tensor(__func__, dev, &s, dtype, 1, &n, out);
+  if (st != OX_OK || n == 0)
+    return st;
+  double lim = ldexp(1, 63);
+  bool exact = is_int(dtype) && start == trunc(start) && step == trunc(step) && start >= -lim &&
+               start < lim && step >= -lim && step < lim;
+  char name[32];
+  snprintf(name, sizeof name, "%sarange_%s", exact ? "i" : "", ox_dtype_name(dtype));
+  ox_kernel k;
+  if ((st = builtin_kernel(__func__, dev, G_ARANGE + (int)dtype, name, &k)) == OX_OK) {
+    ox_arg args[3] = {ox_arg_tensor(*out), exact ? ox_arg_i64((int64_t)start) : ox_arg_f64(start),
+                      exact ? ox_arg_i64((int64_t)step) : ox_arg_f64(step)};
+    st = named(__func__, launch_n(k, s, n, false, args, 3));
+  }
+  if (st != OX_OK) {
+    ox_tensor_release(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
+/* ----------------------------------------------------------------- copies */
+
+/* A copy's layout after dropping size-1 dimensions and merging neighbours
+ * that are contiguous with each other in both tensors; innermost first. */
+typedef struct plan {
+  int nd;
+  int64_t n[OX_MAX_DIMS], d[OX_MAX_DIMS], s[OX_MAX_DIMS]; /* sizes, dst and src strides */
+} plan;
+
+static void collapse(ox_tensor dst, ox_tensor src, plan *p) {
+  p->nd = 0;
+  for (int i = dst->ndim - 1; i >= 0; i--) {
+    int64_t n = dst->shape[i];
+    int k = p->nd - 1;
+    if (n == 1)
+      continue;
+    if (k >= 0 && dst->strides[i] == p->d[k] * p->n[k] && src->strides[i] == p->s[k] * p->n[k]) {
+      p->n[k] *= n;
+      continue;
+    }
+    p->n[++k] = n;
+    p->d[k] = dst->strides[i];
+    p->s[k] = src->strides[i];
+    p->nd++;
+  }
+  if (p->nd == 0) { /* one element */
+    p->nd = 1;
+    p->n[0] = p->d[0] = p->s[0] = 1;
+  }
+}
+
+/* Elements from the first to the last one of a layout, inclusive. */
+static int64_t span(const plan *p, const int64_t *strides) {
+  int64_t e = 1;
+  for (int k = 0; k < p->nd; k++)
+    e += (p->n[k] - 1) * strides[k];
+  return e;
+}
+
+/* Copies between two non-empty tensors of one device, queued on s. */
+static ox_status copy_same(const char *fn, ox_tensor dst, ox_tensor src, ox_stream s) {
+  uintptr_t dlo, dhi, slo, shi;
+  oxr_tensor_extent(dst, &dlo, &dhi);
+  oxr_tensor_extent(src, &slo, &shi);
+  ox_status st;
+  if (dlo < shi && slo < dhi) {
+    if (dst->data == src->data && !memcmp(dst->strides, src->strides, sizeof(int64_t) * (size_t)dst->ndim))
+      return OX_OK; /* a copy onto itself */
+    /* The memory overlaps (or interleaves, which a kernel's flat arguments
+     * cannot tell apart): read all of src before writing any of dst. */
+    ox_tensor tmp;
+    if ((st = named(fn, ox_tensor_empty(dst->dev, s, src->dtype, src->ndim, src->shape, &tmp))) != OX_OK)
+      return st;
+    if ((st = copy_same(fn, tmp, src, s)) == OX_OK)
+      st = copy_same(fn, dst, tmp, s);
+    ox_tensor_release(tmp);
+    return st;
+  }
+  plan p;
+  collapse(dst, src, &p);
+  size_t es = ox_dtype_size(dst->dtype);
+  if (p.nd == 1 && p.d[0] == 1 && p.s[0] == 1) { /* both dense */
+    size_t bytes = (size_t)dst->numel * es;
+    if ((st = oxr_tensor_use(src, s, false)) != OX_OK || (st = oxr_tensor_use(dst, s, true)) != OX_OK)
+      return named(fn, st);
+    if (dst->dev->type == OX_DEVICE_CPU) {
+      memcpy(dst->data, src->data, bytes);
+      return OX_OK;
+    }
+    if ((st = oxr_cuda_make_current(dst->dev)) != OX_OK)
+      return named(fn, st);
+    return cu_check(fn,
+                    oxr_cu.cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst->data,
+                                             (CUdeviceptr)(uintptr_t)src->data, bytes, s->cu),
+                    "cuMemcpyDtoDAsync");
+  }
+  ox_dtype u = uint_of(es);
+  bool dense = oxr_tensor_dense(dst);
+  char name[32];
+  snprintf(name, sizeof name, "copy_%c_%s", dense ? 'c' : 's', ox_dtype_name(u));
+  ox_kernel k;
+  if ((st = builtin_kernel(fn, dst->dev, G_COPY + log2_size(es), name, &k)) != OX_OK)
+    return st;
+  ox_tensor sv = NULL, dv = NULL;
+  if ((st = flat_view(src, u, span(&p, p.s), src->offset, &sv)) == OX_OK)
+    st = flat_view(dst, u, dense ? dst->numel : span(&p, p.d), dst->offset, &dv);
+  if (st == OX_OK) {
+    ox_arg a[4 + 3 * OX_MAX_DIMS];
+    int na = 0;
+    a[na++] = ox_arg_tensor(sv);
+    a[na++] = ox_arg_tensor(dv);
+    if (!dense)
+      a[na++] = ox_arg_u64((uint64_t)dst->numel);
+    a[na++] = ox_arg_u32((uint32_t)p.nd);
+    for (int i = 0; i < OX_MAX_DIMS; i++)
+      a[na++] = ox_arg_u64(i < p.nd ? (uint64_t)p.n[i] : 1);
+    for (int i = 0; i < OX_MAX_DIMS; i++)
+      a[na++] = ox_arg_u64(i < p.nd ? (uint64_t)p.s[i] : 0);
+    for (int i = 0; i < OX_MAX_DIMS && !dense; i++)
+      a[na++] = ox_arg_u64(i < p.nd ? (uint64_t)p.d[i] : 0);
+    st = launch_n(k, s, dst->numel, true, a, na);
+  }
+  ox_tensor_release(sv);
+  ox_tensor_release(dv);
+  return named(fn, st);
+}
+
+/* Copies between two non-empty tensors of any devices, ordered on s (a
+ * stream of dst's device, or of src's when dst is on the CPU). */
+static ox_status copy_any(const char *fn, ox_tensor dst, ox_tensor src, ox_stream s) {
+  if (dst->dev == src->dev)
+    return copy_same(fn, dst, src, s);
+  ox_device cpu;
+  ox_status st = ox_device_get(OX_DEVICE_CPU, 0, &cpu);
+  if (st != OX_OK)
+    return named(fn, st);
+  ox_stream cs = cpu->default_stream;
+  if (dst->dev->type == OX_DEVICE_CUDA && src->dev->type == OX_DEVICE_CUDA) {
+    /* two GPUs: through host memory (the driver table has no peer copy) */
+    ox_tensor h;
+    if ((st = named(fn, ox_tensor_empty(cpu, NULL, src->dtype, src->ndim, src->shape, &h))) != OX_OK)
+      return st;
+    if ((st = copy_any(fn, h, src, src->dev->default_stream)) == OX_OK)
+      st = copy_any(fn, dst, h, s);
+    ox_tensor_release(h);
+    return st;
+  }
+  /* CPU <-> GPU: a DMA between dense tensors, with dense staging tensors on
+   * either side for strided ones; s is a stream of the GPU. */
+  bool to_gpu = dst->dev->type == OX_DEVICE_CUDA;
+  ox_tensor h = to_gpu ? src : dst, g = to_gpu ? dst : src, hd = h, gd = g;
+  if (!oxr_tensor_dense(h)) {
+    st = named(fn, ox_tensor_empty(cpu, NULL, h->dtype, h->ndim, h->shape, &hd));
+    if (st == OX_OK && to_gpu)
+      st = copy_same(fn, hd, h, cs);
+  }
+  if (st == OX_OK && !oxr_tensor_dense(g)) {
+    st = named(fn, ox_tensor_empty(g->dev, s, g->dtype, g->ndim, g->shape, &gd));
+    if (st == OX_OK && !to_gpu)
+      st = copy_same(fn, gd, g, s);
+  }
+  if (st == OX_OK) {
+    st = oxr_tensor_use(gd, s, to_gpu);
+    if (st == OX_OK)
+      st = oxr_tensor_use(hd, cs, !to_gpu);
+    if (st == OX_OK)
+      st = oxr_cuda_make_current(g->dev);
+    st = named(fn, st);
+  }
+  if (st == OX_OK) {
+    size_t bytes = (size_t)g->numel * ox_dtype_size(g->dtype);
+    CUdeviceptr dp = (CUdeviceptr)(uintptr_t)gd->data;
+    st = to_gpu ? cu_check(fn, oxr_cu.cuMemcpyHtoDAsync(dp, hd->data, bytes, s->cu), "cuMemcpyHtoDAsync")
+                : cu_check(fn, oxr_cu.cuMemcpyDtoHAsync(hd->data, dp, bytes, s->cu), "cuMemcpyDtoHAsync");
+    /* done with host memory before returning, whether pageable or pinned */
+    if (st == OX_OK)
+      st = cu_check(fn, oxr_cu.cuStreamSynchronize(s->cu), "cuStreamSynchronize");
+  }
+  if (st == OX_OK && to_gpu && gd != g)
+    st = copy_same(fn, g, gd, s);
+  if (st == OX_OK && !to_gpu && hd != h)
+    st = copy_same(fn, h, hd, cs);
+  if (hd != h)
+    ox_tensor_release(hd);
+  if (gd != g)
+    ox_tensor_release(gd);
+  return st;
+}
+
+/* The device a copy to dst from src is ordered on. */
+static ox_device order_device(ox_device dst, ox_device src) {
+  return dst->type == OX_DEVICE_CUDA ? dst : src;
+}
+
+static ox_status resolve_order(const char *fn, ox_device od, ox_stream *s) {
+  ox_status st = oxr_resolve_stream(fn, od, s);
+  if (st != OX_OK)
+    st = oxb_set_error(st, "%s (a copy is ordered on a stream of the destination's device, or of "
+                           "the source's when the destination is on the CPU)",
+                       ox_last_error());
+  return st;
+}
+
+ox_status ox_tensor_copy(ox_tensor dst, ox_tensor src, ox_stream s) {
+  ox_status st = check_tensor(__func__, "dst", dst);
+  if (st == OX_OK)
+    st = check_tensor(__func__, "src", src);
+  if (st != OX_OK)
+    return st;
+  char b[200], b2[200];
+  if (dst->dtype != src->dtype)
+    return INVALID("%s: dst is %s but src is %s; a copy does not convert", __func__,
+                   ox_dtype_name(dst->dtype), ox_dtype_name(src->dtype));
+  if (dst->ndim != src->ndim ||
+      memcmp(dst->shape, src->shape, sizeof(int64_t) * (size_t)dst->ndim) != 0)
+    return INVALID("%s: dst has shape %s but src has shape %s", __func__,
+                   dims_str(dst->ndim, dst->shape, b), dims_str(src->ndim, src->shape, b2));
+  if (dst->flags & OXR_T_READ_ONLY)
+    return INVALID("%s: dst is read-only (a broadcast view, or marked so by its DLPack producer)",
+                   __func__);
+  if ((st = resolve_order(__func__, order_device(dst->dev, src->dev), &s)) != OX_OK)
+    return st;
+  return dst->numel ? copy_any(__func__, dst, src, s) : OX_OK;
+}
+
+ox_status ox_tensor_to(ox_tensor src, ox_device dev, ox_stream s, ox_tensor *out) {
+  if (!out)
+    return INVALID("%s: out is NULL", __func__);
+  *out = NULL;
+  ox_status st = check_tensor(__func__, "src", src);
+  if (st != OX_OK)
+    return st;
+  if (!dev)
+    return INVALID("%s: device is NULL", __func__);
+  ox_device od = order_device(dev, src->dev);
+  if ((st = resolve_order(__func__, od, &s)) != OX_OK)
+    return st;
+  ox_stream as = od == dev ? s : NULL; /* the allocation's stream */
+  if ((st = new_tensor(__func__, dev, &as, src->dtype, src->ndim, src->shape, out)) != OX_OK)
+    return st;
+  if (src->numel && (st = copy_any(__func__, *out, src, s)) != OX_OK) {
+    ox_tensor_release(*out);
+    *out = NULL;
+  }
+  return st;
+}

@@ -1,0 +1,38 @@
+#!/bin/sh
+# fuzz.sh - builds the front-end fuzzer (tests/fuzz/fuzz_front.c) with clang-14,
+# libFuzzer, ASan and UBSan in its own build folder, runs front_test there
+# (under the sanitizers too), and fuzzes for $1 seconds (default 60), starting
+# from a copy of tests/fuzz/corpus plus every front_test case. Exits non-zero
+# when front_test fails or the fuzzer finds a crash, a sanitizer report, a
+# leak or a hang; the input that did it is left in $OXIDE_FUZZ_DIR/artifacts/
+# (make it a regression case in tests/front_test.c).
+#
+#   tools/fuzz.sh [SECONDS]
+#   environment: OXIDE_FUZZ_DIR (default /tmp/oxide-fuzz), JOBS (build jobs, default 2),
+#                FUZZ_ARGS (more libFuzzer flags, e.g. -jobs=8 -workers=8)
+set -eu
+secs=${1:-60}
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=${OXIDE_FUZZ_DIR:-/tmp/oxide-fuzz}
+cc=${CC_FUZZ:-clang-14}
+cxx=${CXX_FUZZ:-clang++-14}
+
+command -v "$cc" >/dev/null || { echo "fuzz.sh: $cc not found (apt-get install clang-14 libclang-rt-14-dev)" >&2; exit 2; }
+CC=$cc CXX=$cxx cmake -S "$root" -B "$dir/build" -DOXIDE_FUZZ=ON -DOXIDE_SANITIZE=ON \
+  -DOXIDE_LLVM_SHARED=ON -DOXIDE_BUILD_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$dir/build" --target fuzz_front front_test -j "${JOBS:-2}"
+
+# Work on a copy of the corpus: what the fuzzer adds stays out of the tree, and
+# is kept for the next run (rm -rf "$dir/corpus" to start from the seeds).
+mkdir -p "$dir/corpus" "$dir/artifacts"
+cp "$root"/tests/fuzz/corpus/* "$dir/corpus/"
+"$dir/build/tests/front_test" >/dev/null
+"$dir/build/tests/front_test" --write-corpus "$dir/corpus"
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+echo "fuzz.sh: fuzzing for ${secs}s (corpus $dir/corpus, artifacts $dir/artifacts)"
+# shellcheck disable=SC2086
+"$dir/build/tests/fuzz_front" -max_len=4096 -timeout=5 -max_total_time="$secs" \
+  -dict="$root/tests/fuzz/oxk.dict" -artifact_prefix="$dir/artifacts/" -print_final_stats=1 \
+  ${FUZZ_ARGS:-} "$dir/corpus"
