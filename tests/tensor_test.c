@@ -417,7 +417,7 @@ static void test_fill(void) {
       {OX_U64, 1e30, ~0ull},        {OX_F16, 1e6, 0x7c00},      {OX_F16, 1.0 + 1.0 / 4096, 0x3c00},
       {OX_F16, 1.0 + 3.0 / 2048, 0x3c02}, {OX_F16, 1e-7, 0x0002}, {OX_BF16, 1.0 + 1.0 / 256, 0x3f80},
       {OX_BF16, 1.0 + 3.0 / 256, 0x3f82}, {OX_BF16, -2.0, 0xc000}, {OX_BOOL, NAN, 1},
-      {OX_F16, -0.0, 0x8000},
+      {OX_F16, -0.0, 0x8000},       {OX_BF16, 1.0 + 0x1p-8 + 0x1p-30, 0x3f80}, /* through f32 */
   };
   for (size_t i = 0; i < sizeof conv / sizeof conv[0]; i++) {
     ox_tensor f = NULL;
@@ -426,6 +426,23 @@ static void test_fill(void) {
       check_all(__LINE__ * 1000 + (int)i, f, &conv[i].bits, "full conversion");
     ox_tensor_release(f);
   }
+  /* full converts as a kernel's `v as T` does (f16, bf16: through f32): the
+   * same bits as arange's first element */
+  const double tricky[] = {1.0 + 0x1p-8 + 0x1p-30, 1.0 + 0x1p-11 + 0x1p-40, 65519.99, -3.3, 1e-6, 1e300};
+  for (size_t i = 0; i < sizeof tricky / sizeof tricky[0]; i++)
+    for (ox_dtype t = OX_F16; t <= OX_BF16; t++) {
+      ox_tensor a = NULL, b = NULL;
+      uint16_t x = 1, y = 2;
+      CHECK_OK(ox_tensor_full(dev, NULL, t, 1, ((int64_t[]){1}), tricky[i], &a));
+      CHECK_OK(ox_tensor_arange(dev, NULL, t, tricky[i], 0, 1, &b));
+      if (a && b) {
+        CHECK_OK(ox_tensor_to_host(a, NULL, &x, 2));
+        CHECK_OK(ox_tensor_to_host(b, NULL, &y, 2));
+      }
+      CHECK(x == y, "%s of %.17g: full gives 0x%04x, arange 0x%04x", ox_dtype_name(t), tricky[i], x, y);
+      ox_tensor_release(a);
+      ox_tensor_release(b);
+    }
   ox_tensor f = NULL;
   CHECK_OK(ox_tensor_full(dev, NULL, OX_F32, 0, NULL, 2.5, &f)); /* a 0-dim tensor */
   float h = 0;

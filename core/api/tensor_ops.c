@@ -3,9 +3,9 @@
  * copy (any strides, any pair of devices) and to.
  *
  * The work runs as small built-in kernels written in the Oxide kernel
- * language, compiled by ox_module_compile on first use on each device (a
- * module per kernel group, kept for the life of the process; the compiled-
- * kernel cache makes later processes fast). The same kernels run on the CPU
+ * language, compiled by ox_module_compile on first use on each device (small
+ * modules, kept for the life of the process; the compiled-kernel cache
+ * makes later processes fast). The same kernels run on the CPU
  * device through the CPU backend, so both devices compute arange's
  * conversions identically. Plain memory operations take over where they are
  * exact and faster: memset for zeros and for fills whose bytes are all equal,
@@ -26,7 +26,8 @@
  * not help, as the final scatter into the strided layout needs the same
  * kernel. It is race-free because a writable tensor never maps two indices to
  * one element (such views are read-only: broadcasts, overlapping DLPack
- * imports), and its writes stay bounds-checked.
+ * imports), and its writes stay bounds-checked. Source and destination
+ * memory that overlap or interleave go through a dense temporary first.
  */
 #include <math.h>
 #include <pthread.h>
@@ -54,7 +55,7 @@ static const char *dims_str(int n, const int64_t *d, char buf[200]) {
   return buf;
 }
 
-/* The unsigned dtype of an element size, and its index 0..3. */
+/* The unsigned dtype of an element size. */
 static ox_dtype uint_of(size_t size) {
   return size == 1 ? OX_U8 : size == 2 ? OX_U16 : size == 4 ? OX_U32 : OX_U64;
 }
@@ -134,20 +135,17 @@ static char *group_source(int g) {
   } else {
     ox_dtype d = (ox_dtype)(g - G_ARANGE);
     const char *t = ox_dtype_name(d);
-    /* bool has no cast from f64 in the language: nonzero is true. bf16 goes
-     * through f32 (as launch arguments do): the CPU backend's f64 -> bf16
-     * needs __truncdfbf2, which the JIT cannot find with libgcc < 13. */
-    const char *to = d == OX_BOOL ? " != 0.0" : d == OX_BF16 ? " as f32) as " : " as ";
+    /* bool has no cast from f64 in the language: nonzero is true */
     oxb_str_addf(&o,
                  "#[kernel]\n"
                  "fn arange_%s(out: DisjointSlice<%s>, start: f64, step: f64) {\n"
                  "    for i in thread::grid_stride(out.len()) {\n"
                  "        if let Some(o) = out.get_mut(i) {\n"
-                 "            *o = %s(start + (i.get() as f64) * step)%s%s;\n"
+                 "            *o = (start + (i.get() as f64) * step)%s%s;\n"
                  "        }\n"
                  "    }\n"
                  "}\n",
-                 t, t, d == OX_BF16 ? "(" : "", to, d == OX_BOOL ? "" : t);
+                 t, t, d == OX_BOOL ? " != 0.0" : " as ", d == OX_BOOL ? "" : t);
     if (is_int(d))
       oxb_str_addf(&o,
                    "#[kernel]\n"
@@ -240,8 +238,8 @@ static ox_arg scalar(ox_dtype dt, uint64_t bits) {
 /* ------------------------------------------------------------ conversions */
 
 /* Rounds d to nearest-even in a binary format of `eb` exponent and `mb`
- * mantissa bits (f16: 5, 10; bf16: 8, 7), once, from the double itself.
- * Overflow gives infinity, NaN a quiet NaN. */
+ * mantissa bits (f16: 5, 10; bf16: 8, 7). Overflow gives infinity, NaN a
+ * quiet NaN. */
 static uint32_t f64_to_small(double d, int eb, int mb) {
   uint64_t u;
   memcpy(&u, &d, 8);
@@ -272,8 +270,8 @@ static uint32_t f64_to_small(double d, int eb, int mb) {
 }
 
 /* The bits of `v` converted to dtype t as the kernel language's `as` from f64
- * converts (integers: truncation toward zero, saturating, NaN -> 0); bool:
- * nonzero (NaN too) is true. */
+ * converts (integers: truncation toward zero, saturating, NaN -> 0; f16 and
+ * bf16: through f32); bool: nonzero (NaN too) is true. */
 static uint64_t value_bits(ox_dtype t, double v) {
   if (t == OX_BOOL)
     return v != 0;
@@ -294,8 +292,8 @@ static uint64_t value_bits(ox_dtype t, double v) {
     return (uint64_t)v;
   }
   switch (t) {
-  case OX_F16: return f64_to_small(v, 5, 10);
-  case OX_BF16: return f64_to_small(v, 8, 7);
+  case OX_F16: return f64_to_small((float)v, 5, 10);
+  case OX_BF16: return f64_to_small((float)v, 8, 7);
   case OX_F32: {
     float f = (float)v;
     uint32_t b;
