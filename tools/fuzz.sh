@@ -8,12 +8,12 @@
 # (make it a regression case in tests/front_test.c).
 #
 #   tools/fuzz.sh [SECONDS]
-#   environment: OXIDE_FUZZ_DIR (default /tmp/oxide-fuzz), JOBS (build jobs, default 2),
+#   environment: OXIDE_FUZZ_DIR (default build-fuzz/ in the repository), JOBS (build jobs, default 2),
 #                FUZZ_ARGS (more libFuzzer flags, e.g. -jobs=8 -workers=8)
 set -eu
 secs=${1:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
-dir=${OXIDE_FUZZ_DIR:-/tmp/oxide-fuzz}
+dir=${OXIDE_FUZZ_DIR:-$root/build-fuzz}
 cc=${CC_FUZZ:-clang-14}
 cxx=${CXX_FUZZ:-clang++-14}
 

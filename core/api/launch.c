@@ -261,6 +261,30 @@ ox_status ox_launch_check(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
   return st;
 }
 
+/* f32 -> IEEE binary16 bits, rounded to nearest even (portable C: not every
+ * compiler has _Float16). */
+static uint16_t f16_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+  uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u)
+    return sign | 0x7e00; /* NaN */
+  if (a >= 0x477ff000u)
+    return sign | 0x7c00; /* overflow (>= 65520 rounds up) and infinity */
+  if (a < 0x38800000u) { /* subnormal or zero in f16: scale by 2^24 and round */
+    float mag;
+    memcpy(&mag, &a, 4);
+    float scaled = (float)((double)mag * 16777216.0); /* exact: a power-of-two scale */
+    uint32_t m = (uint32_t)scaled, rem;
+    float frac = scaled - (float)m;
+    rem = frac > 0.5f || (frac == 0.5f && (m & 1));
+    return sign | (uint16_t)(m + rem);
+  }
+  uint32_t r = a + 0xfffu + ((a >> 13) & 1); /* round the 13 dropped bits to even */
+  return sign | (uint16_t)((r - 0x38000000u) >> 13);
+}
+
 /* Converts a scalar argument to the bits the kernel expects. */
 static void scalar_bits(const ox_arg *a, uint64_t *slot) {
   *slot = 0;
@@ -277,7 +301,7 @@ static void scalar_bits(const ox_arg *a, uint64_t *slot) {
   case OX_F32: *(float *)slot = (float)a->v.f; break;
   case OX_F64: *(double *)slot = a->v.f; break;
   case OX_F16: {
-    _Float16 h = (_Float16)a->v.f;
+    uint16_t h = f16_bits((float)a->v.f);
     memcpy(slot, &h, 2);
     break;
   }
