@@ -252,7 +252,8 @@ static void test_views(void) {
   CHECK_ERR(ox_tensor_slice(x, -1, 0, 1, 1, &v), OX_ERR_INVALID_ARGUMENT, "dim -1 is out of range");
   CHECK_ERR(ox_tensor_slice(x, 0, 0, 1, 0, &v), OX_ERR_INVALID_ARGUMENT, "step is 0; it must be > 0");
   CHECK_ERR(ox_tensor_slice(x, 0, 3, 0, -1, &v), OX_ERR_INVALID_ARGUMENT, "negative strides");
-  CHECK_ERR(ox_tensor_slice(x, 1, -1, 2, 1, &v), OX_ERR_INVALID_ARGUMENT, "start -1, stop 2 along dim 1 of size 5");
+  CHECK_ERR(ox_tensor_slice(x, 1, -1, 2, 1, &v), OX_ERR_INVALID_ARGUMENT,
+            "start -1, stop 2 along dim 1 of size 5");
   CHECK_ERR(ox_tensor_slice(x, 1, 0, 6, 1, &v), OX_ERR_INVALID_ARGUMENT, "0 <= start <= stop <= 5");
   CHECK_ERR(ox_tensor_slice(x, 1, 3, 2, 1, &v), OX_ERR_INVALID_ARGUMENT, "start 3, stop 2");
   CHECK_ERR(ox_tensor_permute(x, ((int[]){0, 0, 1}), &v), OX_ERR_INVALID_ARGUMENT,
@@ -286,9 +287,11 @@ static void test_views(void) {
 static void test_handles(void) {
   ox_tensor v = (ox_tensor)1, x = NULL;
   int64_t g[OX_MAX_DIMS];
-  CHECK_ERR(ox_tensor_slice(NULL, 0, 0, 1, 1, &v), OX_ERR_INVALID_ARGUMENT, "ox_tensor_slice: the tensor is NULL");
+  CHECK_ERR(ox_tensor_slice(NULL, 0, 0, 1, 1, &v), OX_ERR_INVALID_ARGUMENT,
+            "ox_tensor_slice: the tensor is NULL");
   CHECK(v == NULL, "out cleared");
-  CHECK_ERR(ox_tensor_reshape(NULL, 0, NULL, &v), OX_ERR_INVALID_ARGUMENT, "ox_tensor_reshape: the tensor is NULL");
+  CHECK_ERR(ox_tensor_reshape(NULL, 0, NULL, &v), OX_ERR_INVALID_ARGUMENT,
+            "ox_tensor_reshape: the tensor is NULL");
   CHECK_ERR(ox_tensor_permute(NULL, NULL, &v), OX_ERR_INVALID_ARGUMENT, "ox_tensor_permute");
   CHECK_ERR(ox_tensor_transpose(NULL, 0, 1, &v), OX_ERR_INVALID_ARGUMENT, "ox_tensor_transpose");
   CHECK_ERR(ox_tensor_broadcast_to(NULL, 0, NULL, &v), OX_ERR_INVALID_ARGUMENT, "ox_tensor_broadcast_to");
@@ -585,7 +588,8 @@ static void copy_case(int line, ox_device sdev, ox_device ddev, ox_stream s, ox_
     unsigned char *vals = malloc((size_t)n * es + 1);
     gather(sh, es, ox_tensor_ndim(sv), ox_tensor_shape(sv), ox_tensor_strides(sv),
            ((char *)ox_tensor_data(sv) - (char *)ox_tensor_data(sb)) / (int64_t)es, vals);
-    int64_t idx[OX_MAX_DIMS] = {0}, doff = ((char *)ox_tensor_data(dv) - (char *)ox_tensor_data(db)) / (int64_t)es;
+    int64_t idx[OX_MAX_DIMS] = {0};
+    int64_t doff = ((char *)ox_tensor_data(dv) - (char *)ox_tensor_data(db)) / (int64_t)es;
     for (int64_t k = 0; k < n; k++) {
       int64_t o = doff;
       for (int i = 0; i < ox_tensor_ndim(dv); i++)

@@ -115,15 +115,17 @@ static char *group_source(int g) {
     oxb_str_add(&o, OFFSET_FN, sizeof OFFSET_FN - 1);
     oxb_str_addf(&o,
                  "#[kernel]\n"
-                 "fn copy_c_%s(src: &[%s], dst: DisjointSlice<%s>, nd: u32, " DIMS_T ", " SRC_T ") {\n"
+                 "fn copy_c_%s(src: &[%s], dst: DisjointSlice<%s>, nd: u32,\n"
+                 "             " DIMS_T ", " SRC_T ") {\n"
                  "    let i = thread::index_1d();\n"
                  "    if let Some(o) = dst.get_mut(i) {\n"
-                 "        *o = src[offset(i.get(), nd, " DIMS ", s0, s1, s2, s3, s4, s5, s6, s7)];\n"
+                 "        *o = src[offset(i.get(), nd, " DIMS ",\n"
+                 "                        s0, s1, s2, s3, s4, s5, s6, s7)];\n"
                  "    }\n"
                  "}\n"
                  "#[kernel]\n"
-                 "unsafe fn copy_s_%s(src: &[%s], dst: &mut [%s], n: u64, nd: u32, " DIMS_T ", " SRC_T
-                 ", " DST_T ") {\n"
+                 "unsafe fn copy_s_%s(src: &[%s], dst: &mut [%s], n: u64, nd: u32,\n"
+                 "                    " DIMS_T ", " SRC_T ", " DST_T ") {\n"
                  "    let i = thread::index_1d();\n"
                  "    let k = i.get();\n"
                  "    if k < n {\n"
@@ -495,12 +497,14 @@ static ox_status copy_same(const char *fn, ox_tensor dst, ox_tensor src, ox_stre
   oxr_tensor_extent(src, &slo, &shi);
   ox_status st;
   if (dlo < shi && slo < dhi) {
-    if (dst->data == src->data && !memcmp(dst->strides, src->strides, sizeof(int64_t) * (size_t)dst->ndim))
+    if (dst->data == src->data &&
+        !memcmp(dst->strides, src->strides, sizeof(int64_t) * (size_t)dst->ndim))
       return OX_OK; /* a copy onto itself */
     /* The memory overlaps (or interleaves, which a kernel's flat arguments
      * cannot tell apart): read all of src before writing any of dst. */
     ox_tensor tmp;
-    if ((st = named(fn, ox_tensor_empty(dst->dev, s, src->dtype, src->ndim, src->shape, &tmp))) != OX_OK)
+    st = named(fn, ox_tensor_empty(dst->dev, s, src->dtype, src->ndim, src->shape, &tmp));
+    if (st != OX_OK)
       return st;
     if ((st = copy_same(fn, tmp, src, s)) == OX_OK)
       st = copy_same(fn, dst, tmp, s);
@@ -512,7 +516,8 @@ static ox_status copy_same(const char *fn, ox_tensor dst, ox_tensor src, ox_stre
   size_t es = ox_dtype_size(dst->dtype);
   if (p.nd == 1 && p.d[0] == 1 && p.s[0] == 1) { /* both dense */
     size_t bytes = (size_t)dst->numel * es;
-    if ((st = oxr_tensor_use(src, s, false)) != OX_OK || (st = oxr_tensor_use(dst, s, true)) != OX_OK)
+    if ((st = oxr_tensor_use(src, s, false)) != OX_OK ||
+        (st = oxr_tensor_use(dst, s, true)) != OX_OK)
       return named(fn, st);
     if (dst->dev->type == OX_DEVICE_CPU) {
       memcpy(dst->data, src->data, bytes);
@@ -569,7 +574,8 @@ static ox_status copy_any(const char *fn, ox_tensor dst, ox_tensor src, ox_strea
   if (dst->dev->type == OX_DEVICE_CUDA && src->dev->type == OX_DEVICE_CUDA) {
     /* two GPUs: through host memory (the driver table has no peer copy) */
     ox_tensor h;
-    if ((st = named(fn, ox_tensor_empty(cpu, NULL, src->dtype, src->ndim, src->shape, &h))) != OX_OK)
+    st = named(fn, ox_tensor_empty(cpu, NULL, src->dtype, src->ndim, src->shape, &h));
+    if (st != OX_OK)
       return st;
     if ((st = copy_any(fn, h, src, src->dev->default_stream)) == OX_OK)
       st = copy_any(fn, dst, h, s);
@@ -601,8 +607,10 @@ static ox_status copy_any(const char *fn, ox_tensor dst, ox_tensor src, ox_strea
   if (st == OX_OK) {
     size_t bytes = (size_t)g->numel * ox_dtype_size(g->dtype);
     CUdeviceptr dp = (CUdeviceptr)(uintptr_t)gd->data;
-    st = to_gpu ? cu_check(fn, oxr_cu.cuMemcpyHtoDAsync(dp, hd->data, bytes, s->cu), "cuMemcpyHtoDAsync")
-                : cu_check(fn, oxr_cu.cuMemcpyDtoHAsync(hd->data, dp, bytes, s->cu), "cuMemcpyDtoHAsync");
+    st = to_gpu ? cu_check(fn, oxr_cu.cuMemcpyHtoDAsync(dp, hd->data, bytes, s->cu),
+                           "cuMemcpyHtoDAsync")
+                : cu_check(fn, oxr_cu.cuMemcpyDtoHAsync(hd->data, dp, bytes, s->cu),
+                           "cuMemcpyDtoHAsync");
     /* done with host memory before returning, whether pageable or pinned */
     if (st == OX_OK)
       st = cu_check(fn, oxr_cu.cuStreamSynchronize(s->cu), "cuStreamSynchronize");
@@ -651,6 +659,11 @@ ox_status ox_tensor_copy(ox_tensor dst, ox_tensor src, ox_stream s) {
                    __func__);
   if ((st = resolve_order(__func__, order_device(dst->dev, src->dev), &s)) != OX_OK)
     return st;
+  if (s->capturing && dst->dev != src->dev) /* it waits for the host: nothing to put in a graph */
+    return oxb_set_error(OX_ERR_UNSUPPORTED,
+                         "%s: a copy between devices (here %s to %s) cannot be captured into a "
+                         "CUDA graph; copy before or after the chain",
+                         __func__, ox_device_name(src->dev), ox_device_name(dst->dev));
   return dst->numel ? copy_any(__func__, dst, src, s) : OX_OK;
 }
 

@@ -6,9 +6,9 @@
  * A view never copies and never touches the device: it is pure arithmetic on
  * (shape, strides, offset), and oxr_tensor_make checks that the result stays
  * inside the storage. Strides are in elements and never negative. Every view
- * inherits OXR_T_READ_ONLY; only ox_tensor_partition sets OXR_T_PARTITION (a
- * view of a partition is a plain tensor again: its tiles would no longer
- * line up with its dimensions).
+ * inherits OXR_T_READ_ONLY and OXR_T_COPIED; only ox_tensor_partition sets
+ * OXR_T_PARTITION (a view of a partition is a plain tensor again: its tiles
+ * would no longer line up with its dimensions).
  */
 #include "runtime/runtime.h"
 
@@ -38,11 +38,12 @@ static ox_status check_args(const char *fn, ox_tensor t, ox_tensor *out) {
   return OX_OK;
 }
 
-/* A view of t's storage; keeps READ_ONLY (and adds `flags`). */
+/* A view of t's storage; keeps READ_ONLY and COPIED (the memory's
+ * properties, not the layout's) and adds `flags`. */
 static ox_status make_view(ox_tensor t, int ndim, const int64_t *shape, const int64_t *strides,
                            int64_t offset, int flags, ox_tensor *out) {
   return oxr_tensor_make(t->storage, t->dtype, ndim, shape, strides, offset,
-                         (t->flags & OXR_T_READ_ONLY) | flags, out);
+                         (t->flags & (OXR_T_READ_ONLY | OXR_T_COPIED)) | flags, out);
 }
 
 ox_status ox_tensor_slice(ox_tensor t, int dim, int64_t start, int64_t stop, int64_t step,
@@ -162,7 +163,8 @@ ox_status ox_tensor_reshape(ox_tensor t, int ndim, const int64_t *shape, ox_tens
   }
   int64_t numel = zero ? 0 : infer >= 0 ? t->numel : known;
   if (numel != t->numel)
-    return INVALID("%s: cannot reshape a tensor of shape %s (%lld elements) into %s (%lld elements)",
+    return INVALID("%s: cannot reshape a tensor of shape %s (%lld elements) into %s "
+                   "(%lld elements)",
                    __func__, dims_str(t->ndim, t->shape, b), (long long)t->numel,
                    dims_str(ndim, nshape, b2), (long long)numel);
   if (!view_strides(t->ndim, t->shape, t->strides, t->numel, ndim, nshape, nstrides)) {
