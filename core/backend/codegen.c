@@ -604,6 +604,8 @@ static void emit_instr(cg_t *C, const oxi_instr *in) {
   case OXI_SHFL: r = C->hooks->shfl(C, in->sub, val(C, in->ops[0]), val(C, in->ops[1])); break;
   case OXI_VOTE: r = C->hooks->vote(C, in->sub, val(C, in->ops[0])); break;
   case OXI_MATH: r = math(C, in); break;
+  case OXI_DIM: r = C->dims[in->mem.index][in->index]; break;
+  case OXI_STRIDE: r = C->strides[in->mem.index][in->index]; break;
   case OXI_ALIGNED: {
     LLVMValueRef addr = LLVMBuildPtrToInt(C->b, mem_base(C, in->mem), i64t(C), "");
     LLVMValueRef low = LLVMBuildAnd(C->b, addr, ci64(C, in->imm - 1), "");
@@ -684,6 +686,12 @@ void oxl_cg_map_params(cg_t *C, LLVMValueRef *params) {
     } else {
       C->ptrs[i] = params[j++];
       C->lens[i] = params[j++];
+      if (p->kind == OXI_P_TENSOR || p->kind == OXI_P_TILE) {
+        for (int d = 0; d < p->rank; d++)
+          C->dims[i][d] = params[j++];
+        for (int d = 0; d < p->rank; d++)
+          C->strides[i][d] = params[j++];
+      }
     }
   }
 }
@@ -699,7 +707,8 @@ int oxl_cg_param_types(cg_t *C, LLVMTypeRef *out, unsigned ptr_as) {
                                           : llty(C, p->dtype);
     } else {
       out[j++] = ptrt(C, ptr_as);
-      out[j++] = i64t(C);
+      for (int w = 1; w < oxi_param_width(p); w++) /* length, then dims and strides */
+        out[j++] = i64t(C);
     }
   }
   return j;
@@ -722,10 +731,10 @@ void oxl_cg_param_attrs(cg_t *C, LLVMValueRef fn, int first) {
     unsigned idx = (unsigned)j + 1; /* attribute indices of parameters start at 1 */
     if (p->kind != OXI_P_ATOMIC)
       LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(C->ctx, noalias, 0));
-    if (p->kind == OXI_P_SLICE)
+    if (p->kind == OXI_P_SLICE || p->kind == OXI_P_TENSOR)
       LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(C->ctx, readonly, 0));
     LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(C->ctx, nocapture, 0));
-    j += 2;
+    j += oxi_param_width(p);
   }
 }
 
@@ -760,12 +769,15 @@ ox_status oxl_cg_module(cg_t *C) {
   define_fail(C, err_as);
   for (int i = 0; i < C->m->kernels.len; i++) {
     C->k = C->m->kernels.items[i];
+    assert(!C->k->is_tile && "tile kernels are lowered (core/tile) before code generation");
     if (unsupported(C))
       return OX_ERR_UNSUPPORTED;
     int n = C->k->params.len + 1;
     C->ptrs = calloc((size_t)n, sizeof(LLVMValueRef));
     C->lens = calloc((size_t)n, sizeof(LLVMValueRef));
     C->scalars = calloc((size_t)n, sizeof(LLVMValueRef));
+    C->dims = calloc((size_t)n, sizeof *C->dims);
+    C->strides = calloc((size_t)n, sizeof *C->strides);
     if (C->opt->target == OXL_CUDA)
       oxl_cg_kernel_cuda(C);
     else
@@ -773,6 +785,8 @@ ox_status oxl_cg_module(cg_t *C) {
     free(C->ptrs);
     free(C->lens);
     free(C->scalars);
+    free(C->dims);
+    free(C->strides);
   }
   char *msg = NULL;
   if (LLVMVerifyModule(C->mod, LLVMReturnStatusAction, &msg)) {

@@ -34,6 +34,7 @@ struct cg_t {
   LLVMValueRef fail_fn;
   /* per kernel: values of IR params, slots, blocks */
   LLVMValueRef *ptrs, *lens, *scalars;
+  LLVMValueRef (*dims)[OXI_MAX_RANK], (*strides)[OXI_MAX_RANK]; /* tensor parameters */
   LLVMValueRef *vals, *slots;
   LLVMBasicBlockRef *bbs;
   /* per target */

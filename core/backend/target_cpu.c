@@ -114,7 +114,7 @@ void oxl_cg_kernel_cpu(cg_t *C) {
   const oxi_kernel *k = C->k;
   C->hooks = &cpu_hooks;
   /* the body: (ctx, tx, ty, tz, flattened params) */
-  LLVMTypeRef ptypes[4 + 2 * 64];
+  LLVMTypeRef ptypes[4 + OXI_MAX_PARAM_VALUES];
   ptypes[0] = ptr(C);
   ptypes[1] = ptypes[2] = ptypes[3] = i32t(C);
   int np = oxl_cg_param_types(C, ptypes + 4, 0);
@@ -130,7 +130,7 @@ void oxl_cg_kernel_cpu(cg_t *C) {
   C->cpu_ctx = LLVMGetParam(body, 0);
   for (int i = 0; i < 3; i++)
     C->cpu_tid[i] = LLVMGetParam(body, (unsigned)i + 1);
-  LLVMValueRef ps[2 * 64];
+  LLVMValueRef ps[OXI_MAX_PARAM_VALUES];
   for (int i = 0; i < np; i++)
     ps[i] = LLVMGetParam(body, (unsigned)i + 4);
   LLVMPositionBuilderAtEnd(C->b, LLVMAppendBasicBlockInContext(C->ctx, body, "entry"));
@@ -139,7 +139,7 @@ void oxl_cg_kernel_cpu(cg_t *C) {
 
   /* the entry point */
   oxl_cpu_entry_name(k, name, sizeof name);
-  LLVMValueRef call_args[4 + 2 * 64];
+  LLVMValueRef call_args[4 + OXI_MAX_PARAM_VALUES];
   if (k->uses_sync) {
     LLVMTypeRef et[5] = {ptr(C), ptr(C), i32t(C), i32t(C), i32t(C)};
     LLVMValueRef fn = LLVMAddFunction(C->mod, name, LLVMFunctionType(LLVMVoidTypeInContext(C->ctx), et, 5, 0));

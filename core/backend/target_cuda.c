@@ -78,7 +78,7 @@ static void annotate(cg_t *C, LLVMValueRef fn, const char *key, int value) {
 void oxl_cg_kernel_cuda(cg_t *C) {
   const oxi_kernel *k = C->k;
   C->hooks = &cuda_hooks;
-  LLVMTypeRef params[2 * 64 + 2];
+  LLVMTypeRef params[OXI_MAX_PARAM_VALUES];
   int n = oxl_cg_param_types(C, params, 1);
   params[n++] = LLVMPointerTypeInContext(C->ctx, 1);
   params[n++] = i32t(C);
@@ -93,7 +93,7 @@ void oxl_cg_kernel_cuda(cg_t *C) {
     annotate(C, fn, "reqntidz", k->block[2]);
   }
   C->fn = fn;
-  LLVMValueRef ps[2 * 64 + 2];
+  LLVMValueRef ps[OXI_MAX_PARAM_VALUES];
   for (int i = 0; i < n; i++)
     ps[i] = LLVMGetParam(fn, (unsigned)i);
   C->gpu_err = ps[n - 2];

@@ -70,6 +70,8 @@ const char *oxi_op_name(oxi_op op) {
                                       "atomic", "bin",     "cmp",     "neg",    "not",
                                       "cast",   "select",  "var.get", "var.set", "sreg",
                                       "barrier", "shfl",   "vote",    "math",   "assume", "aligned",
+                                      "dim",    "stride",  "t.load",  "t.store", "t.splat",
+                                      "t.id",   "t.count",
                                       "br",     "condbr",  "ret"};
   _Static_assert(OXB_COUNT(names) == OXI_OP_COUNT, "op names");
   return (unsigned)op < OXI_OP_COUNT ? names[op] : "?";
@@ -112,7 +114,12 @@ static void print_mem(const oxi_kernel *k, oxi_mem mem, oxb_str *o) {
 
 static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
   oxb_str_add(o, "    ", 4);
-  if (in->id >= 0)
+  if (in->id >= 0 && in->tshape) {
+    oxb_str_addf(o, "v%d: %s[", in->id, oxi_type_name(in->type));
+    for (int d = 0; d < in->tshape->rank; d++)
+      oxb_str_addf(o, "%s%lld", d ? "x" : "", (long long)in->tshape->dims[d]);
+    oxb_str_add(o, "] = ", 4);
+  } else if (in->id >= 0)
     oxb_str_addf(o, "v%d: %s = ", in->id, oxi_type_name(in->type));
   oxb_str_addf(o, "%s", oxi_op_name(in->op));
   switch (in->op) {
@@ -145,10 +152,13 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
   default: break;
   }
   if (in->op == OXI_LEN || in->op == OXI_LOAD || in->op == OXI_STORE || in->op == OXI_ATOMIC ||
-      in->op == OXI_ALIGNED) {
+      in->op == OXI_ALIGNED || in->op == OXI_DIM || in->op == OXI_STRIDE || in->op == OXI_T_LOAD ||
+      in->op == OXI_T_STORE || in->op == OXI_T_ID || in->op == OXI_T_COUNT) {
     oxb_str_add(o, " ", 1);
     print_mem(k, in->mem, o);
   }
+  if (in->op == OXI_DIM || in->op == OXI_STRIDE || in->op == OXI_T_ID || in->op == OXI_T_COUNT)
+    oxb_str_addf(o, ".%d", in->index);
   if (in->op == OXI_ALIGNED)
     oxb_str_addf(o, ", %llu", (unsigned long long)in->imm);
   for (int i = 0; i < in->nops; i++)
@@ -433,6 +443,47 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
     for (int i = 0; i < in->nops; i++)
       if (in->ops[i]->type != in->type) fail(V, b, in, "math operand type differs from result");
     break;
+  case OXI_DIM:
+  case OXI_STRIDE:
+  case OXI_T_ID:
+  case OXI_T_COUNT: {
+    const oxi_param *p = in->mem.kind == OXI_MEM_PARAM && in->mem.index >= 0 && in->mem.index < k->params.len
+                             ? k->params.items[in->mem.index] : NULL;
+    bool tile_op = in->op == OXI_T_ID || in->op == OXI_T_COUNT;
+    if (!p || (tile_op ? p->kind != OXI_P_TILE : (p->kind != OXI_P_TENSOR && p->kind != OXI_P_TILE)) ||
+        in->index < 0 || in->index >= p->rank || in->type != OX_U64 || in->nops)
+      fail(V, b, in, "dim/stride/t.id/t.count need a tensor (t.*: an output tile) parameter and an axis below its rank");
+    break;
+  }
+  case OXI_T_LOAD:
+  case OXI_T_STORE: {
+    const oxi_param *p = in->mem.kind == OXI_MEM_PARAM && in->mem.index >= 0 && in->mem.index < k->params.len
+                             ? k->params.items[in->mem.index] : NULL;
+    if (!p || (p->kind != OXI_P_TENSOR && p->kind != OXI_P_TILE)) {
+      fail(V, b, in, "tile load/store needs a tensor parameter");
+      break;
+    }
+    if (in->op == OXI_T_STORE) {
+      const oxi_tshape *ts = in->nops == 1 ? in->ops[0]->tshape : NULL;
+      bool same = ts && p->kind == OXI_P_TILE && ts->rank == p->rank && t0 == (oxi_type)p->dtype;
+      for (int d = 0; same && d < p->rank; d++)
+        same = ts->dims[d] == p->dims[d];
+      if (!same)
+        fail(V, b, in, "t.store needs a tile of the output's tile shape and dtype");
+    } else {
+      bool ok = in->tshape && in->tshape->rank == p->rank && in->nops == p->rank &&
+                in->type == (oxi_type)p->dtype;
+      for (int d = 0; ok && d < in->nops; d++)
+        ok = in->ops[d]->type == OX_U64 && !in->ops[d]->tshape;
+      if (!ok)
+        fail(V, b, in, "t.load needs one u64 coordinate per dim and the tensor's dtype and rank");
+    }
+    break;
+  }
+  case OXI_T_SPLAT:
+    if (in->nops != 1 || !in->tshape || in->ops[0]->tshape || t0 != in->type)
+      fail(V, b, in, "t.splat makes a tile from a scalar of its dtype");
+    break;
   case OXI_BR: if (!in->target[0]) fail(V, b, in, "branch without target"); break;
   case OXI_CONDBR:
     if (!in->target[0] || !in->target[1] || t0 != OX_BOOL) fail(V, b, in, "condbr needs bool and 2 targets");
@@ -442,6 +493,30 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
   }
   if (in->op == OXI_ASSUME && (in->nops != 1 || t0 != OX_BOOL))
     fail(V, b, in, "assume of a non-bool");
+  /* Tile values: only in tile kernels, and elementwise operands share the
+   * result's shape (the front end splats scalars and rejects mixed shapes). */
+  bool elementwise = in->op == OXI_BIN || in->op == OXI_CMP || in->op == OXI_NEG || in->op == OXI_NOT ||
+                     in->op == OXI_CAST || in->op == OXI_SELECT || in->op == OXI_MATH;
+  if (!k->is_tile) {
+    if (in->tshape || (in->op >= OXI_T_LOAD && in->op <= OXI_T_COUNT))
+      fail(V, b, in, "tile value or op outside a tile kernel (or after the tile lowering)");
+  } else if (elementwise) {
+    for (int i = 0; i < in->nops; i++) {
+      const oxi_tshape *a = in->ops[i]->tshape, *r = in->tshape;
+      if (in->op == OXI_SELECT && i == 0 && !a)
+        continue; /* a scalar condition */
+      bool same = (a == NULL) == (r == NULL);
+      if (same && a) {
+        same = a->rank == r->rank;
+        for (int d = 0; same && d < a->rank; d++)
+          same = a->dims[d] == r->dims[d];
+      }
+      if (!same)
+        fail(V, b, in, "elementwise operands must have the result's tile shape");
+    }
+  } else if (in->tshape && in->op != OXI_T_LOAD && in->op != OXI_T_SPLAT) {
+    fail(V, b, in, "only tile ops and elementwise ops make tile values");
+  }
 }
 
 bool oxi_verify(const oxi_module *m, oxb_str *err) {

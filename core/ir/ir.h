@@ -42,6 +42,18 @@ typedef enum oxi_op {
   OXI_MATH,    /* sub: OXI_M_*; 1 to 3 operands of `type` */
   OXI_ASSUME,  /* ops0 (bool) holds: a launch-contract relation checked on the host */
   OXI_ALIGNED, /* bool: memory `mem` starts at a multiple of `imm` bytes */
+  OXI_DIM,     /* u64: size of dim `index` of tensor parameter `mem` */
+  OXI_STRIDE,  /* u64: stride in elements of dim `index` of tensor parameter `mem` */
+  /* Tile ops (Tile pipeline; the tile-lowering pass, core/tile, rewrites them
+   * into the ops above before code generation). Elementwise tile arithmetic
+   * reuses OXI_BIN/CMP/NEG/NOT/CAST/SELECT/MATH with operands of one shape. */
+  OXI_T_LOAD,  /* tile of `tshape` from tensor `mem` at tile coordinates ops[0..rank) (u64);
+                  elements outside the tensor read `fimm`/`imm` (the padding) */
+  OXI_T_STORE, /* ops[0] (a tile) into the tile `mem` (an output partition) of this block;
+                  elements outside the tensor are not written */
+  OXI_T_SPLAT, /* a tile of `tshape` with every element ops[0] (a scalar) */
+  OXI_T_ID,    /* u64: this block's tile coordinate along axis `index` of output `mem` */
+  OXI_T_COUNT, /* u64: the number of tiles along axis `index` of output `mem` */
   OXI_BR,      /* to target[0] */
   OXI_CONDBR,  /* ops0 ? target[0] : target[1] */
   OXI_RET,
@@ -89,6 +101,7 @@ struct oxi_instr {
   double fimm;          /* floating constants */
   int check;            /* memory ops: bounds-check site + 1; 0 = unchecked (proven or unsafe) */
   bool nuw;             /* OXI_BIN add/mul: known not to wrap (unsigned), for loop analysis */
+  const struct oxi_tshape *tshape; /* tile values: their shape; NULL for scalars */
   oxi_block *target[2]; /* branches */
 };
 
@@ -103,14 +116,40 @@ typedef enum oxi_pkind {
   OXI_P_SLICE,    /* &[T]: read-only, never aliased by a mutable argument */
   OXI_P_MUTSLICE, /* &mut [T] (unsafe kernels) */
   OXI_P_ATOMIC,   /* &[Atomic<T>] */
-  OXI_P_DISJOINT  /* DisjointSlice<T> */
+  OXI_P_DISJOINT, /* DisjointSlice<T> */
+  OXI_P_TENSOR,   /* &Tensor<T, [dims]>: read-only, any strides */
+  OXI_P_TILE      /* &mut Tensor<T, [tile]>: this block's tile of a partitioned output */
 } oxi_pkind;
+
+#define OXI_MAX_RANK 4
+
+/* A tile's shape: static, each dim a power of two. */
+typedef struct oxi_tshape {
+  int rank;
+  int64_t dims[OXI_MAX_RANK];
+} oxi_tshape;
 
 typedef struct oxi_param {
   const char *name;
   oxi_pkind kind;
   ox_dtype dtype;
+  /* OXI_P_TENSOR and OXI_P_TILE: rank and static dims (-1: bound at launch;
+   * for OXI_P_TILE, the tile shape). Passed as (pointer, element count,
+   * dims[rank], strides[rank]). */
+  int rank;
+  int64_t dims[OXI_MAX_RANK];
 } oxi_param;
+
+/* How many values a parameter is passed as (the kernel ABI, see
+ * docs/architecture.md): a scalar one; a slice (pointer, length); a tensor
+ * also its dims and strides. */
+static inline int oxi_param_width(const oxi_param *p) {
+  if (p->kind == OXI_P_SCALAR)
+    return 1;
+  return (p->kind == OXI_P_TENSOR || p->kind == OXI_P_TILE) ? 2 + 2 * p->rank : 2;
+}
+#define OXI_MAX_PARAMS 64
+#define OXI_MAX_PARAM_VALUES (OXI_MAX_PARAMS * (2 + 2 * OXI_MAX_RANK) + 2)
 
 typedef struct oxi_shared {
   ox_dtype dtype;
@@ -159,6 +198,7 @@ typedef struct oxi_kernel {
   int block[3];      /* exact block shape; 0 = free */
   oxb_vec requires;  /* oxi_requires* */
   bool uses_sync;    /* barriers or warp operations: threads must run together */
+  bool is_tile;      /* a #[tile] kernel: holds tile ops until the tile lowering */
 } oxi_kernel;
 
 typedef struct oxi_module {

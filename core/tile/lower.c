@@ -1,0 +1,382 @@
+/* lower.c - the tile lowering, milestone 1 (docs/tile-design.md).
+ *
+ * Layout. A kernel runs T threads per block (a power of two up to 1024),
+ * chosen from its largest tile. A tile of E elements whose last dim has L
+ * elements is dealt out in chunks of VEC contiguous elements (VEC = min(4, L)):
+ * chunk c (elements c*VEC .. c*VEC+VEC-1, in row-major order) belongs to thread
+ * c mod T, so each thread holds J*VEC elements (J = ceil(E / (VEC*T))) and a
+ * warp's accesses to a row are contiguous. Every tile of one shape has the
+ * same layout, so elementwise ops need no data movement; with no reductions or
+ * reshapes yet (milestone 2), that is the only layout needed.
+ *
+ * Each tile value becomes J*VEC scalar values per thread (the loops are
+ * unrolled here; LLVM keeps the values in registers). Loads and stores are
+ * predicated per element on the tensor's bounds (the edge tiles of
+ * non-divisible dims), and on the chunk existing when a tile has fewer chunks
+ * than the block has threads. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tile/tile.h"
+
+#define MAX_PER_THREAD 64 /* elements of one tile per thread, to stay in registers */
+
+typedef struct lowerer {
+  oxi_module *m;
+  const oxi_kernel *k; /* the tile kernel, read */
+  oxi_kernel *nk;      /* the lowered kernel, built */
+  oxi_block *cur;
+  int T;               /* threads per block */
+  oxi_instr **sval;    /* old value id -> new scalar value */
+  oxi_instr ***tval;   /* old value id -> new element values of this thread */
+  oxi_block **nb;      /* old block -> its first new block */
+  oxi_instr *t;        /* this thread's index in the block (u64) */
+} lowerer;
+
+typedef struct layout {
+  int64_t E;   /* elements */
+  int VEC;     /* contiguous elements per chunk */
+  int J;       /* chunks per thread */
+  bool guard;  /* some threads have fewer chunks than J */
+} layout;
+
+static int64_t elems(const oxi_tshape *s) {
+  int64_t e = 1;
+  for (int d = 0; d < s->rank; d++)
+    e *= s->dims[d];
+  return e;
+}
+
+static int log2i(int64_t v) {
+  int l = 0;
+  while (((int64_t)1 << l) < v)
+    l++;
+  return l;
+}
+
+static layout layout_of(const lowerer *L, const oxi_tshape *s) {
+  layout y;
+  y.E = elems(s);
+  int64_t last = s->dims[s->rank - 1];
+  y.VEC = last < 4 ? (int)last : 4;
+  int64_t chunks = y.E / y.VEC;
+  y.J = (int)((chunks + L->T - 1) / L->T);
+  y.guard = (int64_t)y.J * L->T != chunks;
+  return y;
+}
+
+/* ------------------------------------------------------------ emission */
+
+static oxi_instr *emit(lowerer *L, oxi_op op, oxi_type t) { return oxi_emit(L->m, L->nk, L->cur, op, t); }
+
+static oxi_instr *cu64(lowerer *L, uint64_t v) {
+  oxi_instr *c = emit(L, OXI_CONST, OX_U64);
+  c->imm = v;
+  return c;
+}
+
+static oxi_instr *bin(lowerer *L, int sub, oxi_type t, oxi_instr *a, oxi_instr *b) {
+  oxi_instr *in = emit(L, sub >= 100 ? OXI_CMP : OXI_BIN, sub >= 100 ? OX_BOOL : t);
+  in->sub = sub >= 100 ? sub - 100 : sub;
+  in->ops[0] = a;
+  in->ops[1] = b;
+  in->nops = 2;
+  return in;
+}
+#define LT (100 + OXI_LT)
+
+static oxi_instr *sreg64(lowerer *L, int which) {
+  oxi_instr *r = emit(L, OXI_SREG, OX_U32);
+  r->sub = which;
+  oxi_instr *c = emit(L, OXI_CAST, OX_U64);
+  c->ops[0] = r;
+  c->nops = 1;
+  return c;
+}
+
+static oxi_instr *param_info(lowerer *L, oxi_op op, int param, int axis) {
+  oxi_instr *in = emit(L, op, OX_U64);
+  in->mem.kind = OXI_MEM_PARAM;
+  in->mem.index = param;
+  in->index = axis;
+  return in;
+}
+
+/* Number of tiles along `axis` of output tile parameter `param`. */
+static oxi_instr *tile_count(lowerer *L, int param, int axis) {
+  const oxi_param *p = L->k->params.items[param];
+  int64_t s = p->dims[axis];
+  oxi_instr *dim = param_info(L, OXI_DIM, param, axis);
+  return bin(L, OXI_SHR, OX_U64, bin(L, OXI_ADD, OX_U64, dim, cu64(L, (uint64_t)(s - 1))),
+             cu64(L, (uint64_t)log2i(s)));
+}
+
+/* This block's tile coordinate along `axis`: the last axis is blockIdx.x, the
+ * one before blockIdx.y, the third from the end blockIdx.z; a fourth axis
+ * shares blockIdx.z with the third (the host folds them). */
+static oxi_instr *tile_id(lowerer *L, int param, int axis) {
+  const oxi_param *p = L->k->params.items[param];
+  int from_end = p->rank - 1 - axis;
+  if (from_end < 2)
+    return sreg64(L, from_end == 0 ? OXI_SREG_CTAID_X : OXI_SREG_CTAID_Y);
+  oxi_instr *z = sreg64(L, OXI_SREG_CTAID_Z);
+  if (p->rank < 4)
+    return z;
+  oxi_instr *g1 = tile_count(L, param, 1); /* rank 4: z = axis0 * tiles(axis1) + axis1 */
+  return axis == 1 ? bin(L, OXI_REM, OX_U64, z, g1) : bin(L, OXI_DIV, OX_U64, z, g1);
+}
+
+static oxi_instr *mapped(lowerer *L, const oxi_instr *old) {
+  assert(old->id >= 0 && L->sval[old->id]);
+  return L->sval[old->id];
+}
+
+static oxi_instr **elements(lowerer *L, const oxi_instr *old) {
+  assert(old->id >= 0 && L->tval[old->id]);
+  return L->tval[old->id];
+}
+
+/* Copies scalar instruction `in` into the new kernel, its operands mapped. */
+static oxi_instr *clone(lowerer *L, const oxi_instr *in) {
+  oxi_instr *c = emit(L, in->op, in->type);
+  c->sub = in->sub;
+  c->mem = in->mem;
+  c->index = in->index;
+  c->imm = in->imm;
+  c->fimm = in->fimm;
+  c->check = in->check;
+  c->nuw = in->nuw;
+  c->nops = in->nops;
+  for (int i = 0; i < in->nops; i++)
+    c->ops[i] = mapped(L, in->ops[i]);
+  for (int i = 0; i < 2; i++)
+    c->target[i] = in->target[i] ? L->nb[in->target[i]->id] : NULL;
+  return c;
+}
+
+/* ----------------------------------------------------- element addressing */
+
+typedef struct element_site {
+  oxi_instr *inb;   /* the element exists and lies inside the tensor */
+  oxi_instr *index; /* its offset in elements from the tensor's start */
+} element_site;
+
+/* For every element this thread holds of a tile of `shape` at tile coordinates
+ * `coord` (new u64 values) of tensor parameter `param`: where it is and
+ * whether it is inside the tensor. */
+static void sites(lowerer *L, const oxi_tshape *shape, oxi_instr *const *coord, int param,
+                  element_site *out) {
+  layout y = layout_of(L, shape);
+  int rank = shape->rank;
+  oxi_instr *base[OXI_MAX_RANK], *dim[OXI_MAX_RANK], *stride[OXI_MAX_RANK];
+  for (int d = 0; d < rank; d++) {
+    base[d] = bin(L, OXI_SHL, OX_U64, coord[d], cu64(L, (uint64_t)log2i(shape->dims[d])));
+    dim[d] = param_info(L, OXI_DIM, param, d);
+    stride[d] = param_info(L, OXI_STRIDE, param, d);
+  }
+  oxi_instr *tv = bin(L, OXI_MUL, OX_U64, L->t, cu64(L, (uint64_t)y.VEC));
+  int n = 0;
+  for (int j = 0; j < y.J; j++)
+    for (int v = 0; v < y.VEC; v++, n++) {
+      oxi_instr *f = bin(L, OXI_ADD, OX_U64, tv, cu64(L, (uint64_t)((int64_t)j * L->T * y.VEC + v)));
+      oxi_instr *inb = y.guard ? bin(L, LT, OX_U64, f, cu64(L, (uint64_t)y.E)) : NULL;
+      oxi_instr *index = NULL;
+      int64_t after = y.E;
+      for (int d = 0; d < rank; d++) {
+        after /= shape->dims[d];
+        oxi_instr *c = bin(L, OXI_AND, OX_U64, bin(L, OXI_SHR, OX_U64, f, cu64(L, (uint64_t)log2i(after))),
+                           cu64(L, (uint64_t)(shape->dims[d] - 1)));
+        oxi_instr *g = bin(L, OXI_ADD, OX_U64, base[d], c);
+        oxi_instr *in = bin(L, LT, OX_U64, g, dim[d]);
+        inb = inb ? bin(L, OXI_AND, OX_BOOL, inb, in) : in;
+        oxi_instr *term = bin(L, OXI_MUL, OX_U64, g, stride[d]);
+        index = index ? bin(L, OXI_ADD, OX_U64, index, term) : term;
+      }
+      out[n].inb = inb;
+      out[n].index = index;
+    }
+}
+
+/* Runs `then` (a load or a store) only when `cond` holds: splits the block. */
+static oxi_block *begin_if(lowerer *L, oxi_instr *cond, oxi_block **join) {
+  oxi_block *then = oxi_block_new(L->m, L->nk);
+  *join = oxi_block_new(L->m, L->nk);
+  oxi_instr *br = emit(L, OXI_CONDBR, OXI_VOID);
+  br->ops[0] = cond;
+  br->nops = 1;
+  br->target[0] = then;
+  br->target[1] = *join;
+  L->cur = then;
+  return then;
+}
+
+static void end_if(lowerer *L, oxi_block *join) {
+  oxi_instr *br = emit(L, OXI_BR, OXI_VOID);
+  br->target[0] = join;
+  L->cur = join;
+}
+
+/* ------------------------------------------------------------ tile ops */
+
+static oxi_instr **new_elements(lowerer *L, const oxi_tshape *s) {
+  layout y = layout_of(L, s);
+  return oxb_alloc(L->m->arena, sizeof(oxi_instr *) * (size_t)(y.J * y.VEC));
+}
+
+static void lower_load(lowerer *L, const oxi_instr *in) {
+  layout y = layout_of(L, in->tshape);
+  oxi_instr *coord[OXI_MAX_RANK];
+  for (int d = 0; d < in->nops; d++)
+    coord[d] = mapped(L, in->ops[d]);
+  element_site *es = malloc(sizeof *es * (size_t)(y.J * y.VEC));
+  sites(L, in->tshape, coord, in->mem.index, es);
+  oxi_instr **out = new_elements(L, in->tshape);
+  for (int e = 0; e < y.J * y.VEC; e++) {
+    /* value = padding; if inside: value = load */
+    int slot = oxi_slot_new(L->m, L->nk, in->type);
+    oxi_instr *pad = emit(L, OXI_CONST, in->type);
+    pad->imm = in->imm;
+    pad->fimm = in->fimm;
+    oxi_instr *set = emit(L, OXI_VAR_SET, OXI_VOID);
+    set->index = slot;
+    set->ops[0] = pad;
+    set->nops = 1;
+    oxi_block *join;
+    begin_if(L, es[e].inb, &join);
+    oxi_instr *ld = emit(L, OXI_LOAD, in->type);
+    ld->mem = in->mem;
+    ld->ops[0] = es[e].index;
+    ld->nops = 1;
+    oxi_instr *set2 = emit(L, OXI_VAR_SET, OXI_VOID);
+    set2->index = slot;
+    set2->ops[0] = ld;
+    set2->nops = 1;
+    end_if(L, join);
+    out[e] = emit(L, OXI_VAR_GET, in->type);
+    out[e]->index = slot;
+  }
+  free(es);
+  L->tval[in->id] = out;
+}
+
+static void lower_store(lowerer *L, const oxi_instr *in) {
+  const oxi_param *p = L->k->params.items[in->mem.index];
+  const oxi_tshape *s = in->ops[0]->tshape;
+  layout y = layout_of(L, s);
+  oxi_instr *coord[OXI_MAX_RANK];
+  for (int d = 0; d < p->rank; d++)
+    coord[d] = tile_id(L, in->mem.index, d);
+  element_site *es = malloc(sizeof *es * (size_t)(y.J * y.VEC));
+  sites(L, s, coord, in->mem.index, es);
+  oxi_instr **v = elements(L, in->ops[0]);
+  for (int e = 0; e < y.J * y.VEC; e++) {
+    oxi_block *join;
+    begin_if(L, es[e].inb, &join);
+    oxi_instr *st = emit(L, OXI_STORE, OXI_VOID);
+    st->mem = in->mem;
+    st->ops[0] = es[e].index;
+    st->ops[1] = v[e];
+    st->nops = 2;
+    end_if(L, join);
+  }
+  free(es);
+}
+
+static void lower_elementwise(lowerer *L, const oxi_instr *in) {
+  layout y = layout_of(L, in->tshape);
+  oxi_instr **out = new_elements(L, in->tshape);
+  for (int e = 0; e < y.J * y.VEC; e++) {
+    oxi_instr *c = emit(L, in->op, in->type);
+    c->sub = in->sub;
+    c->nops = in->nops;
+    for (int i = 0; i < in->nops; i++)
+      c->ops[i] = in->ops[i]->tshape ? elements(L, in->ops[i])[e] : mapped(L, in->ops[i]);
+    out[e] = c;
+  }
+  L->tval[in->id] = out;
+}
+
+static void lower_instr(lowerer *L, const oxi_instr *in) {
+  switch (in->op) {
+  case OXI_T_LOAD: lower_load(L, in); return;
+  case OXI_T_STORE: lower_store(L, in); return;
+  case OXI_T_SPLAT: {
+    layout y = layout_of(L, in->tshape);
+    oxi_instr **out = new_elements(L, in->tshape);
+    for (int e = 0; e < y.J * y.VEC; e++)
+      out[e] = mapped(L, in->ops[0]);
+    L->tval[in->id] = out;
+    return;
+  }
+  case OXI_T_ID: L->sval[in->id] = tile_id(L, in->mem.index, in->index); return;
+  case OXI_T_COUNT: L->sval[in->id] = tile_count(L, in->mem.index, in->index); return;
+  default: break;
+  }
+  if (in->tshape) {
+    lower_elementwise(L, in);
+    return;
+  }
+  oxi_instr *c = clone(L, in);
+  if (in->id >= 0)
+    L->sval[in->id] = c;
+}
+
+ox_status oxt_lower(oxi_module *m, oxi_kernel *k) {
+  assert(k->is_tile);
+  /* the block size: from the largest tile, so that each thread holds a few
+   * 16-byte chunks of it */
+  int64_t emax = 1;
+  for (int bi = 0; bi < k->blocks.len; bi++) {
+    const oxi_block *b = k->blocks.items[bi];
+    for (int ii = 0; ii < b->instrs.len; ii++) {
+      const oxi_instr *in = b->instrs.items[ii];
+      if (in->tshape && elems(in->tshape) > emax)
+        emax = elems(in->tshape);
+    }
+  }
+  int64_t T = emax / 4;
+  if (T < 1)
+    T = 1;
+  if (T > 128)
+    T = 128;
+  while (T < 1024 && emax / T > MAX_PER_THREAD)
+    T *= 2;
+  if (emax / T > MAX_PER_THREAD)
+    return oxb_set_error(OX_ERR_UNSUPPORTED,
+                         "%s:%d:%d: kernel '%s' has a tile of %lld elements; this version of the "
+                         "tile lowering handles at most %d",
+                         m->filename, k->line, k->col, k->name, (long long)emax,
+                         1024 * MAX_PER_THREAD);
+  lowerer L = {0};
+  L.m = m;
+  L.k = k;
+  L.T = (int)T;
+  oxi_kernel *nk = oxb_alloc(m->arena, sizeof *nk);
+  *nk = *k;
+  nk->blocks.items = NULL;
+  nk->blocks.len = nk->blocks.cap = 0;
+  L.nk = nk;
+  L.sval = calloc((size_t)k->next_id + 1, sizeof *L.sval);
+  L.tval = calloc((size_t)k->next_id + 1, sizeof *L.tval);
+  L.nb = calloc((size_t)k->blocks.len, sizeof *L.nb);
+  for (int bi = 0; bi < k->blocks.len; bi++)
+    L.nb[bi] = oxi_block_new(m, nk);
+  for (int bi = 0; bi < k->blocks.len; bi++) {
+    L.cur = L.nb[bi];
+    if (bi == 0) /* blocks are (T, 1, 1): the thread's index is tid.x */
+      L.t = sreg64(&L, OXI_SREG_TID_X);
+    const oxi_block *b = k->blocks.items[bi];
+    for (int ii = 0; ii < b->instrs.len; ii++)
+      lower_instr(&L, b->instrs.items[ii]);
+  }
+  free(L.sval);
+  free(L.tval);
+  free(L.nb);
+  k->blocks = nk->blocks;
+  k->slots = nk->slots;
+  k->next_id = nk->next_id;
+  k->is_tile = false;
+  k->block[0] = (int)T;
+  k->block[1] = k->block[2] = 1;
+  return OX_OK;
+}

@@ -1,0 +1,20 @@
+/*
+ * tile.h - the tile lowering: rewrites a #[tile] kernel's tile values and tile
+ * ops into thread-level IR (what SIMT kernels are from the start), choosing a
+ * layout for every tile and the block size. Prefix: oxt_.
+ *
+ * docs/tile-design.md is the plan; this is milestone 1: one blocked layout for
+ * all tiles of a kernel (no reductions or layout conversions yet).
+ */
+#ifndef OXIDE_TILE_H
+#define OXIDE_TILE_H
+
+#include "ir/ir.h"
+
+/* Lowers tile kernel `k` of `m` in place. Afterwards k->is_tile is false,
+ * k->block holds the block shape the launch must use, and no tile value or
+ * tile op is left. Errors (a tile too large for this lowering) set the last
+ * error; `filename` names the source in messages. */
+ox_status oxt_lower(oxi_module *m, oxi_kernel *k);
+
+#endif
