@@ -50,13 +50,24 @@ typedef enum oxf_tykind {
   OXF_TY_ATOMIC,   /* &[Atomic<T>]: shared, atomic updates only */
   OXF_TY_DISJOINT, /* DisjointSlice<T>: each thread writes only its element */
   OXF_TY_SHARED,   /* SharedArray<T, N>: block-shared memory */
-  OXF_TY_UNIT      /* () */
+  OXF_TY_UNIT,     /* () */
+  OXF_TY_TENSOR,   /* &Tensor<T, [dims]>: a whole tensor, read-only (#[tile] kernels) */
+  OXF_TY_MUTTENSOR /* &mut Tensor<T, [tile]>: the block's tile of an output (#[tile] kernels) */
 } oxf_tykind;
+
+/* A tensor dim as written: >= 1 a literal, OXF_DIM_DYNAMIC (-1, bound at
+ * launch), or <= -2 for the function's const generic number g (-2 - g). */
+#define OXF_DIM_DYNAMIC (-1)
+#define OXF_DIM_GENERIC(g) (-2 - (int64_t)(g))
+#define OXF_DIM_IS_GENERIC(d) ((d) <= -2)
+#define OXF_DIM_GENERIC_INDEX(d) ((int)(-2 - (d)))
 
 typedef struct oxf_typeexpr {
   oxf_tykind kind;
-  ox_dtype elem; /* scalar type, or element type of slices/arrays */
+  ox_dtype elem; /* scalar type, or element type of slices/arrays/tensors */
   int64_t count; /* SharedArray length */
+  int rank;      /* tensors: 1..OXI_MAX_RANK dims (see OXF_DIM_*) */
+  int64_t dims[OXI_MAX_RANK];
   oxb_loc loc;
 } oxf_typeexpr;
 
@@ -86,7 +97,9 @@ typedef enum oxf_node_kind {
   OXF_CONTINUE,
   OXF_RETURN,  /* return [lhs] */
   OXF_IF_LET,  /* if let Some(name) = lhs then [else els] */
-  OXF_UNSAFE   /* unsafe { body } */
+  OXF_UNSAFE,  /* unsafe { body } */
+  /* expressions, continued */
+  OXF_ARRAY    /* [e0, e1, ...]: args (sizes and indices of tile partitions and loads) */
 } oxf_node_kind;
 
 typedef struct oxf_node oxf_node;
@@ -126,7 +139,11 @@ typedef struct oxf_fn {
   const char *name;
   oxb_loc loc;
   bool is_kernel;
+  bool is_tile;   /* #[tile]: a tile kernel (docs/tile-design.md) */
   bool is_unsafe;
+  /* const generics of a #[tile] function, in declaration order: <const B: i32, ...> */
+  oxb_vec generics;      /* const char*: the names */
+  oxb_vec generic_types; /* oxf_typeexpr*: their (integer) types, with the names' locations */
   oxb_vec params; /* oxf_param* */
   oxf_typeexpr *ret; /* NULL: () */
   oxf_node *body;
@@ -148,9 +165,24 @@ oxf_program *oxf_parse(oxb_arena *a, oxb_diags *d, const oxb_source *src);
 /* Appends a readable dump of the syntax tree to `out`. */
 void oxf_dump(const oxf_program *p, oxb_str *out);
 
-/* Checks types and ownership rules and lowers every kernel (with device
- * functions inlined) into `m`. Errors go to `d`; returns false if any. */
+/* Checks types and ownership rules and lowers every #[kernel] function (with
+ * device functions inlined) into `m`. #[tile] functions are checked too, each
+ * with every const generic bound to a placeholder (OXF_TILE_PLACEHOLDER), so
+ * that their errors show at compile time, but they are not added to `m`: they
+ * are lowered per specialization by oxf_check_tile. Errors go to `d`; returns
+ * false if any. */
 bool oxf_check(oxb_arena *a, oxb_diags *d, const oxf_program *p, oxi_module *m);
+
+#define OXF_TILE_PLACEHOLDER 16
+
+/* Checks #[tile] function `fn` of `p` with its const generics bound to
+ * generics[0 .. fn->generics.len) (declaration order; NULL: OXF_TILE_PLACEHOLDER each)
+ * and lowers it to tile IR: a new kernel of `m` named fn->name, with is_tile
+ * set. Errors (also those of the binding: a tile shape that is not a static
+ * power of two, a value that does not fit its generic's type) go to `d`;
+ * returns false if any. */
+bool oxf_check_tile(oxb_arena *a, oxb_diags *d, const oxf_program *p, const oxf_fn *fn,
+                    const int64_t *generics, oxi_module *m);
 
 /* Name of an operator, for messages ("+", "<=", ...). */
 const char *oxf_op_name(int op);

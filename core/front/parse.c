@@ -20,6 +20,7 @@ typedef struct parser {
   int links; /* links of the left-deep chains (a + b + c, x.f().g()) being built */
   bool stop; /* nesting went too deep: skip the rest, report nothing more */
   bool no_struct_brace; /* in `if`/`while` heads a '{' starts the body */
+  const oxf_fn *fn;     /* the function being parsed: its const generics name tensor dims */
 } parser;
 
 #define perr(P, ...) ((P)->stop ? (void)0 : oxb_error_at((P)->d, __VA_ARGS__))
@@ -145,6 +146,67 @@ static ox_dtype elem_type(parser *P, oxb_loc loc) {
   return t ? t->elem : OX_F32;
 }
 
+/* The dims of a tensor type: '[' dim { ',' dim } ']', each an integer >= 1,
+ * -1 (dynamic) or a const generic of the function (front.h, OXF_DIM_*). */
+static void tensor_dims(parser *P, oxf_typeexpr *t) {
+  oxb_loc open = P->tok->loc;
+  if (!expect(P, "["))
+    return;
+  while (!at(P, "]") && P->tok->kind != OXF_TK_EOF) {
+    oxb_loc loc = P->tok->loc;
+    int64_t d = 1;
+    bool ok = true;
+    if (consume(P, "-")) {
+      if (P->tok->kind == OXF_TK_INT && P->tok->ival == 1 && !P->tok->suffix) {
+        d = OXF_DIM_DYNAMIC;
+        advance(P);
+      } else {
+        perr(P, loc, "a dynamic dim is written -1");
+        ok = false;
+        if (P->tok->kind == OXF_TK_INT)
+          advance(P);
+      }
+    } else if (P->tok->kind == OXF_TK_INT) {
+      if (P->tok->overflow || P->tok->ival < 1 || P->tok->ival > ((uint64_t)1 << 40)) {
+        perr(P, loc, "a tensor dim is 1..2^40, -1 (dynamic) or a const generic, found %.*s",
+             P->tok->len > 40 ? 40 : P->tok->len, P->tok->text);
+        ok = false;
+      }
+      d = (int64_t)P->tok->ival;
+      advance(P);
+    } else if (P->tok->kind == OXF_TK_IDENT) {
+      int g = -1;
+      for (int i = 0; P->fn && i < P->fn->generics.len; i++)
+        if (equal(P->tok, P->fn->generics.items[i]))
+          g = i;
+      if (g < 0) {
+        perr(P, loc, "unknown const generic '%.*s' in a tensor shape; declare it: "
+                     "'<const %.*s: i32>'", P->tok->len > 40 ? 40 : P->tok->len, P->tok->text,
+             P->tok->len > 40 ? 40 : P->tok->len, P->tok->text);
+        ok = false;
+      }
+      d = OXF_DIM_GENERIC(g);
+      advance(P);
+    } else {
+      char got[64];
+      describe(P->tok, got, sizeof got);
+      perr(P, loc, "expected a tensor dim (an integer, -1 or a const generic), found %s", got);
+      return;
+    }
+    if (t->rank == OXI_MAX_RANK) {
+      perr(P, loc, "a tensor has at most %d dims", OXI_MAX_RANK);
+      ok = false;
+    } else {
+      t->dims[t->rank++] = ok ? d : 1;
+    }
+    if (!consume(P, ","))
+      break;
+  }
+  if (t->rank == 0)
+    perr(P, open, "a tensor needs 1 to %d dims", OXI_MAX_RANK);
+  expect(P, "]");
+}
+
 static oxf_typeexpr *type(parser *P) {
   if (++P->depth, too_deep(P, "type")) {
     P->depth--;
@@ -158,6 +220,16 @@ static oxf_typeexpr *type(parser *P) {
     t->kind = OXF_TY_UNIT;
   } else if (consume(P, "&")) {
     bool m = consume(P, "mut");
+    if (consume(P, "Tensor")) { /* &Tensor<T, [dims]>, &mut Tensor<T, [dims]> */
+      t->kind = m ? OXF_TY_MUTTENSOR : OXF_TY_TENSOR;
+      expect(P, "<");
+      t->elem = elem_type(P, t->loc);
+      expect(P, ",");
+      tensor_dims(P, t);
+      expect(P, ">");
+      P->depth--;
+      return t;
+    }
     expect(P, "[");
     if (at(P, "Atomic")) {
       advance(P);
@@ -298,6 +370,20 @@ static oxf_node *primary(parser *P) {
     }
     P->no_struct_brace = saved;
     expect(P, ")");
+    return n;
+  }
+  if (at(P, "[")) { /* [e0, e1, ...] */
+    oxf_node *n = new_node(P, OXF_ARRAY, t->loc);
+    advance(P);
+    bool saved = P->no_struct_brace;
+    P->no_struct_brace = false;
+    while (!at(P, "]") && P->tok->kind != OXF_TK_EOF) {
+      oxb_vec_push(P->a, &n->args, expr(P));
+      if (!consume(P, ","))
+        break;
+    }
+    P->no_struct_brace = saved;
+    expect(P, "]");
     return n;
   }
   if (at(P, "{"))
@@ -730,6 +816,8 @@ static void attribute(parser *P, oxf_fn *fn) {
   oxb_loc loc = P->tok->loc;
   if (consume(P, "kernel")) {
     fn->is_kernel = true;
+  } else if (consume(P, "tile")) {
+    fn->is_tile = true;
   } else if (consume(P, "launch_contract")) {
     fn->contract_loc = loc;
     launch_contract(P, fn);
@@ -741,12 +829,48 @@ static void attribute(parser *P, oxf_fn *fn) {
   } else {
     char got[64];
     describe(P->tok, got, sizeof got);
-    perr(P, loc, "unknown attribute %s; expected 'kernel', 'launch_contract' or 'inline'",
-                 got);
+    perr(P, loc, "unknown attribute %s; expected 'kernel', 'launch_contract' or 'inline' "
+                 "('tile' for tile kernels)", got);
     while (!at(P, "]") && P->tok->kind != OXF_TK_EOF)
       advance(P);
   }
   expect(P, "]");
+}
+
+/* <const B: i32, const C: usize, ...> of a #[tile] function. */
+static void const_generics(parser *P, oxf_fn *fn) {
+  expect(P, "<");
+  while (!at(P, ">") && P->tok->kind != OXF_TK_EOF) {
+    if (!consume(P, "const")) {
+      char got[64];
+      describe(P->tok, got, sizeof got);
+      perr(P, P->tok->loc, "tile kernels take const generics only, written '<const B: i32>'; "
+                           "found %s", got);
+      while (!at(P, ">") && !at(P, "(") && P->tok->kind != OXF_TK_EOF)
+        advance(P);
+      break;
+    }
+    oxb_loc loc = P->tok->loc;
+    const char *name = ident(P, "a const generic name");
+    if (!name)
+      break;
+    for (int i = 0; i < fn->generics.len; i++)
+      if (!strcmp(fn->generics.items[i], name))
+        perr(P, loc, "const generic '%s' appears twice", name);
+    expect(P, ":");
+    oxf_typeexpr *t = type(P);
+    if (!t)
+      break;
+    if (t->kind != OXF_TY_SCALAR || t->elem == OX_BOOL || t->elem == OX_F16 ||
+        t->elem == OX_BF16 || t->elem == OX_F32 || t->elem == OX_F64)
+      perr(P, t->loc, "a const generic is an integer (i32, i64, u32, usize, ...)");
+    t->loc = loc; /* errors about the generic point at its name */
+    oxb_vec_push(P->a, &fn->generics, (void *)name);
+    oxb_vec_push(P->a, &fn->generic_types, t);
+    if (!consume(P, ","))
+      break;
+  }
+  expect(P, ">");
 }
 
 static oxf_fn *function(parser *P) {
@@ -761,7 +885,10 @@ static oxf_fn *function(parser *P) {
   fn->name = ident(P, "a function name");
   if (!fn->name)
     return NULL;
-  if (at(P, "<")) {
+  P->fn = fn;
+  if (at(P, "<") && fn->is_tile) {
+    const_generics(P, fn);
+  } else if (at(P, "<")) {
     perr(P, P->tok->loc, "generic parameters are not supported on SIMT functions");
     while (!at(P, "(") && P->tok->kind != OXF_TK_EOF)
       advance(P);
@@ -794,7 +921,7 @@ static oxf_fn *function(parser *P) {
 }
 
 oxf_program *oxf_parse(oxb_arena *a, oxb_diags *d, const oxb_source *src) {
-  parser P = {a, d, oxf_tokenize(a, d, src), 0, false};
+  parser P = {a, d, oxf_tokenize(a, d, src), 0, 0, false, false, NULL};
   oxf_program *prog = oxb_alloc(a, sizeof *prog);
   while (P.tok->kind != OXF_TK_EOF && !oxb_too_many_errors(d)) {
     oxf_token *before = P.tok;
@@ -828,11 +955,28 @@ const char *oxf_op_name(int op) {
   return (op >= 0 && (size_t)op < OXB_COUNT(names)) ? names[op] : "?";
 }
 
-static const char *tyname(const oxf_typeexpr *t, char *buf, size_t n) {
+static const char *tyname(const oxf_typeexpr *t, const oxf_fn *fn, char *buf, size_t n) {
   if (!t)
     return "()";
   const char *e = ox_dtype_name(t->elem);
   switch (t->kind) {
+  case OXF_TY_TENSOR:
+  case OXF_TY_MUTTENSOR: {
+    oxb_str s = {0};
+    oxb_str_addf(&s, "&%sTensor<%s, [", t->kind == OXF_TY_MUTTENSOR ? "mut " : "", e);
+    for (int i = 0; i < t->rank; i++) {
+      int64_t d = t->dims[i];
+      int g = OXF_DIM_IS_GENERIC(d) ? OXF_DIM_GENERIC_INDEX(d) : -1;
+      if (g >= 0 && fn && g < fn->generics.len)
+        oxb_str_addf(&s, "%s%s", i ? ", " : "", (const char *)fn->generics.items[g]);
+      else
+        oxb_str_addf(&s, "%s%lld", i ? ", " : "", (long long)d);
+    }
+    oxb_str_add(&s, "]>", 2);
+    snprintf(buf, n, "%s", s.buf);
+    oxb_str_free(&s);
+    break;
+  }
   case OXF_TY_SCALAR: snprintf(buf, n, "%s", e); break;
   case OXF_TY_SLICE: snprintf(buf, n, "&[%s]", e); break;
   case OXF_TY_MUTSLICE: snprintf(buf, n, "&mut [%s]", e); break;
@@ -857,8 +1001,8 @@ static void dump_node(const oxf_node *n, int ind, oxb_str *o) {
   static const char *const kinds[] = {
       "Int",  "Float",  "Bool",   "Name",  "Call", "Method",   "Index",  "Unary",  "Binary",
       "Cast", "If",     "Block",  "Range", "Assign", "Let",    "Expr",   "While",  "Loop",
-      "For",  "Break",  "Continue", "Return", "IfLet", "Unsafe"};
-  char buf[64];
+      "For",  "Break",  "Continue", "Return", "IfLet", "Unsafe", "Array"};
+  char buf[160];
   oxb_str_addf(o, "%*s%s", ind, "", kinds[n->kind]);
   switch (n->kind) {
   case OXF_INT: oxb_str_addf(o, " %llu", (unsigned long long)n->ival); break;
@@ -866,7 +1010,7 @@ static void dump_node(const oxf_node *n, int ind, oxb_str *o) {
   case OXF_BOOL: oxb_str_addf(o, " %s", n->ival ? "true" : "false"); break;
   case OXF_UNARY: case OXF_BINARY: oxb_str_addf(o, " %s", oxf_op_name(n->op)); break;
   case OXF_ASSIGN: oxb_str_addf(o, " %s=", n->op ? oxf_op_name(n->op) : ""); break;
-  case OXF_CAST: oxb_str_addf(o, " %s", tyname(n->type, buf, sizeof buf)); break;
+  case OXF_CAST: oxb_str_addf(o, " %s", tyname(n->type, NULL, buf, sizeof buf)); break;
   case OXF_LET: if (n->is_mut) oxb_str_add(o, " mut", 4); break;
   default: break;
   }
@@ -875,7 +1019,7 @@ static void dump_node(const oxf_node *n, int ind, oxb_str *o) {
   if (n->name)
     oxb_str_addf(o, " %s", n->name);
   if (n->kind == OXF_LET && n->type)
-    oxb_str_addf(o, ": %s", tyname(n->type, buf, sizeof buf));
+    oxb_str_addf(o, ": %s", tyname(n->type, NULL, buf, sizeof buf));
   oxb_str_addf(o, "  @%d:%d\n", n->loc.line, n->loc.col);
   dump_child("lhs", n->lhs, ind + 2, o);
   dump_child("rhs", n->rhs, ind + 2, o);
@@ -892,16 +1036,21 @@ static void dump_node(const oxf_node *n, int ind, oxb_str *o) {
 }
 
 void oxf_dump(const oxf_program *p, oxb_str *o) {
-  char buf[64];
+  char buf[160];
   for (int i = 0; i < p->fns.len; i++) {
     const oxf_fn *fn = p->fns.items[i];
-    oxb_str_addf(o, "Fn %s%s%s(", fn->is_kernel ? "#[kernel] " : "", fn->is_unsafe ? "unsafe " : "",
-                 fn->name);
+    oxb_str_addf(o, "Fn %s%s%s%s", fn->is_kernel ? "#[kernel] " : "", fn->is_tile ? "#[tile] " : "",
+                 fn->is_unsafe ? "unsafe " : "", fn->name);
+    for (int j = 0; j < fn->generics.len; j++)
+      oxb_str_addf(o, "%sconst %s: %s%s", j ? ", " : "<", (const char *)fn->generics.items[j],
+                   ox_dtype_name(((oxf_typeexpr *)fn->generic_types.items[j])->elem),
+                   j == fn->generics.len - 1 ? ">" : "");
+    oxb_str_add(o, "(", 1);
     for (int j = 0; j < fn->params.len; j++) {
       const oxf_param *prm = fn->params.items[j];
-      oxb_str_addf(o, "%s%s: %s", j ? ", " : "", prm->name, tyname(prm->type, buf, sizeof buf));
+      oxb_str_addf(o, "%s%s: %s", j ? ", " : "", prm->name, tyname(prm->type, fn, buf, sizeof buf));
     }
-    oxb_str_addf(o, ") -> %s  @%d:%d\n", tyname(fn->ret, buf, sizeof buf), fn->loc.line,
+    oxb_str_addf(o, ") -> %s  @%d:%d\n", tyname(fn->ret, fn, buf, sizeof buf), fn->loc.line,
                  fn->loc.col);
     if (fn->has_contract) {
       oxb_str_addf(o, "  contract block=(%lld, %lld, %lld)\n", (long long)fn->block[0],

@@ -11,96 +11,14 @@
  *  - &[T] is never written; &mut [T] exists only in unsafe kernels.
  * Because outputs can be written only at the calling thread's own index, two
  * threads never write the same element, and read-only slices never alias a
- * written one (checked at launch), so the backend may mark them noalias. */
-#include "front/front.h"
+ * written one (checked at launch), so the backend may mark them noalias.
+ *
+ * #[tile] kernels go through the same expression code (tiles are values with
+ * a tile shape); what is theirs alone is in tile.c. */
+#include "front/sema.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* ---------------------------------------------------------------- values */
-
-typedef enum vkind {
-  V_ERR,     /* an error was reported; suppress follow-on errors */
-  V_UNIT,    /* () */
-  V_SCALAR,  /* v: a scalar SSA value */
-  V_WITNESS, /* a thread-index witness (binding b) */
-  V_MEM,     /* a slice parameter or shared array (binding b) */
-  V_OPTION,  /* the Option that get_mut returns: mem + witness */
-  V_MUTREF,  /* `out` of if-let Some(out) = c.get_mut(i) */
-  V_NEVER    /* the expression does not complete (return/break) */
-} vkind;
-
-typedef struct binding binding;
-
-typedef struct val {
-  vkind k;
-  oxi_instr *v;
-  binding *b;   /* V_WITNESS, V_MEM, V_MUTREF */
-  binding *w;   /* V_OPTION: the witness */
-} val;
-
-typedef enum bkind { B_VALUE, B_SLOT, B_MEM, B_WITNESS, B_MUTREF } bkind;
-
-struct binding {
-  bkind kind;
-  const char *name;
-  oxb_loc loc;
-  oxi_type type;    /* B_VALUE, B_SLOT; element type for B_MEM/B_MUTREF */
-  oxi_instr *v;     /* B_VALUE: the value; B_WITNESS: the index (u64); B_MUTREF: index */
-  oxi_instr *row, *col; /* B_WITNESS from index_2d */
-  int slot;         /* B_SLOT */
-  oxi_mem mem;      /* B_MEM, B_MUTREF */
-  oxf_tykind mkind; /* B_MEM: what kind of memory (slice, disjoint, shared...) */
-  bool is_mut;      /* B_SLOT */
-  bool poisoned;    /* a 'let' whose value had an error: uses give V_ERR, silently */
-};
-
-typedef struct fact { /* witness w is < len(mem) here */
-  binding *w;
-  oxi_mem mem;
-} fact;
-
-typedef struct loopctx {
-  oxi_block *brk, *cont;
-} loopctx;
-
-typedef struct frame { /* an inlined device-function call */
-  const oxf_fn *fn;
-  oxi_block *exit;
-  int ret_slot; /* -1 for () */
-  oxi_type ret_type;
-  int base;     /* bindings below this index are invisible */
-  int loop_base;
-} frame;
-
-typedef struct sema {
-  oxb_arena *a;
-  oxb_diags *d;
-  const oxf_program *prog;
-  oxi_module *m;
-  oxi_kernel *k;
-  const oxf_fn *kfn;
-  oxi_block *cur;
-  binding **binds;
-  int nbinds, capbinds;
-  fact *facts;
-  int nfacts, capfacts;
-  loopctx loops[64];
-  int nloops;
-  frame frames[16];
-  int nframes;
-  int unsafe_depth;
-  /* device functions inlined somewhere (the others are checked on their own) */
-  const oxf_fn *called[256];
-  int ncalled;
-  /* launch-contract relations len(a) >= len(b), as param-index pairs */
-  int rel_ge[32][2];
-  int nrel;
-  /* hashes of the errors reported so far (see sema_error) */
-  uint64_t *seen;
-  int nseen, capseen;
-  bool too_big; /* this kernel passed the size limits below (reported once) */
-} sema;
 
 /* Limits on one kernel's IR. Inlining and grid-stride copies multiply code, so
  * a short source can ask for an exponential amount: stop at these sizes. */
@@ -110,9 +28,7 @@ typedef struct sema {
 /* Reports an error once: code checked several times (a device function inlined
  * at each call, a grid-stride body lowered for the unrolled and the plain
  * loop) would otherwise repeat its errors. Returns whether it reported. */
-static bool sema_error(sema *S, oxb_loc loc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static bool sema_error(sema *S, oxb_loc loc, const char *fmt, ...) {
+bool oxs_error(sema *S, oxb_loc loc, const char *fmt, ...) {
   oxb_str msg = {0};
   va_list ap;
   va_start(ap, fmt);
@@ -139,14 +55,15 @@ static bool sema_error(sema *S, oxb_loc loc, const char *fmt, ...) {
   return !dup;
 }
 
-#define ERR(S, loc, ...) sema_error((S), (loc), __VA_ARGS__)
-
 static const val VERR = {V_ERR, NULL, NULL, NULL};
 static const val VUNIT = {V_UNIT, NULL, NULL, NULL};
 static const val VNEVER = {V_NEVER, NULL, NULL, NULL};
 
+/* The value of an instruction: a scalar, or in tile kernels a tile when it
+ * has a tile shape (elementwise ops on tiles are the scalar ops with a shape,
+ * so the same code makes both). */
 static val scalar(oxi_instr *v) {
-  val r = {V_SCALAR, v, NULL, NULL};
+  val r = {v->tshape ? V_TILE : V_SCALAR, v, NULL, NULL};
   return r;
 }
 
@@ -200,12 +117,21 @@ static oxi_instr *const_float(sema *S, oxi_type t, double v) {
   return in;
 }
 
+static bool elementwise(oxi_op op) {
+  return op == OXI_BIN || op == OXI_CMP || op == OXI_NEG || op == OXI_NOT || op == OXI_CAST ||
+         op == OXI_SELECT || op == OXI_MATH;
+}
+
+/* Elementwise ops take the tile shape of their operands (which oxs_tile_unify
+ * made one shape); scalars have none. */
 static oxi_instr *op1(sema *S, oxi_op op, int sub, oxi_type t, oxi_instr *a) {
   ensure_open(S);
   oxi_instr *in = emit(S, op, t);
   in->sub = sub;
   in->ops[0] = a;
   in->nops = 1;
+  if (elementwise(op))
+    in->tshape = a->tshape;
   return in;
 }
 
@@ -213,6 +139,8 @@ static oxi_instr *op2(sema *S, oxi_op op, int sub, oxi_type t, oxi_instr *a, oxi
   oxi_instr *in = op1(S, op, sub, t, a);
   in->ops[1] = b;
   in->nops = 2;
+  if (elementwise(op) && !in->tshape)
+    in->tshape = b->tshape;
   return in;
 }
 
@@ -307,6 +235,15 @@ static bool proven(sema *S, binding *w, oxi_mem mem) {
 static const char *vdesc(sema *S, val v) {
   switch (v.k) {
   case V_SCALAR: return oxi_type_name(v.v->type);
+  case V_TILE: {
+    oxb_str s = {0};
+    oxb_str_addf(&s, "a tile of %s, shape %s", oxi_type_name(v.v->type),
+                 oxs_shape_text(S, v.v->tshape));
+    const char *r = oxb_strndup(S->a, s.buf, s.len);
+    oxb_str_free(&s);
+    return r;
+  }
+  case V_PART: return "a partition of a tensor";
   case V_WITNESS: return "a thread-index witness";
   case V_MEM:
     switch (v.b->mkind) {
@@ -315,6 +252,8 @@ static const char *vdesc(sema *S, val v) {
     case OXF_TY_ATOMIC: return "an atomic slice";
     case OXF_TY_DISJOINT: return "a DisjointSlice";
     case OXF_TY_SHARED: return "a shared array";
+    case OXF_TY_TENSOR: return "a tensor (&Tensor)";
+    case OXF_TY_MUTTENSOR: return "an output tile (&mut Tensor)";
     default: return "memory";
     }
   case V_OPTION: return "an Option (from get_mut)";
@@ -332,10 +271,11 @@ static val expr(sema *S, const oxf_node *n, oxi_type hint);
 static val block_expr(sema *S, const oxf_node *n, oxi_type hint);
 static void stmt(sema *S, const oxf_node *n);
 
-/* Evaluates `n` and requires a scalar; reports `what` otherwise. */
-static oxi_instr *scalar_expr(sema *S, const oxf_node *n, oxi_type hint, const char *what) {
+/* Evaluates `n` and requires a scalar (with `tiles`, a scalar or a tile);
+ * reports `what` otherwise. */
+static oxi_instr *operand(sema *S, const oxf_node *n, oxi_type hint, const char *what, bool tiles) {
   val v = expr(S, n, hint);
-  if (v.k == V_SCALAR)
+  if (v.k == V_SCALAR || (tiles && v.k == V_TILE))
     return v.v;
   if (v.k == V_WITNESS) {
     ERR(S, n->loc, "a thread-index witness cannot be used as %s; use '%s.get()' for its value as "
@@ -345,6 +285,15 @@ static oxi_instr *scalar_expr(sema *S, const oxf_node *n, oxi_type hint, const c
     ERR(S, n->loc, "expected a number or bool for %s, found %s", what, vdesc(S, v));
   }
   return NULL;
+}
+
+static oxi_instr *scalar_expr(sema *S, const oxf_node *n, oxi_type hint, const char *what) {
+  return operand(S, n, hint, what, false);
+}
+
+/* An operand of an elementwise operation: a scalar, or a tile. */
+static oxi_instr *elem_expr(sema *S, const oxf_node *n, oxi_type hint, const char *what) {
+  return operand(S, n, hint, what, true);
 }
 
 static bool untyped_literal(const oxf_node *n) {
@@ -408,11 +357,11 @@ static val binary(sema *S, const oxf_node *n, oxi_type hint) {
   oxi_type operand_hint = cmp ? OXI_VOID : hint;
   oxi_instr *l, *r;
   if (untyped_literal(n->lhs) && !untyped_literal(n->rhs) && !shift) {
-    r = scalar_expr(S, n->rhs, operand_hint, "an operand");
-    l = scalar_expr(S, n->lhs, r ? r->type : operand_hint, "an operand");
+    r = elem_expr(S, n->rhs, operand_hint, "an operand");
+    l = elem_expr(S, n->lhs, r ? r->type : operand_hint, "an operand");
   } else {
-    l = scalar_expr(S, n->lhs, operand_hint, "an operand");
-    r = scalar_expr(S, n->rhs, shift ? OXI_VOID : (l ? l->type : operand_hint), "an operand");
+    l = elem_expr(S, n->lhs, operand_hint, "an operand");
+    r = elem_expr(S, n->rhs, shift ? OXI_VOID : (l ? l->type : operand_hint), "an operand");
   }
   if (!l || !r)
     return VERR;
@@ -424,19 +373,25 @@ static val binary(sema *S, const oxf_node *n, oxi_type hint) {
       return VERR;
     }
     r = cast_to(S, r, t); /* Rust allows any integer type as the shift amount */
-    return scalar(op2(S, OXI_BIN, op == OXF_OP_SHL ? OXI_SHL : OXI_SHR, t, l, r));
+    oxi_instr *ops[2] = {l, r};
+    if (!oxs_tile_unify(S, n->loc, ops, 2))
+      return VERR;
+    return scalar(op2(S, OXI_BIN, op == OXF_OP_SHL ? OXI_SHL : OXI_SHR, t, ops[0], ops[1]));
   }
   if (l->type != r->type) {
     ERR(S, n->loc, "mismatched types: %s %s %s; convert one side with 'as'", oxi_type_name(l->type),
         oxf_op_name(op), oxi_type_name(r->type));
     return VERR;
   }
+  oxi_instr *ops[2] = {l, r};
   if (cmp) {
     if (t == OX_BOOL && op != OXF_OP_EQ && op != OXF_OP_NE) {
       ERR(S, n->loc, "bool values can only be compared with == and !=");
       return VERR;
     }
-    return scalar(op2(S, OXI_CMP, op - OXF_OP_EQ, OX_BOOL, l, r));
+    if (!oxs_tile_unify(S, n->loc, ops, 2))
+      return VERR;
+    return scalar(op2(S, OXI_CMP, op - OXF_OP_EQ, OX_BOOL, ops[0], ops[1]));
   }
   static const int map[] = {0, OXI_ADD, OXI_SUB, OXI_MUL, OXI_DIV, OXI_REM, OXI_AND, OXI_OR, OXI_XOR};
   assert(op >= OXF_OP_ADD && op <= OXF_OP_XOR);
@@ -445,7 +400,9 @@ static val binary(sema *S, const oxf_node *n, oxi_type hint) {
     ERR(S, n->loc, "'%s' is not defined for %s", oxf_op_name(op), oxi_type_name(t));
     return VERR;
   }
-  return scalar(op2(S, OXI_BIN, map[op], t, l, r));
+  if (!oxs_tile_unify(S, n->loc, ops, 2))
+    return VERR;
+  return scalar(op2(S, OXI_BIN, map[op], t, ops[0], ops[1]));
 }
 
 static val unary(sema *S, const oxf_node *n, oxi_type hint) {
@@ -476,7 +433,7 @@ static val unary(sema *S, const oxf_node *n, oxi_type hint) {
     }
     return v;
   }
-  oxi_instr *a = scalar_expr(S, n->lhs, hint, "an operand");
+  oxi_instr *a = elem_expr(S, n->lhs, hint, "an operand");
   if (!a)
     return VERR;
   if (n->op == OXF_OP_NEG) {
@@ -503,7 +460,7 @@ static val cast(sema *S, const oxf_node *n) {
     return VERR;
   }
   oxi_type t = type_of(n->type);
-  oxi_instr *a = scalar_expr(S, n->lhs, t, "the operand of 'as'");
+  oxi_instr *a = elem_expr(S, n->lhs, t, "the operand of 'as'");
   if (!a)
     return VERR;
   if (t == OX_BOOL && a->type != OX_BOOL) {
@@ -583,6 +540,11 @@ static val index_read(sema *S, const oxf_node *n) {
     return VERR;
   }
   binding *mb = base.b;
+  if (mb->mkind == OXF_TY_TENSOR || mb->mkind == OXF_TY_MUTTENSOR) {
+    ERR(S, n->loc, "a tensor is not indexed element by element; load tiles of it with "
+                   "load_tile_like(x, out) or x.partition([..]).load([..])");
+    return VERR;
+  }
   if (mb->mkind == OXF_TY_DISJOINT) {
     ERR(S, n->loc, "a DisjointSlice cannot be indexed; write through '%s.get_mut(i)' with a "
                    "thread-index witness", mb->name);
@@ -638,14 +600,14 @@ static val math_call(sema *S, const oxf_node *n, int fi, const oxf_node *const *
       first = i;
       break;
     }
-  v[first] = scalar_expr(S, args[first], t, "a math argument");
+  v[first] = elem_expr(S, args[first], t, "a math argument");
   if (!v[first])
     return VERR;
   t = v[first]->type;
   for (int i = 0; i < nargs; i++) {
     if (i == first)
       continue;
-    v[i] = scalar_expr(S, args[i], t, "a math argument");
+    v[i] = elem_expr(S, args[i], t, "a math argument");
     if (!v[i])
       return VERR;
     if (v[i]->type != t) {
@@ -661,6 +623,8 @@ static val math_call(sema *S, const oxf_node *n, int fi, const oxf_node *const *
         oxi_type_name(t));
     return VERR;
   }
+  if (!oxs_tile_unify(S, n->loc, v, nargs))
+    return VERR;
   if (fn == OXI_M_ABS && oxi_is_int(t) && !oxi_is_signed(t))
     return scalar(v[0]);
   ensure_open(S);
@@ -669,6 +633,7 @@ static val math_call(sema *S, const oxf_node *n, int fi, const oxf_node *const *
   for (int i = 0; i < nargs; i++)
     in->ops[i] = v[i];
   in->nops = nargs;
+  in->tshape = v[0]->tshape;
   return scalar(in);
 }
 
@@ -820,6 +785,19 @@ static val call(sema *S, const oxf_node *n, oxi_type hint) {
   bool in_thread = !strncmp(name, "thread::", 8), in_warp = !strncmp(name, "warp::", 6);
   bool bare = !strchr(name, ':');
 
+  if (S->is_tile) {
+    if (in_thread || in_warp || !strcmp(name, "SharedArray::new") ||
+        (bare && !strcmp(name, "sync_threads"))) {
+      ERR(S, n->loc, "'%s' is a SIMT builtin, not available in tile kernels: a tile kernel "
+                     "says what one block's tile does (tile_id(axis) is this block's tile), and "
+                     "the compiler shares the work among threads", name);
+      return VERR;
+    }
+    bool handled = false;
+    val v = oxs_tile_call(S, n, hint, &handled);
+    if (handled)
+      return v;
+  }
   if (!strcmp(name, "thread::index_1d")) {
     argc(S, n, 0, name);
     return make_witness(S, n, false);
@@ -900,7 +878,7 @@ static val call(sema *S, const oxf_node *n, oxi_type hint) {
     for (int i = 0; i < S->prog->fns.len; i++) {
       const oxf_fn *fn = S->prog->fns.items[i];
       if (!strcmp(fn->name, name)) {
-        if (fn->is_kernel) {
+        if (fn->is_kernel || fn->is_tile) {
           ERR(S, n->loc, "'%s' is a kernel; kernels are launched from the host, not called", name);
           return VERR;
         }
@@ -1058,7 +1036,7 @@ static val method(sema *S, const oxf_node *n, oxi_type hint) {
   val recv = expr(S, n->lhs, fi >= 0 ? hint : OXI_VOID);
   if (recv.k == V_ERR)
     return VERR;
-  if (recv.k == V_SCALAR && fi >= 0) {
+  if ((recv.k == V_SCALAR || recv.k == V_TILE) && fi >= 0) {
     const oxf_node *args[3];
     if (n->args.len > 2) {
       ERR(S, n->loc, "too many arguments to '%s'", name);
@@ -1093,6 +1071,9 @@ static val method(sema *S, const oxf_node *n, oxi_type hint) {
     ERR(S, n->loc, "a thread-index witness has methods get(), row() and col(), not '%s'", name);
     return VERR;
   }
+  if (recv.k == V_PART ||
+      (recv.k == V_MEM && (recv.b->mkind == OXF_TY_TENSOR || recv.b->mkind == OXF_TY_MUTTENSOR)))
+    return oxs_tile_method(S, n, recv, hint);
   if (recv.k != V_MEM) {
     ERR(S, n->loc, "%s has no method '%s'", vdesc(S, recv), name);
     return VERR;
@@ -1196,12 +1177,15 @@ static val name_ref(sema *S, const oxf_node *n) {
   }
   if (b->poisoned)
     return VERR;
+  if (b->is_generic)
+    return scalar(const_int(S, b->type, (uint64_t)b->gval));
   switch (b->kind) {
   case B_VALUE: return scalar(b->v);
   case B_SLOT: return scalar(var_get(S, b->slot));
   case B_MEM: return (val){V_MEM, NULL, b, NULL};
   case B_WITNESS: return (val){V_WITNESS, NULL, b, NULL};
   case B_MUTREF: return (val){V_MUTREF, NULL, b, NULL};
+  case B_PART: return (val){V_PART, NULL, b, NULL};
   }
   return VERR;
 }
@@ -1229,6 +1213,11 @@ static val expr(sema *S, const oxf_node *n, oxi_type hint) {
   case OXF_IF_LET: return if_let(S, n, hint);
   case OXF_BLOCK: return block_expr(S, n, hint);
   case OXF_UNSAFE: {
+    if (S->is_tile) {
+      ERR(S, n->loc, "'unsafe' is not available in tile kernels: tile loads and stores are "
+                     "always in bounds (edges are masked)");
+      return VERR;
+    }
     S->unsafe_depth++;
     val v = block_expr(S, n->body, hint);
     S->unsafe_depth--;
@@ -1236,6 +1225,10 @@ static val expr(sema *S, const oxf_node *n, oxi_type hint) {
   }
   case OXF_RANGE:
     ERR(S, n->loc, "a range 'a..b' can only be iterated by a for loop");
+    return VERR;
+  case OXF_ARRAY:
+    ERR(S, n->loc, "an array '[..]' is written only as the sizes of x.partition([..]) and the "
+                   "indices of .load([..])");
     return VERR;
   default:
     stmt(S, n);
@@ -1248,6 +1241,7 @@ typedef struct join {
   int slot;
   oxi_type type;
   bool has_value;
+  bool tile; /* a branch gave a tile (reported once) */
 } join;
 
 static void join_value(sema *S, join *j, val v, oxb_loc loc) {
@@ -1265,12 +1259,19 @@ static void join_value(sema *S, join *j, val v, oxb_loc loc) {
     }
     var_set(S, j->slot, v.v);
     j->has_value = true;
+  } else if (v.k == V_TILE) {
+    if (!j->tile)
+      ERR(S, loc, "an 'if' that gives a tile is not yet supported in tile kernels (milestone 2); "
+                  "use select(c, a, b), or store in each branch");
+    j->tile = true;
   } else if (v.k != V_UNIT) {
     ERR(S, loc, "an 'if' branch cannot give %s", vdesc(S, v));
   }
 }
 
 static val finish_join(sema *S, join *j, bool both_branches, bool all_never) {
+  if (j->tile)
+    return VERR;
   if (all_never)
     return VNEVER;
   if (j->slot >= 0 && j->has_value && both_branches)
@@ -1381,7 +1382,7 @@ static val block_expr(sema *S, const oxf_node *n, oxi_type hint) {
     v = expr(S, n->value, hint);
     if (v.k == V_OPTION)
       ERR(S, n->value->loc, "the Option from get_mut must be unpacked with 'if let Some(x) = ...'");
-    if (v.k == V_WITNESS || v.k == V_MEM || v.k == V_MUTREF) {
+    if (v.k == V_WITNESS || v.k == V_MEM || v.k == V_MUTREF || v.k == V_PART) {
       ERR(S, n->value->loc, "a block cannot give %s", vdesc(S, v));
       v = VERR;
     }
@@ -1404,7 +1405,9 @@ static void let_stmt(sema *S, const oxf_node *n) {
   oxi_type hint = OXI_VOID;
   if (n->type) {
     if (n->type->kind != OXF_TY_SCALAR && n->type->kind != OXF_TY_SHARED) {
-      ERR(S, n->type->loc, "local variables hold scalars (or a SharedArray)");
+      ERR(S, n->type->loc, S->is_tile ? "local variables hold scalars and tiles (a tile's type "
+                                        "is not written: remove the annotation)"
+                                      : "local variables hold scalars (or a SharedArray)");
       let_poisoned(S, n);
       return;
     }
@@ -1457,6 +1460,40 @@ static void let_stmt(sema *S, const oxf_node *n) {
       return;
     }
     v.b->name = n->name; /* a fresh SharedArray */
+    return;
+  }
+  if (v.k == V_TILE) {
+    if (n->type) {
+      ERR(S, n->init->loc, "expected %s, found %s", ox_dtype_name(n->type->elem), vdesc(S, v));
+      let_poisoned(S, n);
+      return;
+    }
+    if (n->is_mut) {
+      ERR(S, n->loc, "'let mut' of a tile is not yet supported in tile kernels (milestone 2); "
+                     "bind each new tile with 'let'");
+      let_poisoned(S, n);
+      return;
+    }
+    binding *b = bind(S, B_VALUE, n->name, n->loc);
+    b->v = v.v;
+    b->type = v.v->type;
+    return;
+  }
+  if (v.k == V_PART) {
+    if (v.b->name) {
+      ERR(S, n->init->loc, "'%s' cannot be copied into another variable; use it directly",
+          v.b->name);
+      let_poisoned(S, n);
+      return;
+    }
+    if (n->type || n->is_mut) {
+      ERR(S, n->type ? n->type->loc : n->loc, "a partition is bound with a plain 'let %s = "
+                                              "x.partition([..])'", n->name);
+      let_poisoned(S, n);
+      return;
+    }
+    v.b->name = n->name; /* a fresh partition */
+    v.b->loc = n->loc;
     return;
   }
   if (v.k == V_OPTION || v.k == V_MUTREF) {
@@ -1565,6 +1602,11 @@ static void assign(sema *S, const oxf_node *n) {
       ERR(S, l->loc, "an atomic slice is written with atomic operations only (%s.atomic_add(i, v), "
                      "%s.atomic_exchange(i, v), ...)", mb->name, mb->name);
       return;
+    case OXF_TY_TENSOR:
+    case OXF_TY_MUTTENSOR:
+      ERR(S, l->loc, "a tensor is not written element by element; store a whole tile into an "
+                     "output with '%s.store(t)'", mb->name);
+      return;
     default: break;
     }
     binding *w;
@@ -1624,6 +1666,10 @@ static void assign(sema *S, const oxf_node *n) {
   }
   if (b->kind == B_MUTREF) {
     ERR(S, l->loc, "'%s' is a reference: write through it with '*%s = ...'", l->name, l->name);
+    return;
+  }
+  if (b->is_generic) {
+    ERR(S, l->loc, "'%s' is a const generic and cannot be assigned", l->name);
     return;
   }
   if (b->kind != B_SLOT) {
@@ -1817,6 +1863,11 @@ static void grid_stride_for(sema *S, const oxf_node *n) {
 }
 
 static void for_stmt(sema *S, const oxf_node *n) {
+  if (n->init && n->init->kind == OXF_CALL && S->is_tile) {
+    ERR(S, n->init->loc, "'thread::grid_stride' is a SIMT builtin, not available in tile kernels: "
+                         "each block handles its own tile (tile_id(axis))");
+    return;
+  }
   if (n->init && n->init->kind == OXF_CALL) {
     grid_stride_for(S, n);
     return;
@@ -1960,7 +2011,10 @@ static void stmt(sema *S, const oxf_node *n) {
       return;
     }
     if (n->lhs) {
-      ERR(S, n->lhs->loc, "kernels return nothing; results go to their DisjointSlice outputs");
+      ERR(S, n->lhs->loc, S->is_tile ? "tile kernels return nothing; results go to their "
+                                       "&mut Tensor outputs"
+                                     : "kernels return nothing; results go to their "
+                                       "DisjointSlice outputs");
       return;
     }
     emit(S, OXI_RET, OXI_VOID);
@@ -2204,8 +2258,12 @@ static void check_kernel(sema *S, const oxf_fn *fn) {
             ox_dtype_name(p->type->elem), ox_dtype_name(p->type->elem));
       break;
     default:
-      ERR(S, p->loc, "kernel parameters are scalars, &[T], &mut [T], &[Atomic<T>] or "
-                     "DisjointSlice<T>");
+      if (p->type->kind == OXF_TY_TENSOR || p->type->kind == OXF_TY_MUTTENSOR)
+        ERR(S, p->loc, "Tensor parameters belong to #[tile] kernels; a #[kernel] takes "
+                       "scalars, &[T], &mut [T], &[Atomic<T>] or DisjointSlice<T>");
+      else
+        ERR(S, p->loc, "kernel parameters are scalars, &[T], &mut [T], &[Atomic<T>] or "
+                       "DisjointSlice<T>");
       ip->kind = OXI_P_SCALAR;
       break;
     }
@@ -2307,6 +2365,27 @@ bool oxf_check(oxb_arena *a, oxb_diags *d, const oxf_program *p, oxi_module *m) 
     for (int j = 0; j < i; j++)
       if (!strcmp(((oxf_fn *)p->fns.items[j])->name, fn->name))
         ERR(&S, fn->loc, "function '%s' is defined twice", fn->name);
+    if (fn->is_tile) {
+      kernels++;
+      if (fn->is_kernel) {
+        ERR(&S, fn->loc, "'%s' is marked both #[kernel] and #[tile]; a kernel is one or the other",
+            fn->name);
+        continue;
+      }
+      if (fn->has_contract)
+        ERR(&S, fn->contract_loc, "launch_contract applies to #[kernel] functions only (a tile "
+                                  "kernel's grid is its output's partition)");
+      /* checked with placeholder generics into a module of its own, dropped:
+       * tile kernels are lowered per specialization (oxf_check_tile) */
+      int64_t *gens = oxb_alloc(a, sizeof(int64_t) * (size_t)(fn->generics.len + 1));
+      for (int g = 0; g < fn->generics.len; g++)
+        gens[g] = OXF_TILE_PLACEHOLDER;
+      oxi_module scratch = {a, m->filename, {0}};
+      S.m = &scratch;
+      oxs_tile_kernel(&S, fn, gens);
+      S.m = m;
+      continue;
+    }
     if (!fn->is_kernel) {
       if (fn->has_contract)
         ERR(&S, fn->contract_loc, "launch_contract applies to #[kernel] functions only");
@@ -2321,7 +2400,7 @@ bool oxf_check(oxb_arena *a, oxb_diags *d, const oxf_program *p, oxi_module *m) 
    * whose parameters stand in for theirs */
   for (int i = 0; i < p->fns.len && !d->errors; i++) {
     const oxf_fn *fn = p->fns.items[i];
-    bool called = fn->is_kernel;
+    bool called = fn->is_kernel || fn->is_tile;
     for (int j = 0; j < S.ncalled; j++)
       called |= S.called[j] == fn;
     if (!called)
@@ -2333,3 +2412,45 @@ bool oxf_check(oxb_arena *a, oxb_diags *d, const oxf_program *p, oxi_module *m) 
   }
   return d->errors == 0;
 }
+
+bool oxf_check_tile(oxb_arena *a, oxb_diags *d, const oxf_program *p, const oxf_fn *fn,
+                    const int64_t *generics, oxi_module *m) {
+  sema S = {0};
+  S.a = a;
+  S.d = d;
+  S.prog = p;
+  S.m = m;
+  int before = d->errors;
+  if (!fn->is_tile) {
+    oxb_error_at(d, fn->loc, "'%s' is not a #[tile] function", fn->name);
+    return false;
+  }
+  if (!generics) { /* placeholders, as oxf_check binds them */
+    int64_t *ph = oxb_alloc(a, sizeof(int64_t) * (size_t)(fn->generics.len + 1));
+    for (int g = 0; g < fn->generics.len; g++)
+      ph[g] = OXF_TILE_PLACEHOLDER;
+    generics = ph;
+  }
+  oxs_tile_kernel(&S, fn, generics);
+  return d->errors == before;
+}
+
+/* ------------------------------------------------------- for tile.c */
+
+val oxs_value(oxi_instr *v) { return scalar(v); }
+val oxs_expr(sema *S, const oxf_node *n, oxi_type hint) { return expr(S, n, hint); }
+val oxs_block_expr(sema *S, const oxf_node *n, oxi_type hint) { return block_expr(S, n, hint); }
+oxi_instr *oxs_operand(sema *S, const oxf_node *n, oxi_type hint, const char *what, bool tiles) {
+  return operand(S, n, hint, what, tiles);
+}
+bool oxs_untyped_literal(const oxf_node *n) { return untyped_literal(n); }
+oxi_instr *oxs_emit(sema *S, oxi_op op, oxi_type t) {
+  ensure_open(S);
+  return emit(S, op, t);
+}
+oxi_instr *oxs_const_int(sema *S, oxi_type t, uint64_t v) { return const_int(S, t, v); }
+binding *oxs_bind(sema *S, bkind kind, const char *name, oxb_loc loc) {
+  return bind(S, kind, name, loc);
+}
+binding *oxs_lookup(sema *S, const char *name) { return lookup(S, name); }
+const char *oxs_vdesc(sema *S, val v) { return vdesc(S, v); }

@@ -1,0 +1,143 @@
+/*
+ * sema.h - what the two halves of semantic analysis share: sema.c (the
+ * language as a whole, SIMT kernels, device functions) and tile.c (#[tile]
+ * kernels: tensors, tiles, their ops). Internal to core/front; prefix oxs_.
+ */
+#ifndef OXIDE_SEMA_H
+#define OXIDE_SEMA_H
+
+#include "front/front.h"
+
+/* ---------------------------------------------------------------- values */
+
+typedef enum vkind {
+  V_ERR,     /* an error was reported; suppress follow-on errors */
+  V_UNIT,    /* () */
+  V_SCALAR,  /* v: a scalar SSA value */
+  V_WITNESS, /* a thread-index witness (binding b) */
+  V_MEM,     /* a slice parameter, shared array or tensor parameter (binding b) */
+  V_OPTION,  /* the Option that get_mut returns: mem + witness */
+  V_MUTREF,  /* `out` of if-let Some(out) = c.get_mut(i) */
+  V_NEVER,   /* the expression does not complete (return/break) */
+  V_TILE,    /* v: a tile value (v->tshape set, v->type its dtype); tile kernels only */
+  V_PART     /* x.partition([..]) of a tensor parameter (binding b, kind B_PART) */
+} vkind;
+
+typedef struct binding binding;
+
+typedef struct val {
+  vkind k;
+  oxi_instr *v;
+  binding *b;   /* V_WITNESS, V_MEM, V_MUTREF, V_PART */
+  binding *w;   /* V_OPTION: the witness */
+} val;
+
+typedef enum bkind { B_VALUE, B_SLOT, B_MEM, B_WITNESS, B_MUTREF, B_PART } bkind;
+
+struct binding {
+  bkind kind;
+  const char *name;
+  oxb_loc loc;
+  oxi_type type;    /* B_VALUE, B_SLOT; element type for B_MEM/B_MUTREF/B_PART */
+  oxi_instr *v;     /* B_VALUE: the value; B_WITNESS: the index (u64); B_MUTREF: index */
+  oxi_instr *row, *col; /* B_WITNESS from index_2d */
+  int slot;         /* B_SLOT */
+  oxi_mem mem;      /* B_MEM, B_MUTREF, B_PART */
+  oxf_tykind mkind; /* B_MEM: what kind of memory (slice, disjoint, shared, tensor...) */
+  bool is_mut;      /* B_SLOT */
+  bool poisoned;    /* a 'let' whose value had an error: uses give V_ERR, silently */
+  /* B_MEM of an &mut Tensor: its tile shape; B_PART: the partition's tile shape */
+  const oxi_tshape *tile;
+  /* a const generic of a tile kernel (B_VALUE, v NULL): its bound value */
+  bool is_generic;
+  int64_t gval;
+};
+
+typedef struct fact { /* witness w is < len(mem) here */
+  binding *w;
+  oxi_mem mem;
+} fact;
+
+typedef struct loopctx {
+  oxi_block *brk, *cont;
+} loopctx;
+
+typedef struct frame { /* an inlined device-function call */
+  const oxf_fn *fn;
+  oxi_block *exit;
+  int ret_slot; /* -1 for () */
+  oxi_type ret_type;
+  int base;     /* bindings below this index are invisible */
+  int loop_base;
+} frame;
+
+typedef struct sema {
+  oxb_arena *a;
+  oxb_diags *d;
+  const oxf_program *prog;
+  oxi_module *m;
+  oxi_kernel *k;
+  const oxf_fn *kfn;
+  oxi_block *cur;
+  binding **binds;
+  int nbinds, capbinds;
+  fact *facts;
+  int nfacts, capfacts;
+  loopctx loops[64];
+  int nloops;
+  frame frames[16];
+  int nframes;
+  int unsafe_depth;
+  /* device functions inlined somewhere (the others are checked on their own) */
+  const oxf_fn *called[256];
+  int ncalled;
+  /* launch-contract relations len(a) >= len(b), as param-index pairs */
+  int rel_ge[32][2];
+  int nrel;
+  /* hashes of the errors reported so far (see oxs_error) */
+  uint64_t *seen;
+  int nseen, capseen;
+  bool too_big; /* this kernel passed the size limits below (reported once) */
+  /* a #[tile] kernel is being checked: tile values and ops are allowed, SIMT
+   * builtins are not */
+  bool is_tile;
+  binding *out; /* its first &mut Tensor parameter: tile_id/num_tiles refer to it */
+} sema;
+
+/* Reports an error once per location and message (code checked several times
+ * would repeat it). Returns whether it reported. */
+bool oxs_error(sema *S, oxb_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define ERR(S, loc, ...) oxs_error((S), (loc), __VA_ARGS__)
+
+/* ---- sema.c, for tile.c */
+val oxs_value(oxi_instr *v); /* V_TILE if v has a tile shape, else V_SCALAR */
+val oxs_expr(sema *S, const oxf_node *n, oxi_type hint);
+val oxs_block_expr(sema *S, const oxf_node *n, oxi_type hint);
+/* A scalar (tiles are refused), or with `tiles` a scalar or a tile; reports
+ * `what` otherwise and returns NULL. */
+oxi_instr *oxs_operand(sema *S, const oxf_node *n, oxi_type hint, const char *what, bool tiles);
+bool oxs_untyped_literal(const oxf_node *n);
+/* Emits into the current block (opening a new one after a terminator). */
+oxi_instr *oxs_emit(sema *S, oxi_op op, oxi_type t);
+oxi_instr *oxs_const_int(sema *S, oxi_type t, uint64_t v);
+binding *oxs_bind(sema *S, bkind kind, const char *name, oxb_loc loc);
+binding *oxs_lookup(sema *S, const char *name); /* the visible binding of `name`, or NULL */
+const char *oxs_vdesc(sema *S, val v);
+
+/* ---- tile.c */
+/* Checks and lowers #[tile] function `fn` into a new kernel of S->m, its const
+ * generics bound to `generics`. */
+void oxs_tile_kernel(sema *S, const oxf_fn *fn, const int64_t *generics);
+/* Makes the operands of one elementwise op the same shape: when one is a
+ * tile, scalars are splatted to its shape; tiles of different shapes are an
+ * error (reported at `loc`; returns false). Without tiles, does nothing. */
+bool oxs_tile_unify(sema *S, oxb_loc loc, oxi_instr **ops, int n);
+/* Tile builtins (load_tile_like, tile_id, num_tiles, select): sets *handled
+ * when `n` names one. */
+val oxs_tile_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled);
+/* Methods of tensor parameters and partitions. */
+val oxs_tile_method(sema *S, const oxf_node *n, val recv, oxi_type hint);
+/* "[128, 64]", in the arena. */
+const char *oxs_shape_text(sema *S, const oxi_tshape *s);
+
+#endif

@@ -1,0 +1,639 @@
+/* tile.c - #[tile] kernels (docs/tile-design.md, milestone 1): their
+ * parameters and const generics, tile values and the tile ops, lowered to the
+ * tile IR that the tile-lowering pass (core/tile) turns into thread-level IR.
+ *
+ * A tile kernel says what one block's tile does. Its outputs are &mut Tensor
+ * parameters: each is the block's own tile of a partitioned tensor, whose
+ * shape (the tile shape) is static powers of two once the const generics are
+ * bound, so a tile kernel writes only its own tile and cannot race. Inputs are
+ * &Tensor parameters, read-only, read in tiles.
+ *
+ * Tile values are IR values with a tile shape (oxi_instr.tshape) whose type is
+ * the element dtype. Elementwise operations are the scalar IR ops with a shape
+ * (sema.c makes both with the same code); a scalar next to a tile is splatted
+ * to the tile's shape first (OXI_T_SPLAT), so that every operand of an
+ * elementwise op has the result's shape. Broadcasting between shapes comes in
+ * milestone 2. */
+#include "front/sema.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_TILE_ELEMS ((int64_t)1 << 20) /* per tile, as Triton's limit */
+/* T_LOAD carries one coordinate per dim in ops[] */
+#define MAX_LOAD_RANK ((int)OXB_COUNT(((oxi_instr *)0)->ops))
+
+/* ----------------------------------------------------------------- shapes */
+
+const char *oxs_shape_text(sema *S, const oxi_tshape *s) {
+  char buf[128];
+  int n = snprintf(buf, sizeof buf, "[");
+  for (int d = 0; s && d < s->rank && n < (int)sizeof buf - 24; d++)
+    n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%lld", d ? ", " : "", (long long)s->dims[d]);
+  snprintf(buf + n, sizeof buf - (size_t)n, "]");
+  return oxb_strndup(S->a, buf, strlen(buf));
+}
+
+static bool same_shape(const oxi_tshape *a, const oxi_tshape *b) {
+  if (a->rank != b->rank)
+    return false;
+  for (int d = 0; d < a->rank; d++)
+    if (a->dims[d] != b->dims[d])
+      return false;
+  return true;
+}
+
+static bool pow2(int64_t v) { return v >= 1 && (v & (v - 1)) == 0; }
+
+static oxi_tshape *new_shape(sema *S, int rank, const int64_t *dims) {
+  oxi_tshape *s = oxb_alloc(S->a, sizeof *s);
+  s->rank = rank;
+  for (int d = 0; d < rank; d++)
+    s->dims[d] = dims[d];
+  return s;
+}
+
+static oxi_instr *splat(sema *S, oxi_instr *v, const oxi_tshape *shape) {
+  oxi_instr *in = oxs_emit(S, OXI_T_SPLAT, v->type);
+  in->ops[0] = v;
+  in->nops = 1;
+  in->tshape = shape;
+  return in;
+}
+
+/* oxs_tile_unify, where the result must also have shape `with` (if given). */
+static bool unify_with(sema *S, oxb_loc loc, oxi_instr **ops, int n, const oxi_tshape *with) {
+  const oxi_tshape *shape = with;
+  for (int i = 0; i < n; i++) {
+    const oxi_tshape *t = ops[i]->tshape;
+    if (!t)
+      continue;
+    if (!shape) {
+      shape = t;
+    } else if (!same_shape(shape, t)) {
+      ERR(S, loc, "broadcasting between tiles of different shapes is not supported yet "
+                  "(milestone 2); shapes %s and %s", oxs_shape_text(S, shape),
+          oxs_shape_text(S, t));
+      return false;
+    }
+  }
+  if (!shape)
+    return true;
+  for (int i = 0; i < n; i++)
+    if (!ops[i]->tshape)
+      ops[i] = splat(S, ops[i], shape);
+  return true;
+}
+
+bool oxs_tile_unify(sema *S, oxb_loc loc, oxi_instr **ops, int n) {
+  return unify_with(S, loc, ops, n, NULL);
+}
+
+/* ------------------------------------------------------------- helpers */
+
+static oxi_param *param_of(sema *S, const binding *b) { return S->k->params.items[b->mem.index]; }
+
+static bool is_tensor(val v) {
+  return v.k == V_MEM && (v.b->mkind == OXF_TY_TENSOR || v.b->mkind == OXF_TY_MUTTENSOR);
+}
+
+static const oxf_node *arg(const oxf_node *n, int i) { return n->args.items[i]; }
+
+static bool nargs(sema *S, const oxf_node *n, int want, const char *what) {
+  if (n->args.len == want)
+    return true;
+  ERR(S, n->loc, "'%s' takes %d argument%s, found %d", what, want, want == 1 ? "" : "s",
+      n->args.len);
+  return false;
+}
+
+/* A tensor parameter given as an argument (an output only, with `out`). */
+static binding *tensor_arg(sema *S, const oxf_node *a, bool out, const char *what) {
+  val v = oxs_expr(S, a, OXI_VOID);
+  if (v.k == V_ERR)
+    return NULL;
+  if (!is_tensor(v) || (out && v.b->mkind != OXF_TY_MUTTENSOR)) {
+    ERR(S, a->loc, "%s must be %s, found %s", what,
+        out ? "an output tile (an &mut Tensor parameter)" : "a tensor parameter",
+        oxs_vdesc(S, v));
+    return NULL;
+  }
+  return v.b;
+}
+
+/* An axis: an integer literal below `rank`. */
+static bool axis_arg(sema *S, const oxf_node *a, int rank, const char *what, const char *of,
+                     int *axis) {
+  if (a->kind != OXF_INT) {
+    ERR(S, a->loc, "the axis of %s must be an integer literal", what);
+    return false;
+  }
+  if (a->ival >= (uint64_t)rank) {
+    ERR(S, a->loc, "axis %llu is out of range for %s: '%s' has rank %d (axes 0..%d)",
+        (unsigned long long)a->ival, what, of, rank, rank - 1);
+    return false;
+  }
+  *axis = (int)a->ival;
+  return true;
+}
+
+/* t.load / t.id / t.count, dim, stride: instructions about tensor `b`. */
+static oxi_instr *about(sema *S, oxi_op op, oxi_type t, const binding *b, int index) {
+  oxi_instr *in = oxs_emit(S, op, t);
+  in->mem = b->mem;
+  in->index = index;
+  return in;
+}
+
+/* A tile of `shape` from tensor `x` at tile coordinates `coords`. */
+static val tile_load(sema *S, oxb_loc loc, const binding *x, oxi_instr **coords, int rank,
+                     const oxi_tshape *shape, uint64_t imm, double fimm) {
+  if (rank > MAX_LOAD_RANK) {
+    ERR(S, loc, "tile loads of rank %d are not supported yet (at most %d dims)", rank,
+        MAX_LOAD_RANK);
+    return (val){V_ERR, NULL, NULL, NULL};
+  }
+  oxi_instr *in = about(S, OXI_T_LOAD, x->type, x, 0);
+  for (int d = 0; d < rank; d++)
+    in->ops[d] = coords[d];
+  in->nops = rank;
+  in->tshape = shape;
+  in->imm = imm;
+  in->fimm = fimm;
+  return oxs_value(in);
+}
+
+/* --------------------------------------------------------------- builtins */
+
+/* load_tile_like(x, z): the tile of x at this block's tile coordinates of
+ * output z, in z's tile shape. */
+static val load_tile_like(sema *S, const oxf_node *n) {
+  static const val err = {V_ERR, NULL, NULL, NULL};
+  if (!nargs(S, n, 2, "load_tile_like"))
+    return err;
+  binding *x = tensor_arg(S, arg(n, 0), false, "the first argument of load_tile_like");
+  binding *z = tensor_arg(S, arg(n, 1), true, "the second argument of load_tile_like");
+  if (!x || !z)
+    return err;
+  int rx = param_of(S, x)->rank, rz = param_of(S, z)->rank;
+  if (rx != rz) {
+    ERR(S, n->loc, "load_tile_like(%s, %s) needs tensors of one rank: '%s' has rank %d, '%s' "
+                   "rank %d", x->name, z->name, x->name, rx, z->name, rz);
+    return err;
+  }
+  if (rz > MAX_LOAD_RANK)
+    return tile_load(S, n->loc, x, NULL, rz, z->tile, 0, 0);
+  oxi_instr *coords[OXI_MAX_RANK];
+  for (int d = 0; d < rz; d++)
+    coords[d] = about(S, OXI_T_ID, OX_U64, z, d);
+  return tile_load(S, n->loc, x, coords, rz, z->tile, 0, 0);
+}
+
+/* select(c, a, b): elementwise c ? a : b; c a bool tile or a bool. */
+static val select_call(sema *S, const oxf_node *n, oxi_type hint) {
+  static const val err = {V_ERR, NULL, NULL, NULL};
+  if (!nargs(S, n, 3, "select"))
+    return err;
+  oxi_instr *c = oxs_operand(S, arg(n, 0), OX_BOOL, "the condition of select", true);
+  if (!c)
+    return err;
+  if (c->type != OX_BOOL) {
+    ERR(S, arg(n, 0)->loc, "the condition of select must be bool (or a tile of bool), found %s",
+        oxi_type_name(c->type));
+    return err;
+  }
+  oxi_instr *ab[2];
+  if (oxs_untyped_literal(arg(n, 1)) && !oxs_untyped_literal(arg(n, 2))) {
+    ab[1] = oxs_operand(S, arg(n, 2), hint, "a value of select", true);
+    ab[0] = ab[1] ? oxs_operand(S, arg(n, 1), ab[1]->type, "a value of select", true) : NULL;
+  } else {
+    ab[0] = oxs_operand(S, arg(n, 1), hint, "a value of select", true);
+    ab[1] = ab[0] ? oxs_operand(S, arg(n, 2), ab[0]->type, "a value of select", true) : NULL;
+  }
+  if (!ab[0] || !ab[1])
+    return err;
+  if (ab[0]->type != ab[1]->type) {
+    ERR(S, n->loc, "select needs two values of one type, found %s and %s",
+        oxi_type_name(ab[0]->type), oxi_type_name(ab[1]->type));
+    return err;
+  }
+  if (!unify_with(S, n->loc, ab, 2, c->tshape))
+    return err;
+  oxi_instr *in = oxs_emit(S, OXI_SELECT, ab[0]->type);
+  in->ops[0] = c; /* a bool scalar condition stays a scalar */
+  in->ops[1] = ab[0];
+  in->ops[2] = ab[1];
+  in->nops = 3;
+  in->tshape = ab[0]->tshape;
+  return oxs_value(in);
+}
+
+val oxs_tile_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) {
+  static const val err = {V_ERR, NULL, NULL, NULL};
+  const char *name = n->name;
+  *handled = true;
+  if (!strcmp(name, "load_tile_like"))
+    return load_tile_like(S, n);
+  if (!strcmp(name, "select"))
+    return select_call(S, n, hint);
+  bool id = !strcmp(name, "tile_id");
+  if (id || !strcmp(name, "num_tiles")) {
+    if (!nargs(S, n, 1, name) || !S->out)
+      return err;
+    int axis;
+    if (!axis_arg(S, arg(n, 0), param_of(S, S->out)->rank, name, S->out->name, &axis))
+      return err;
+    return oxs_value(about(S, id ? OXI_T_ID : OXI_T_COUNT, OX_U64, S->out, axis));
+  }
+  *handled = false;
+  return err;
+}
+
+/* ---------------------------------------------------------------- methods */
+
+/* A padding value: a constant of dtype t, as T_LOAD holds it (imm for
+ * integers and bool, fimm for floats). */
+static bool padding(sema *S, const oxf_node *n, oxi_type t, uint64_t *imm, double *fimm) {
+  const char *tn = oxi_type_name(t);
+  size_t tl = strlen(tn);
+  *imm = 0;
+  *fimm = 0;
+  if (n->kind == OXF_NAME && strstr(n->name, "::")) { /* f32::INFINITY, i32::MAX, ... */
+    if (strncmp(n->name, tn, tl) || strncmp(n->name + tl, "::", 2))
+      goto bad;
+    const char *c = n->name + tl + 2;
+    int bits = (int)ox_dtype_size((ox_dtype)t) * 8;
+    if (oxi_is_float(t) && (!strcmp(c, "INFINITY") || !strcmp(c, "NEG_INFINITY"))) {
+      *fimm = c[0] == 'N' ? -INFINITY : INFINITY;
+      return true;
+    }
+    if (!strcmp(c, "MAX") || !strcmp(c, "MIN")) {
+      bool mx = c[1] == 'A';
+      if (oxi_is_float(t)) {
+        double m = t == OX_F16 ? 65504.0 : t == OX_BF16 ? 3.3895313892515355e38
+                 : t == OX_F32 ? (double)FLT_MAX : DBL_MAX;
+        *fimm = mx ? m : -m;
+      } else if (oxi_is_signed(t)) {
+        *imm = mx ? ((uint64_t)1 << (bits - 1)) - 1 : (uint64_t)0 - ((uint64_t)1 << (bits - 1));
+      } else if (oxi_is_int(t)) {
+        *imm = mx ? (bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1) : 0;
+      } else {
+        goto bad;
+      }
+      return true;
+    }
+    goto bad;
+  }
+  oxi_instr *v = oxs_operand(S, n, t, "a padding value", false);
+  if (!v)
+    return false;
+  if (v->op != OXI_CONST || v->type != t)
+    goto bad;
+  *imm = oxi_is_float(t) ? 0 : v->imm;
+  *fimm = oxi_is_float(t) ? v->fimm : 0;
+  /* the constant itself is not needed: drop it if it is still the last instruction */
+  if (S->cur->instrs.len && S->cur->instrs.items[S->cur->instrs.len - 1] == v)
+    S->cur->instrs.len--;
+  return true;
+bad:
+  if (oxi_is_float(t))
+    ERR(S, n->loc, "the padding value must be a constant of the tensor's dtype %s: a literal, "
+                   "%s::INFINITY, %s::NEG_INFINITY, %s::MAX or %s::MIN", tn, tn, tn, tn, tn);
+  else
+    ERR(S, n->loc, "the padding value must be a constant of the tensor's dtype %s: a literal, "
+                   "%s::MAX or %s::MIN", tn, tn, tn);
+  return false;
+}
+
+/* x.partition([s0, s1, ...]): sizes are integer literals or const generics,
+ * static powers of two, one per dim of x. */
+static val partition(sema *S, const oxf_node *n, binding *x) {
+  static const val err = {V_ERR, NULL, NULL, NULL};
+  if (x->mkind == OXF_TY_MUTTENSOR) {
+    ERR(S, n->loc, "'%s' is an output tile (&mut Tensor), which cannot be partitioned again: "
+                   "read this block's tile of it with load_tile_like(%s, %s)", x->name, x->name,
+        x->name);
+    return err;
+  }
+  if (!nargs(S, n, 1, "partition"))
+    return err;
+  const oxf_node *a = arg(n, 0);
+  int rank = param_of(S, x)->rank;
+  if (a->kind != OXF_ARRAY) {
+    ERR(S, a->loc, "partition takes the tile shape as an array: '%s.partition([%s])'", x->name,
+        rank == 1 ? "B" : rank == 2 ? "BM, BN" : "..");
+    return err;
+  }
+  if (a->args.len != rank) {
+    ERR(S, a->loc, "'%s' has rank %d, but the partition gives %d size%s", x->name, rank,
+        a->args.len, a->args.len == 1 ? "" : "s");
+    return err;
+  }
+  int64_t dims[OXI_MAX_RANK];
+  int64_t elems = 1;
+  bool ok = true;
+  for (int d = 0; d < rank; d++) {
+    const oxf_node *e = a->args.items[d];
+    binding *g = e->kind == OXF_NAME ? oxs_lookup(S, e->name) : NULL;
+    char text[96];
+    if (e->kind == OXF_INT) {
+      dims[d] = e->ival > ((uint64_t)1 << 40) ? -1 : (int64_t)e->ival;
+      snprintf(text, sizeof text, "%llu", (unsigned long long)e->ival);
+    } else if (g && g->is_generic) {
+      dims[d] = g->gval;
+      snprintf(text, sizeof text, "%s = %lld", g->name, (long long)g->gval);
+    } else {
+      ERR(S, e->loc, "a partition size is an integer literal or a const generic");
+      ok = false;
+      continue;
+    }
+    if (!pow2(dims[d])) {
+      ERR(S, e->loc, "tile shapes are static powers of two: dim %d of the partition of '%s' is "
+                     "%s", d, x->name, text);
+      ok = false;
+      continue;
+    }
+    elems = elems > MAX_TILE_ELEMS ? elems : elems * dims[d];
+  }
+  if (!ok)
+    return err;
+  oxi_tshape *shape = new_shape(S, rank, dims);
+  if (elems > MAX_TILE_ELEMS) {
+    ERR(S, a->loc, "a tile holds at most %lld elements; the partition of '%s' is %s",
+        (long long)MAX_TILE_ELEMS, x->name, oxs_shape_text(S, shape));
+    return err;
+  }
+  binding *p = oxs_bind(S, B_PART, NULL, n->loc);
+  p->mem = x->mem;
+  p->type = x->type;
+  p->mkind = x->mkind;
+  p->tile = shape;
+  return (val){V_PART, NULL, p, NULL};
+}
+
+/* p.load([i, j, ..]) and p.load_padded([i, j, ..], value) of partition p. */
+static val part_load(sema *S, const oxf_node *n, binding *p) {
+  static const val err = {V_ERR, NULL, NULL, NULL};
+  bool padded = !strcmp(n->name, "load_padded");
+  if (!padded && strcmp(n->name, "load")) {
+    ERR(S, n->loc, "a partition has methods load([..]) and load_padded([..], value), not '%s'",
+        n->name);
+    return err;
+  }
+  if (!nargs(S, n, padded ? 2 : 1, n->name))
+    return err;
+  const oxf_node *a = arg(n, 0);
+  int rank = p->tile->rank;
+  if (a->kind != OXF_ARRAY) {
+    ERR(S, a->loc, "%s takes the tile's index as an array, one usize per dim: '.%s([%s]%s)'",
+        n->name, n->name, rank == 1 ? "i" : rank == 2 ? "i, j" : "..", padded ? ", value" : "");
+    return err;
+  }
+  if (a->args.len != rank) {
+    ERR(S, a->loc, "the partition has rank %d, but %s gives %d index%s", rank, n->name,
+        a->args.len, a->args.len == 1 ? "" : "es");
+    return err;
+  }
+  oxi_instr *coords[OXI_MAX_RANK];
+  bool ok = true;
+  for (int d = 0; d < rank; d++) {
+    const oxf_node *e = a->args.items[d];
+    coords[d] = oxs_operand(S, e, OX_U64, "a tile index", false);
+    if (coords[d] && coords[d]->type != OX_U64) {
+      ERR(S, e->loc, "a tile index must be usize, found %s; convert it with 'as usize'",
+          oxi_type_name(coords[d]->type));
+      coords[d] = NULL;
+    }
+    ok &= coords[d] != NULL;
+  }
+  uint64_t imm = 0;
+  double fimm = 0;
+  if (padded)
+    ok &= padding(S, arg(n, 1), p->type, &imm, &fimm);
+  if (!ok)
+    return err;
+  return tile_load(S, n->loc, p, coords, rank, p->tile, imm, fimm);
+}
+
+/* z.store(t): t a tile of z's tile shape and dtype, or a scalar of its dtype. */
+static val store(sema *S, const oxf_node *n, binding *z) {
+  static const val err = {V_ERR, NULL, NULL, NULL}, unit = {V_UNIT, NULL, NULL, NULL};
+  if (z->mkind != OXF_TY_MUTTENSOR) {
+    ERR(S, n->loc, "'%s' is a read-only tensor (&Tensor); tiles are stored into &mut Tensor "
+                   "outputs", z->name);
+    return err;
+  }
+  if (!nargs(S, n, 1, "store"))
+    return err;
+  const oxf_node *a = arg(n, 0);
+  val v = oxs_expr(S, a, z->type);
+  if (v.k == V_ERR)
+    return err;
+  if (v.k != V_TILE && v.k != V_SCALAR) {
+    ERR(S, a->loc, "'%s.store' takes a tile (or a scalar for every element), found %s", z->name,
+        oxs_vdesc(S, v));
+    return err;
+  }
+  if (v.v->type != z->type) {
+    ERR(S, a->loc, "'%s' holds %s, found %s; convert with 'as %s'", z->name,
+        oxi_type_name(z->type), oxs_vdesc(S, v), oxi_type_name(z->type));
+    return err;
+  }
+  oxi_instr *t = v.v;
+  if (!t->tshape) {
+    t = splat(S, t, z->tile);
+  } else if (!same_shape(t->tshape, z->tile)) {
+    ERR(S, a->loc, "'%s' stores tiles of shape %s, found shape %s (broadcasting comes in "
+                   "milestone 2)", z->name, oxs_shape_text(S, z->tile),
+        oxs_shape_text(S, t->tshape));
+    return err;
+  }
+  oxi_instr *in = about(S, OXI_T_STORE, OXI_VOID, z, 0);
+  in->ops[0] = t;
+  in->nops = 1;
+  return unit;
+}
+
+val oxs_tile_method(sema *S, const oxf_node *n, val recv, oxi_type hint) {
+  static const val err = {V_ERR, NULL, NULL, NULL};
+  (void)hint;
+  binding *b = recv.b;
+  if (recv.k == V_PART)
+    return part_load(S, n, b);
+  const char *name = n->name;
+  if (!strcmp(name, "partition"))
+    return partition(S, n, b);
+  if (!strcmp(name, "store"))
+    return store(S, n, b);
+  bool dim = !strcmp(name, "dim");
+  if (dim || !strcmp(name, "stride")) {
+    if (!nargs(S, n, 1, name))
+      return err;
+    int axis;
+    char what[64];
+    snprintf(what, sizeof what, "'%s'", name);
+    if (!axis_arg(S, arg(n, 0), param_of(S, b)->rank, what, b->name, &axis))
+      return err;
+    return oxs_value(about(S, dim ? OXI_DIM : OXI_STRIDE, OX_U64, b, axis));
+  }
+  if (b->mkind == OXF_TY_MUTTENSOR)
+    ERR(S, n->loc, "an output tile (&mut Tensor) has methods store(t), dim(k) and stride(k), "
+                   "not '%s'", name);
+  else
+    ERR(S, n->loc, "a tensor (&Tensor) has methods partition([..]), dim(k) and stride(k), not "
+                   "'%s'%s", name, !strcmp(name, "load") ? "; partition it first: "
+                                                           "x.partition([..]).load([..])" : "");
+  return err;
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+/* Does v fit in integer type t? */
+static bool fits(oxi_type t, int64_t v) {
+  int bits = (int)ox_dtype_size((ox_dtype)t) * 8;
+  if (oxi_is_signed(t))
+    return bits == 64 || (v >= -((int64_t)1 << (bits - 1)) && v < ((int64_t)1 << (bits - 1)));
+  return v >= 0 && (bits == 64 || v < ((int64_t)1 << bits));
+}
+
+/* The value of a written tensor dim once the generics are bound; `text`
+ * describes it for messages ("B = 100", "100", "-1"). */
+static int64_t bind_dim(const oxf_fn *fn, const int64_t *gen, int64_t d, char *text, size_t n) {
+  if (OXF_DIM_IS_GENERIC(d)) {
+    int g = OXF_DIM_GENERIC_INDEX(d);
+    snprintf(text, n, "%s = %lld", (const char *)fn->generics.items[g], (long long)gen[g]);
+    return gen[g];
+  }
+  snprintf(text, n, "%lld", (long long)d);
+  return d;
+}
+
+/* Lowers the parameters; S->out becomes the first &mut Tensor's binding. */
+static void tile_params(sema *S, const oxf_fn *fn, const int64_t *gen) {
+  oxi_kernel *k = S->k;
+  for (int i = 0; i < fn->params.len; i++) {
+    const oxf_param *p = fn->params.items[i];
+    if (!p->type)
+      continue;
+    for (int j = 0; j < i; j++)
+      if (!strcmp(((oxf_param *)fn->params.items[j])->name, p->name))
+        ERR(S, p->loc, "parameter '%s' appears twice", p->name);
+    for (int g = 0; g < fn->generics.len; g++)
+      if (!strcmp(fn->generics.items[g], p->name))
+        ERR(S, p->loc, "'%s' is both a const generic and a parameter", p->name);
+    oxi_param *ip = oxb_alloc(S->a, sizeof *ip);
+    ip->name = p->name;
+    ip->dtype = p->type->elem;
+    oxf_tykind kind = p->type->kind;
+    if (kind == OXF_TY_SCALAR) {
+      ip->kind = OXI_P_SCALAR;
+      oxb_vec_push(S->a, &k->params, ip);
+      binding *b = oxs_bind(S, B_VALUE, p->name, p->loc);
+      oxi_instr *pv = oxs_emit(S, OXI_PARAM, ip->dtype);
+      pv->index = k->params.len - 1;
+      b->v = pv;
+      b->type = ip->dtype;
+      continue;
+    }
+    if (kind != OXF_TY_TENSOR && kind != OXF_TY_MUTTENSOR) {
+      ERR(S, p->loc, "tile kernel parameters are scalars, &Tensor<T, [dims]> inputs and &mut "
+                     "Tensor<T, [tile]> outputs; slices, DisjointSlice and atomics belong to "
+                     "#[kernel] (SIMT) functions");
+      ip->kind = OXI_P_SCALAR;
+      oxb_vec_push(S->a, &k->params, ip);
+      continue;
+    }
+    bool out = kind == OXF_TY_MUTTENSOR;
+    ip->kind = out ? OXI_P_TILE : OXI_P_TENSOR;
+    ip->rank = p->type->rank;
+    int64_t elems = 1;
+    bool ok = ip->rank >= 1;
+    for (int d = 0; d < ip->rank; d++) {
+      char text[96];
+      int64_t v = bind_dim(fn, gen, p->type->dims[d], text, sizeof text);
+      ip->dims[d] = v;
+      if (out && v == OXF_DIM_DYNAMIC) {
+        ERR(S, p->loc, "the tile shape of output '%s' must be static: dim %d is -1 (dynamic); "
+                       "use a const generic", p->name, d);
+        ok = false;
+      } else if (out && !pow2(v)) {
+        ERR(S, p->loc, "tile shapes are static powers of two: dim %d of output '%s' is %s",
+            d, p->name, text);
+        ok = false;
+      } else if (!out && v < 1 && v != OXF_DIM_DYNAMIC) {
+        ERR(S, p->loc, "a tensor dim is >= 1 or -1 (dynamic): dim %d of '%s' is %s", d,
+            p->name, text);
+        ok = false;
+      } else if (!out && OXF_DIM_IS_GENERIC(p->type->dims[d]) && v == OXF_DIM_DYNAMIC) {
+        ERR(S, p->loc, "a tensor dim is >= 1 or -1 (dynamic): dim %d of '%s' is %s; write -1 "
+                       "for a dynamic dim", d, p->name, text);
+        ok = false;
+      }
+      if (ok && out)
+        elems = elems > MAX_TILE_ELEMS ? elems : elems * v;
+    }
+    oxi_tshape *shape = new_shape(S, ip->rank, ip->dims);
+    if (ok && out && elems > MAX_TILE_ELEMS)
+      ERR(S, p->loc, "a tile holds at most %lld elements; output '%s' has the tile shape %s",
+          (long long)MAX_TILE_ELEMS, p->name, oxs_shape_text(S, shape));
+    oxb_vec_push(S->a, &k->params, ip);
+    binding *b = oxs_bind(S, B_MEM, p->name, p->loc);
+    b->mem.kind = OXI_MEM_PARAM;
+    b->mem.index = k->params.len - 1;
+    b->mkind = kind;
+    b->type = ip->dtype;
+    if (out) {
+      b->tile = shape;
+      if (!S->out)
+        S->out = b;
+    }
+  }
+}
+
+void oxs_tile_kernel(sema *S, const oxf_fn *fn, const int64_t *gen) {
+  oxi_kernel *k = oxi_kernel_new(S->m, fn->name);
+  k->line = fn->loc.line;
+  k->col = fn->loc.col;
+  k->is_tile = true;
+  S->k = k;
+  S->kfn = fn;
+  S->is_tile = true;
+  S->out = NULL;
+  S->nbinds = S->nfacts = S->nloops = S->nframes = S->nrel = 0;
+  S->too_big = false;
+  S->unsafe_depth = 0;
+  S->cur = oxi_block_new(S->m, k);
+  int errors_before = S->d->errors;
+  if (fn->is_unsafe)
+    ERR(S, fn->loc, "tile kernels cannot be unsafe: their loads and stores are always checked");
+  if (fn->ret && fn->ret->kind != OXF_TY_UNIT)
+    ERR(S, fn->ret->loc, "tile kernels return nothing; results go to their &mut Tensor outputs");
+  /* const generics: bound values, visible as constants of their type */
+  for (int g = 0; g < fn->generics.len; g++) {
+    const oxf_typeexpr *t = fn->generic_types.items[g];
+    const char *name = fn->generics.items[g];
+    if (t->kind == OXF_TY_SCALAR && oxi_is_int(t->elem) && !fits(t->elem, gen[g]))
+      ERR(S, t->loc, "const generic '%s' = %lld does not fit in %s", name, (long long)gen[g],
+          ox_dtype_name(t->elem));
+    binding *b = oxs_bind(S, B_VALUE, name, t->loc);
+    b->is_generic = true;
+    b->gval = gen[g];
+    b->type = oxi_is_int(t->elem) ? t->elem : OX_I32;
+  }
+  tile_params(S, fn, gen);
+  if (!S->out && S->d->errors == errors_before)
+    ERR(S, fn->loc, "a tile kernel writes a partitioned output: add a `&mut Tensor<T, [tile]>` "
+                    "parameter");
+  if (S->d->errors == errors_before) { /* a bad signature: the body's errors would mislead */
+    val v = oxs_block_expr(S, fn->body, OXI_VOID);
+    if ((v.k == V_SCALAR || v.k == V_TILE) && fn->body->value)
+      ERR(S, fn->body->value->loc, "tile kernels return nothing; end the expression with ';' "
+                                   "(results go to '%s.store(t)')", S->out ? S->out->name : "z");
+  }
+  if (!oxi_terminator(S->cur))
+    oxi_emit(S->m, k, S->cur, OXI_RET, OXI_VOID);
+  S->is_tile = false;
+  S->out = NULL;
+}
