@@ -12,35 +12,79 @@
 #include "ir/ir.h"
 #include "runtime/runtime.h"
 
-#define OXA_MAX_PARAMS 64
+#include <pthread.h>
+
+#define OXA_MAX_PARAMS OXI_MAX_PARAMS
+#define OXA_MAX_GENERICS 8
+
+/* Compiled code loaded on a device: a CUDA module or host code in a JIT. */
+typedef struct oxa_code {
+  CUmodule cu_mod;
+  oxl_jit *jit;
+} oxa_code;
+
+/* One specialization of a tile kernel: its const generics' values, the
+ * lowered IR, and the loaded code. */
+typedef struct oxa_spec {
+  int64_t generics[OXA_MAX_GENERICS];
+  oxb_arena arena; /* its IR */
+  oxi_module irm;
+  const oxi_kernel *ir;
+  CUfunction cu_fn;
+  oxr_cpu_kernel cpu;
+  oxa_code code;
+  struct oxa_spec *next;
+} oxa_spec;
 
 struct ox_kernel_s {
   ox_module mod;
-  const oxi_kernel *ir; /* lives in the module's arena */
+  const oxi_kernel *ir; /* lives in the module's arena (tile kernels: a signature only) */
   uint32_t tag;         /* identifies the kernel in device-side error records */
   int nflat;            /* flattened parameter count (slices count twice) */
   CUfunction cu_fn;
   oxr_cpu_kernel cpu;
+  const oxf_fn *fn;     /* tile kernels: the function, specialized at launch */
+  int ngenerics;
+  oxa_spec *specs;      /* tile kernels: the specializations made so far */
+  pthread_mutex_t lock; /* guards specs */
 };
 
 struct ox_module_s {
   ox_device dev;
   oxb_arena arena;
   oxi_module ir;
-  oxb_source src;
-  char *text; /* a copy of the source, for messages */
+  oxi_module sigs; /* tile kernels checked with placeholder generics: their signatures */
+  const oxf_program *prog;
+  char *text;      /* a copy of the source: tile kernels are specialized from it later */
+  ox_compile_options opts;
   int nkernels;
   struct ox_kernel_s *kernels;
-  CUmodule cu_mod;
-  oxl_jit *jit;
+  oxa_code code;
   int from_cache;
 };
+
+/* Generates code for the kernels of `irm` (from the compiled-kernel cache when
+ * possible; `source` and `extra` make the cache key) and loads it on `dev`. */
+ox_status oxa_build(ox_device dev, const oxi_module *irm, const char *source, const char *extra,
+                    const ox_compile_options *o, oxa_code *code, int *from_cache);
+/* Finds kernel `ki`'s entry point in loaded code. */
+ox_status oxa_entry(ox_device dev, const oxa_code *code, const oxi_kernel *ki, CUfunction *cu,
+                    oxr_cpu_kernel *cpu);
+void oxa_code_free(ox_device dev, oxa_code *code);
+
+/* The bits of a scalar launch argument as the kernel expects them. */
+void oxa_scalar_bits(const ox_arg *a, uint64_t *slot);
+
+/* Checks (and with `run`, queues) a launch of tile kernel `k`: binds its
+ * generics from the output partitions, specializes it on first use. */
+ox_status oxa_tile_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
+                          const ox_arg *args, int nargs, bool run);
 
 /* Runs the front end on `source`: on success the IR is in `m` (allocated in
  * `a`); on failure returns OX_ERR_COMPILE with every diagnostic as the last
  * error. `ast` (optional) receives the syntax-tree dump. */
 ox_status oxa_front(oxb_arena *a, const char *source, const char *filename, oxi_module *m,
-                    oxb_str *ast);
+                    oxb_str *ast, const oxf_program **prog);
 
 /* Finds where ptxas is (PATH, then /usr/local/cuda/bin), or NULL. */
 const char *oxa_find_ptxas(char *buf, size_t n);

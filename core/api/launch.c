@@ -254,6 +254,8 @@ ox_status ox_launch_check(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
                           const ox_arg *args, int nargs) {
   uint32_t grid[3], block[3];
   ox_status st = resolve(k, &s);
+  if (!st && k->fn)
+    return oxa_tile_launch(k, s, cfg, args, nargs, false);
   if (!st)
     st = check_args(k, s, args, nargs);
   if (!st)
@@ -286,7 +288,7 @@ static uint16_t f16_bits(float f) {
 }
 
 /* Converts a scalar argument to the bits the kernel expects. */
-static void scalar_bits(const ox_arg *a, uint64_t *slot) {
+void oxa_scalar_bits(const ox_arg *a, uint64_t *slot) {
   *slot = 0;
   switch (a->dtype) {
   case OX_BOOL: *(uint8_t *)slot = a->v.i != 0; break;
@@ -322,6 +324,8 @@ ox_status ox_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg, const
                     int nargs) {
   uint32_t grid[3], block[3];
   ox_status st = resolve(k, &s);
+  if (!st && k->fn)
+    return oxa_tile_launch(k, s, cfg, args, nargs, true);
   if (!st)
     st = check_args(k, s, args, nargs);
   if (!st)
@@ -329,13 +333,13 @@ ox_status ox_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg, const
   if (st)
     return st;
   /* argument values, flattened: scalars by value, slices as (pointer, length) */
-  uint64_t vals[2 * OXA_MAX_PARAMS + 2];
-  void *ptrs[2 * OXA_MAX_PARAMS + 2];
+  uint64_t vals[OXI_MAX_PARAM_VALUES];
+  void *ptrs[OXI_MAX_PARAM_VALUES];
   int j = 0;
   for (int i = 0; i < nargs; i++) {
     const oxi_param *p = k->ir->params.items[i];
     if (p->kind == OXI_P_SCALAR) {
-      scalar_bits(&args[i], &vals[j]);
+      oxa_scalar_bits(&args[i], &vals[j]);
       ptrs[j] = &vals[j];
       j++;
     } else {

@@ -10,11 +10,12 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "tile/tile.h"
 
 /* ------------------------------------------------------------- front end */
 
 ox_status oxa_front(oxb_arena *a, const char *source, const char *filename, oxi_module *m,
-                    oxb_str *ast) {
+                    oxb_str *ast, const oxf_program **prog) {
   if (!source)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel source is NULL");
   oxb_source *src = oxb_alloc(a, sizeof *src);
@@ -28,6 +29,8 @@ ox_status oxa_front(oxb_arena *a, const char *source, const char *filename, oxi_
   m->arena = a;
   m->filename = src->name;
   oxf_program *p = oxf_parse(a, &d, src);
+  if (prog)
+    *prog = p;
   if (ast && !d.errors)
     oxf_dump(p, ast);
   if (!d.errors)
@@ -238,36 +241,87 @@ static void disk_put(const char *key, const char *ext, const char *data, size_t 
 
 /* --------------------------------------------------------------- compile */
 
-static ox_status load_module(ox_module m, const char *art, size_t len) {
-  if (m->dev->type == OX_DEVICE_CUDA) {
-    ox_status s = oxr_cuda_module_load(m->dev, art, &m->cu_mod);
-    if (s)
-      return s;
-  } else {
-    ox_status s = oxl_jit_load(art, len, &m->jit);
-    if (s)
-      return s;
+ox_status oxa_entry(ox_device dev, const oxa_code *code, const oxi_kernel *ki, CUfunction *cu,
+                    oxr_cpu_kernel *cpu) {
+  if (dev->type == OX_DEVICE_CUDA)
+    return oxr_cuda_get_function(code->cu_mod, ki->name, cu);
+  char name[300];
+  oxl_cpu_entry_name(ki, name, sizeof name);
+  void *fp = oxl_jit_lookup(code->jit, name);
+  if (!fp)
+    return OX_ERR_INTERNAL;
+  if (ki->uses_sync)
+    cpu->thread_fn = (oxr_cpu_thread_fn)(uintptr_t)fp;
+  else
+    cpu->block_fn = (oxr_cpu_block_fn)(uintptr_t)fp;
+  cpu->shared_bytes = (uint32_t)ki->shared_bytes;
+  return OX_OK;
+}
+
+void oxa_code_free(ox_device dev, oxa_code *code) {
+  if (code->cu_mod)
+    oxr_cuda_module_unload(dev, code->cu_mod);
+  oxl_jit_destroy(code->jit);
+  code->cu_mod = NULL;
+  code->jit = NULL;
+}
+
+ox_status oxa_build(ox_device dev, const oxi_module *irm, const char *source, const char *extra,
+                    const ox_compile_options *opts, oxa_code *code, int *from_cache) {
+  ox_compile_options o = *opts;
+  *from_cache = 0;
+  bool cuda = dev->type == OX_DEVICE_CUDA;
+  oxl_options lo = {cuda ? OXL_CUDA : OXL_CPU, o.sm ? o.sm : (cuda ? dev->cc : 0),
+                    o.opt_level ? o.opt_level : 3};
+  if (cuda && lo.sm < 80)
+    return oxb_set_error(OX_ERR_UNSUPPORTED, "Oxide targets sm_80 and newer; %s is sm_%d",
+                         dev->name, lo.sm);
+  char key[65];
+  oxb_hasher h;
+  oxb_hash_init(&h);
+  oxb_hash_str(&h, "oxide-kernel-cache-1");
+  oxb_hash_str(&h, ox_version());
+  oxb_hash_str(&h, oxb_build_id()); /* a rebuilt compiler never reuses old code */
+  oxb_hash_str(&h, oxl_target_id(lo.target));
+  oxb_hash_update(&h, &lo, sizeof lo);
+  int drv = cuda ? oxr_cuda_driver_version() : 0;
+  oxb_hash_update(&h, &drv, sizeof drv);
+  oxb_hash_str(&h, source);
+  oxb_hash_str(&h, extra); /* tile kernels: which kernel, with which generics */
+  oxb_hash_final_hex(&h, key);
+  const char *ext = cuda ? "cubin" : "o";
+  size_t len = 0;
+  char *art = NULL;
+  /* OXIDE_CACHE=0 turns off both caches: the in-memory one too, so that a
+   * compile always runs code generation (what people switch it off to get) */
+  if (!*ox_cache_dir())
+    o.no_cache = 1;
+  if (!o.no_cache) {
+    art = mem_get(key, &len);
+    if (!art && (art = disk_get(key, ext, &len)))
+      mem_put(key, art, len);
+    *from_cache = art != NULL;
   }
-  for (int i = 0; i < m->nkernels; i++) {
-    struct ox_kernel_s *k = &m->kernels[i];
-    if (m->dev->type == OX_DEVICE_CUDA) {
-      ox_status s = oxr_cuda_get_function(m->cu_mod, k->ir->name, &k->cu_fn);
-      if (s)
-        return s;
-    } else {
-      char name[300];
-      oxl_cpu_entry_name(k->ir, name, sizeof name);
-      void *fp = oxl_jit_lookup(m->jit, name);
-      if (!fp)
-        return OX_ERR_INTERNAL;
-      if (k->ir->uses_sync)
-        k->cpu.thread_fn = (oxr_cpu_thread_fn)(uintptr_t)fp;
-      else
-        k->cpu.block_fn = (oxr_cpu_block_fn)(uintptr_t)fp;
-      k->cpu.shared_bytes = (uint32_t)k->ir->shared_bytes;
+  ox_status s = OX_OK;
+  if (!art) {
+    s = oxl_generate(irm, &lo, cuda ? OXL_OUT_PTX : OXL_OUT_OBJ, &art, &len);
+    if (!s && cuda) {
+      void *cubin;
+      size_t clen;
+      s = oxr_cuda_ptx_to_cubin(dev, art, &cubin, &clen);
+      free(art);
+      art = s ? NULL : cubin;
+      len = s ? 0 : clen;
+    }
+    if (!s && !o.no_cache) {
+      mem_put(key, art, len);
+      disk_put(key, ext, art, len);
     }
   }
-  return OX_OK;
+  if (!s)
+    s = cuda ? oxr_cuda_module_load(dev, art, &code->cu_mod) : oxl_jit_load(art, len, &code->jit);
+  free(art);
+  return s;
 }
 
 ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_options *opts,
@@ -285,20 +339,60 @@ ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_
   if (!m)
     return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
   m->dev = dev;
-  ox_status s = oxa_front(&m->arena, source, o.filename, &m->ir, NULL);
+  m->opts = o;
+  m->opts.filename = NULL;
+  ox_status s = oxa_front(&m->arena, source, o.filename, &m->ir, NULL, &m->prog);
   if (s) {
     ox_module_destroy(m);
     return s;
   }
-  /* kernels and their tags */
-  m->nkernels = m->ir.kernels.len;
+  m->text = strdup(source);
+  m->sigs.arena = &m->arena;
+  m->sigs.filename = m->ir.filename;
+  /* kernels and their tags: #[kernel]s, then #[tile]s (signatures only) */
+  int ntile = 0;
+  for (int i = 0; i < m->prog->fns.len; i++)
+    ntile += ((const oxf_fn *)m->prog->fns.items[i])->is_tile;
+  m->nkernels = m->ir.kernels.len + ntile;
   m->kernels = calloc((size_t)m->nkernels, sizeof *m->kernels);
+  if (!m->text || !m->kernels) {
+    ox_module_destroy(m);
+    return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  int ti = m->ir.kernels.len;
+  for (int i = 0; i < m->prog->fns.len; i++) {
+    const oxf_fn *fn = m->prog->fns.items[i];
+    if (!fn->is_tile)
+      continue;
+    struct ox_kernel_s *k = &m->kernels[ti++];
+    k->fn = fn;
+    k->ngenerics = fn->generics.len;
+    int64_t placeholders[OXA_MAX_GENERICS];
+    for (int g = 0; g < OXA_MAX_GENERICS; g++)
+      placeholders[g] = 16;
+    oxb_diags d = {0};
+    oxb_source src = {m->ir.filename, m->text, strlen(m->text)};
+    d.src = &src;
+    if (k->ngenerics > OXA_MAX_GENERICS || !oxf_check_tile(&m->arena, &d, m->prog, fn, placeholders, &m->sigs)) {
+      s = k->ngenerics > OXA_MAX_GENERICS
+              ? oxb_set_error(OX_ERR_COMPILE, "%s: tile kernel '%s' has more than %d generics",
+                              m->ir.filename, fn->name, OXA_MAX_GENERICS)
+              : oxb_set_error_text(OX_ERR_COMPILE, d.text.buf ? d.text.buf : "tile kernel error");
+      oxb_str_free(&d.text);
+      ox_module_destroy(m);
+      return s;
+    }
+    oxb_str_free(&d.text);
+    k->ir = m->sigs.kernels.items[m->sigs.kernels.len - 1];
+  }
   for (int i = 0; i < m->nkernels; i++) {
     struct ox_kernel_s *k = &m->kernels[i];
     k->mod = m;
-    k->ir = m->ir.kernels.items[i];
+    if (i < m->ir.kernels.len)
+      k->ir = m->ir.kernels.items[i];
+    pthread_mutex_init(&k->lock, NULL);
     for (int j = 0; j < k->ir->params.len; j++)
-      k->nflat += ((oxi_param *)k->ir->params.items[j])->kind == OXI_P_SCALAR ? 1 : 2;
+      k->nflat += oxi_param_width(k->ir->params.items[j]);
     if (k->ir->params.len > OXA_MAX_PARAMS) {
       ox_module_destroy(m);
       return oxb_set_error(OX_ERR_COMPILE, "%s: kernel '%s' has more than %d parameters",
@@ -306,61 +400,15 @@ ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_
     }
     k->tag = tag_register(k);
   }
-  /* code: from the cache, or generated */
-  bool cuda = dev->type == OX_DEVICE_CUDA;
-  oxl_options lo = {cuda ? OXL_CUDA : OXL_CPU, o.sm ? o.sm : (cuda ? dev->cc : 0),
-                    o.opt_level ? o.opt_level : 3};
-  if (cuda && lo.sm < 80) {
-    ox_module_destroy(m);
-    return oxb_set_error(OX_ERR_UNSUPPORTED, "Oxide targets sm_80 and newer; %s is sm_%d",
-                         dev->name, lo.sm);
-  }
-  char key[65];
-  oxb_hasher h;
-  oxb_hash_init(&h);
-  oxb_hash_str(&h, "oxide-kernel-cache-1");
-  oxb_hash_str(&h, ox_version());
-  oxb_hash_str(&h, oxb_build_id()); /* a rebuilt compiler never reuses old code */
-  oxb_hash_str(&h, oxl_target_id(lo.target));
-  oxb_hash_update(&h, &lo, sizeof lo);
-  int drv = cuda ? oxr_cuda_driver_version() : 0;
-  oxb_hash_update(&h, &drv, sizeof drv);
-  oxb_hash_str(&h, source);
-  oxb_hash_final_hex(&h, key);
-  const char *ext = cuda ? "cubin" : "o";
-  size_t len = 0;
-  char *art = NULL;
-  /* OXIDE_CACHE=0 turns off both caches: the in-memory one too, so that a
-   * compile always runs code generation (what people switch it off to get) */
-  if (!*ox_cache_dir())
-    o.no_cache = 1;
-  if (!o.no_cache) {
-    art = mem_get(key, &len);
-    if (!art && (art = disk_get(key, ext, &len)))
-      mem_put(key, art, len);
-    m->from_cache = art != NULL;
-  }
-  if (!art) {
-    s = oxl_generate(&m->ir, &lo, cuda ? OXL_OUT_PTX : OXL_OUT_OBJ, &art, &len);
-    if (!s && cuda) {
-      void *cubin;
-      size_t clen;
-      s = oxr_cuda_ptx_to_cubin(dev, art, &cubin, &clen);
-      free(art);
-      art = s ? NULL : cubin;
-      len = s ? 0 : clen;
+  /* code for the #[kernel]s: from the cache, or generated */
+  if (m->ir.kernels.len) {
+    s = oxa_build(dev, &m->ir, source, "", &o, &m->code, &m->from_cache);
+    for (int i = 0; !s && i < m->ir.kernels.len; i++)
+      s = oxa_entry(dev, &m->code, m->kernels[i].ir, &m->kernels[i].cu_fn, &m->kernels[i].cpu);
+    if (s) {
+      ox_module_destroy(m);
+      return s;
     }
-    if (!s && !o.no_cache) {
-      mem_put(key, art, len);
-      disk_put(key, ext, art, len);
-    }
-  }
-  if (!s)
-    s = load_module(m, art, len);
-  free(art);
-  if (s) {
-    ox_module_destroy(m);
-    return s;
   }
   *out = m;
   return OX_OK;
@@ -388,11 +436,20 @@ ox_status ox_module_compile_file(ox_device dev, const char *path, const ox_compi
 void ox_module_destroy(ox_module m) {
   if (!m)
     return;
-  for (int i = 0; i < m->nkernels; i++)
-    tag_release(m->kernels[i].tag);
-  if (m->cu_mod)
-    oxr_cuda_module_unload(m->dev, m->cu_mod);
-  oxl_jit_destroy(m->jit);
+  for (int i = 0; i < m->nkernels; i++) {
+    struct ox_kernel_s *k = &m->kernels[i];
+    tag_release(k->tag);
+    for (oxa_spec *sp = k->specs, *next; sp; sp = next) {
+      next = sp->next;
+      oxa_code_free(m->dev, &sp->code);
+      oxb_arena_free(&sp->arena);
+      free(sp);
+    }
+    if (k->mod)
+      pthread_mutex_destroy(&k->lock);
+  }
+  oxa_code_free(m->dev, &m->code);
+  free(m->text);
   free(m->kernels);
   oxb_arena_free(&m->arena);
   free(m);
@@ -437,7 +494,24 @@ ox_status ox_emit(const char *source, const ox_compile_options *opts, ox_target 
   oxb_arena a = {0};
   oxi_module m;
   oxb_str text = {0};
-  ox_status s = oxa_front(&a, source, o.filename, &m, kind == OX_EMIT_AST ? &text : NULL);
+  const oxf_program *prog = NULL;
+  ox_status s = oxa_front(&a, source, o.filename, &m, kind == OX_EMIT_AST ? &text : NULL, &prog);
+  /* tile kernels: shown specialized with every generic at the placeholder
+   * (OXF_TILE_PLACEHOLDER); the IR before their lowering, code after it */
+  int first_tile = m.kernels.len;
+  for (int i = 0; !s && kind != OX_EMIT_AST && i < prog->fns.len; i++) {
+    const oxf_fn *fn = prog->fns.items[i];
+    if (!fn->is_tile)
+      continue;
+    oxb_diags d = {0};
+    oxb_source src = {m.filename, source, strlen(source)};
+    d.src = &src;
+    if (!oxf_check_tile(&a, &d, prog, fn, NULL, &m))
+      s = oxb_set_error_text(OX_ERR_COMPILE, d.text.buf ? d.text.buf : "tile kernel error");
+    oxb_str_free(&d.text);
+  }
+  for (int i = first_tile; !s && kind != OX_EMIT_AST && kind != OX_EMIT_IR && i < m.kernels.len; i++)
+    s = oxt_lower(&m, m.kernels.items[i]);
   if (!s) {
     if (kind == OX_EMIT_AST) {
       *out = oxb_str_take(&text);

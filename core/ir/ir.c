@@ -201,7 +201,7 @@ static void print_hexpr(const oxi_kernel *k, const oxi_hexpr *e, oxb_str *o) {
 void oxi_print(const oxi_module *m, oxb_str *o) {
   for (int ki = 0; ki < m->kernels.len; ki++) {
     const oxi_kernel *k = m->kernels.items[ki];
-    static const char *const pk[] = {"", "&[]", "&mut []", "&[Atomic]", "DisjointSlice"};
+    static const char *const pk[] = {"", "&[]", "&mut []", "&[Atomic]", "DisjointSlice", "&Tensor", "&mut Tensor"};
     oxb_str_addf(o, "kernel %s%s(", k->is_unsafe ? "unsafe " : "", k->name);
     for (int i = 0; i < k->params.len; i++) {
       const oxi_param *p = k->params.items[i];

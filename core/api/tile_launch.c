@@ -1,0 +1,267 @@
+/* tile_launch.c - launching #[tile] kernels: the const generics are bound from
+ * the output partitions, the kernel is specialized (checked, tile-lowered,
+ * compiled, cached) on first use of each binding, and the partition grid
+ * becomes the launch grid. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "tile/tile.h"
+
+/* Binds k's generics from its &mut Tensor arguments' partition tiles. */
+static ox_status bind_generics(ox_kernel k, const ox_arg *args, int nargs, int64_t *gen) {
+  const oxf_fn *fn = k->fn;
+  const char *kn = fn->name;
+  for (int g = 0; g < OXA_MAX_GENERICS; g++)
+    gen[g] = 0;
+  if (nargs != fn->params.len)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s' takes %d argument%s, got %d", kn,
+                         fn->params.len, fn->params.len == 1 ? "" : "s", nargs);
+  if (nargs && !args)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s': args is NULL", kn);
+  for (int i = 0; i < nargs; i++) {
+    const oxf_param *p = fn->params.items[i];
+    if (p->type->kind != OXF_TY_MUTTENSOR)
+      continue;
+    ox_tensor t = args[i].kind == OX_ARG_TENSOR ? args[i].v.tensor : NULL;
+    if (!oxr_tensor_valid(t) || !(t->flags & OXR_T_PARTITION))
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                           "kernel '%s', argument %d ('%s'): an output tile is passed as a "
+                           "partition of a tensor (ox_tensor_partition), got %s",
+                           kn, i + 1, p->name,
+                           !t ? "no tensor" : !oxr_tensor_valid(t) ? "a released tensor" : "a plain tensor");
+    if (t->ndim != p->type->rank)
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                           "kernel '%s', argument %d ('%s'): a partition of rank %d for a tile of rank %d",
+                           kn, i + 1, p->name, t->ndim, p->type->rank);
+    for (int d = 0; d < p->type->rank; d++) {
+      int64_t want = p->type->dims[d];
+      if (want <= -2) {
+        int g = (int)(-2 - want);
+        if (gen[g] && gen[g] != t->tile[d])
+          return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                               "kernel '%s': generic '%s' is %lld from one output's tiles and %lld "
+                               "from argument %d ('%s')",
+                               kn, (const char *)fn->generics.items[g], (long long)gen[g],
+                               (long long)t->tile[d], i + 1, p->name);
+        gen[g] = t->tile[d];
+      }
+    }
+  }
+  for (int g = 0; g < fn->generics.len; g++)
+    if (!gen[g])
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                           "kernel '%s': generic '%s' is not bound: it must size a dim of a "
+                           "`&mut Tensor` output, whose partition gives its value",
+                           kn, (const char *)fn->generics.items[g]);
+  return OX_OK;
+}
+
+/* The specialization of k for `gen`, made on first use. */
+static ox_status specialize(ox_kernel k, const int64_t *gen, oxa_spec **out) {
+  ox_module m = k->mod;
+  pthread_mutex_lock(&k->lock);
+  for (oxa_spec *sp = k->specs; sp; sp = sp->next)
+    if (!memcmp(sp->generics, gen, sizeof sp->generics)) {
+      pthread_mutex_unlock(&k->lock);
+      *out = sp;
+      return OX_OK;
+    }
+  oxa_spec *sp = calloc(1, sizeof *sp);
+  ox_status s = sp ? OX_OK : oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!s) {
+    memcpy(sp->generics, gen, sizeof sp->generics);
+    sp->irm.arena = &sp->arena;
+    sp->irm.filename = m->ir.filename;
+    oxb_source src = {m->ir.filename, m->text, strlen(m->text)};
+    oxb_diags d = {0};
+    d.src = &src;
+    if (!oxf_check_tile(&sp->arena, &d, m->prog, k->fn, gen, &sp->irm))
+      s = oxb_set_error_text(OX_ERR_COMPILE, d.text.buf ? d.text.buf : "tile kernel error");
+    oxb_str_free(&d.text);
+  }
+  oxi_kernel *ki = !s ? sp->irm.kernels.items[sp->irm.kernels.len - 1] : NULL;
+  oxb_str err = {0};
+  if (!s && !oxi_verify(&sp->irm, &err))
+    s = oxb_set_error(OX_ERR_INTERNAL, "internal error (tile IR): %s", err.buf);
+  if (!s)
+    s = oxt_lower(&sp->irm, ki);
+  if (!s && !oxi_verify(&sp->irm, &err))
+    s = oxb_set_error(OX_ERR_INTERNAL, "internal error (lowered tile IR): %s", err.buf);
+  oxb_str_free(&err);
+  if (!s) {
+    char extra[512];
+    int n = snprintf(extra, sizeof extra, "tile %s", ki->name);
+    for (int g = 0; g < k->ngenerics && n < 400; g++)
+      n += snprintf(extra + n, sizeof extra - (size_t)n, " %lld", (long long)gen[g]);
+    int from_cache;
+    s = oxa_build(m->dev, &sp->irm, m->text, extra, &m->opts, &sp->code, &from_cache);
+  }
+  if (!s)
+    s = oxa_entry(m->dev, &sp->code, ki, &sp->cu_fn, &sp->cpu);
+  if (s) {
+    if (sp) {
+      oxa_code_free(m->dev, &sp->code);
+      oxb_arena_free(&sp->arena);
+      free(sp);
+    }
+    pthread_mutex_unlock(&k->lock);
+    return s;
+  }
+  sp->ir = ki;
+  sp->next = k->specs;
+  k->specs = sp;
+  pthread_mutex_unlock(&k->lock);
+  *out = sp;
+  return OX_OK;
+}
+
+/* Checks the arguments against the specialized signature. */
+static ox_status check_args(ox_kernel k, const oxi_kernel *ki, ox_stream s, const ox_arg *args,
+                            int nargs, int64_t grid[OXI_MAX_RANK], int *grid_rank) {
+  const char *kn = ki->name;
+  *grid_rank = 0;
+  for (int i = 0; i < nargs; i++) {
+    const oxi_param *p = ki->params.items[i];
+    const ox_arg *a = &args[i];
+    if (p->kind == OXI_P_SCALAR) {
+      if (a->kind != OX_ARG_SCALAR || a->dtype != p->dtype)
+        return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                             "kernel '%s', argument %d ('%s'): expected a %s scalar, got %s%s", kn,
+                             i + 1, p->name, ox_dtype_name(p->dtype),
+                             a->kind == OX_ARG_TENSOR ? "a tensor" : "a scalar of ",
+                             a->kind == OX_ARG_TENSOR ? "" : ox_dtype_name(a->dtype));
+      continue;
+    }
+    ox_tensor t = a->kind == OX_ARG_TENSOR ? a->v.tensor : NULL;
+    if (!oxr_tensor_valid(t))
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s', argument %d ('%s'): expected a tensor",
+                           kn, i + 1, p->name);
+    if (t->dtype != p->dtype || t->dev != s->dev || t->ndim != p->rank)
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                           "kernel '%s', argument %d ('%s'): expected a %s tensor of rank %d on %s, "
+                           "got a %s tensor of rank %d on %s",
+                           kn, i + 1, p->name, ox_dtype_name(p->dtype), p->rank, ox_device_name(s->dev),
+                           ox_dtype_name(t->dtype), t->ndim, ox_device_name(t->dev));
+    if (p->kind == OXI_P_TENSOR) {
+      for (int d = 0; d < p->rank; d++)
+        if (p->dims[d] != -1 && t->shape[d] != p->dims[d])
+          return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                               "kernel '%s', argument %d ('%s'): dim %d is %lld, the kernel says %lld",
+                               kn, i + 1, p->name, d, (long long)t->shape[d], (long long)p->dims[d]);
+      continue;
+    }
+    /* an output tile: a writable partition whose grid every output shares */
+    if (t->flags & OXR_T_READ_ONLY)
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s', argument %d ('%s'): the tensor is read-only",
+                           kn, i + 1, p->name);
+    int64_t g[OXI_MAX_RANK];
+    for (int d = 0; d < p->rank; d++) {
+      if (t->tile[d] != p->dims[d])
+        return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                             "kernel '%s', argument %d ('%s'): partition tile dim %d is %lld, the "
+                             "kernel's tile is %lld",
+                             kn, i + 1, p->name, d, (long long)t->tile[d], (long long)p->dims[d]);
+      g[d] = (t->shape[d] + p->dims[d] - 1) / p->dims[d];
+    }
+    if (*grid_rank && (*grid_rank != p->rank || memcmp(g, grid, sizeof(int64_t) * (size_t)p->rank)))
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                           "kernel '%s', argument %d ('%s'): every output partition must have the "
+                           "same tile grid",
+                           kn, i + 1, p->name);
+    *grid_rank = p->rank;
+    memcpy(grid, g, sizeof(int64_t) * (size_t)p->rank);
+  }
+  /* outputs share memory with no other argument */
+  for (int i = 0; i < nargs; i++) {
+    const oxi_param *p = ki->params.items[i];
+    if (p->kind != OXI_P_TILE)
+      continue;
+    uintptr_t lo, hi;
+    oxr_tensor_extent(args[i].v.tensor, &lo, &hi);
+    for (int j = 0; j < nargs; j++) {
+      const oxi_param *q = ki->params.items[j];
+      if (j == i || q->kind == OXI_P_SCALAR)
+        continue;
+      uintptr_t lo2, hi2;
+      oxr_tensor_extent(args[j].v.tensor, &lo2, &hi2);
+      if (lo < hi2 && lo2 < hi)
+        return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                             "kernel '%s': output argument %d ('%s') overlaps argument %d ('%s')",
+                             kn, i + 1, p->name, j + 1, q->name);
+    }
+  }
+  (void)k;
+  return OX_OK;
+}
+
+ox_status oxa_tile_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
+                          const ox_arg *args, int nargs, bool run) {
+  int64_t gen[OXA_MAX_GENERICS];
+  ox_status st = bind_generics(k, args, nargs, gen);
+  oxa_spec *sp = NULL;
+  if (!st)
+    st = specialize(k, gen, &sp);
+  if (st)
+    return st;
+  const oxi_kernel *ki = sp->ir;
+  int64_t g[OXI_MAX_RANK];
+  int r;
+  if ((st = check_args(k, ki, s, args, nargs, g, &r)))
+    return st;
+  /* the grid: last tile axis on x, the one before on y, the rest on z */
+  uint64_t grid[3] = {(uint64_t)g[r - 1], r >= 2 ? (uint64_t)g[r - 2] : 1, 1};
+  for (int d = 0; d + 2 < r; d++)
+    grid[2] *= (uint64_t)g[d];
+  uint32_t block[3] = {(uint32_t)ki->block[0], 1, 1};
+  for (int i = 0; i < 3; i++)
+    if (grid[i] == 0 || grid[i] > (uint64_t)s->dev->max_grid_dim[i])
+      return oxb_set_error(grid[i] ? OX_ERR_LAUNCH : OX_ERR_INVALID_ARGUMENT,
+                           "kernel '%s': the output partition has %llu tiles along grid axis %d%s",
+                           ki->name, (unsigned long long)grid[i], i,
+                           grid[i] ? ", more than the device allows" : " (an empty output)");
+  if (cfg && (cfg->grid[0] || cfg->block[0]) &&
+      (cfg->grid[0] != grid[0] || (cfg->grid[1] ? cfg->grid[1] : 1) != grid[1] ||
+       (cfg->grid[2] ? cfg->grid[2] : 1) != grid[2]))
+    return oxb_set_error(OX_ERR_LAUNCH,
+                         "kernel '%s': a tile kernel's grid is its output partition's (%llu, %llu, "
+                         "%llu); pass a NULL or zero launch config",
+                         ki->name, (unsigned long long)grid[0], (unsigned long long)grid[1],
+                         (unsigned long long)grid[2]);
+  if (!run)
+    return OX_OK;
+  uint64_t vals[OXI_MAX_PARAM_VALUES];
+  void *ptrs[OXI_MAX_PARAM_VALUES];
+  int j = 0;
+  for (int i = 0; i < nargs; i++) {
+    const oxi_param *p = ki->params.items[i];
+    if (p->kind == OXI_P_SCALAR) {
+      oxa_scalar_bits(&args[i], &vals[j++]);
+      continue;
+    }
+    ox_tensor t = args[i].v.tensor;
+    vals[j++] = (uint64_t)(uintptr_t)t->data;
+    vals[j++] = (uint64_t)t->numel;
+    for (int d = 0; d < p->rank; d++)
+      vals[j++] = (uint64_t)t->shape[d];
+    for (int d = 0; d < p->rank; d++)
+      vals[j++] = (uint64_t)t->strides[d];
+    if ((st = oxr_tensor_use(t, s, p->kind == OXI_P_TILE)))
+      return st;
+  }
+  for (int i = 0; i < j; i++)
+    ptrs[i] = &vals[i];
+  uint32_t g32[3] = {(uint32_t)grid[0], (uint32_t)grid[1], (uint32_t)grid[2]};
+  if (s->dev->type == OX_DEVICE_CPU)
+    return oxr_cpu_launch(&sp->cpu, g32, block, ptrs, s->err, k->tag);
+  vals[j] = (uint64_t)s->err_d;
+  ptrs[j] = &vals[j];
+  uint32_t tag = k->tag;
+  ptrs[j + 1] = &tag;
+  if ((st = oxr_cuda_make_current(s->dev)))
+    return st;
+  CUresult cr = oxr_cu.cuLaunchKernel(sp->cu_fn, g32[0], g32[1], g32[2], block[0], block[1], block[2],
+                                      0, s->cu, ptrs, NULL);
+  return cr ? oxr_cuda_error(cr, "cuLaunchKernel") : OX_OK;
+}

@@ -1,0 +1,169 @@
+/* tile_test - #[tile] kernels end to end on one device (argv[1]: "cpu" or
+ * "cuda"): generics bound from partitions, masked edges, 2-D tiles over
+ * strided (transposed) inputs, casts and math, and the launch checks. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "check.h"
+
+static ox_device dev;
+
+static const char *SRC =
+    "#[tile]\n"
+    "fn add<const B: i32>(z: &mut Tensor<f32, [B]>, x: &Tensor<f32, [-1]>, y: &Tensor<f32, [-1]>) {\n"
+    "    z.store(load_tile_like(x, z) + load_tile_like(y, z));\n"
+    "}\n"
+    "#[tile]\n"
+    "fn scale2d<const BM: i32, const BN: i32>(z: &mut Tensor<f16, [BM, BN]>, x: &Tensor<f32, [-1, -1]>, s: f32) {\n"
+    "    let t = x.partition([BM, BN]).load([tile_id(0), tile_id(1)]);\n"
+    "    z.store((t * s).exp() as f16);\n"
+    "}\n"
+    "#[tile]\n"
+    "fn two<const B: i32>(a: &mut Tensor<i32, [B]>, b: &mut Tensor<i32, [B]>, x: &Tensor<i32, [-1]>) {\n"
+    "    let t = load_tile_like(x, a);\n"
+    "    a.store(t + 1);\n"
+    "    b.store(t * 2);\n"
+    "}\n";
+
+static ox_tensor host_tensor(ox_dtype dt, int ndim, const int64_t *shape, const void *data) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++)
+    n *= shape[i];
+  ox_tensor t = NULL;
+  CHECK_OK(ox_tensor_from_host(dev, NULL, dt, ndim, shape, data, (size_t)n * ox_dtype_size(dt), &t));
+  return t;
+}
+
+static void test_add(ox_kernel k) {
+  static const int64_t cases[][2] = {{1024, 128}, {100003, 1024}, {5, 4}, {1, 1}, {3000, 2}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    int64_t n = cases[c][0], tile = cases[c][1];
+    float *x = malloc(sizeof(float) * (size_t)n), *y = malloc(sizeof(float) * (size_t)n),
+          *z = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) {
+      x[i] = (float)(i % 97) * 0.5f;
+      y[i] = (float)(i % 13) - 6.0f;
+      z[i] = NAN;
+    }
+    ox_tensor tx = host_tensor(OX_F32, 1, &n, x), ty = host_tensor(OX_F32, 1, &n, y);
+    ox_tensor tz = host_tensor(OX_F32, 1, &n, z), part = NULL;
+    CHECK_OK(ox_tensor_partition(tz, 1, &tile, &part));
+    ox_arg args[3] = {ox_arg_tensor(part), ox_arg_tensor(tx), ox_arg_tensor(ty)};
+    CHECK_OK(ox_launch(k, NULL, NULL, args, 3));
+    CHECK_OK(ox_tensor_to_host(tz, NULL, z, sizeof(float) * (size_t)n));
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++)
+      bad += z[i] != x[i] + y[i];
+    CHECK(bad == 0, "add n=%lld tile=%lld: %d wrong", (long long)n, (long long)tile, bad);
+    ox_tensor_release(part);
+    ox_tensor_release(tx);
+    ox_tensor_release(ty);
+    ox_tensor_release(tz);
+    free(x);
+    free(y);
+    free(z);
+  }
+}
+
+/* z[i][j] = exp(x[i][j] * s) as f16, where x is a transposed view (strides
+ * (1, M)) of an N x M tensor, and the tiles do not divide M x N. */
+static void test_scale2d(ox_kernel k) {
+  const int64_t M = 37, N = 70, shape_t[2] = {N, M};
+  float *xt = malloc(sizeof(float) * (size_t)(M * N));
+  for (int64_t i = 0; i < M * N; i++)
+    xt[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+  ox_tensor base = host_tensor(OX_F32, 2, shape_t, xt), x = NULL;
+  CHECK_OK(ox_tensor_transpose(base, 0, 1, &x)); /* M x N, strides (1, M) */
+  const int64_t zshape[2] = {M, N}, tile[2] = {16, 32};
+  ox_tensor z = NULL, part = NULL;
+  CHECK_OK(ox_tensor_empty(dev, NULL, OX_F16, 2, zshape, &z));
+  CHECK_OK(ox_tensor_partition(z, 2, tile, &part));
+  const float s = 1.5f;
+  ox_arg args[3] = {ox_arg_tensor(part), ox_arg_tensor(x), ox_arg_f32(s)};
+  CHECK_OK(ox_launch(k, NULL, NULL, args, 3));
+  uint16_t *h = malloc(sizeof(uint16_t) * (size_t)(M * N));
+  CHECK_OK(ox_tensor_to_host(z, NULL, h, sizeof(uint16_t) * (size_t)(M * N)));
+  int bad = 0;
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) {
+      /* decode f16 */
+      uint16_t b = h[i * N + j];
+      int e = (b >> 10) & 31;
+      double mant = (b & 1023) / 1024.0, got = e ? ldexp(1 + mant, e - 15) : ldexp(mant, -14);
+      if (b & 0x8000)
+        got = -got;
+      double want = exp((double)xt[j * M + i] * s);
+      bad += fabs(got - want) > 2e-3 * want;
+    }
+  CHECK(bad == 0, "scale2d: %d of %lld wrong", bad, (long long)(M * N));
+  ox_tensor_release(part);
+  ox_tensor_release(z);
+  ox_tensor_release(x);
+  ox_tensor_release(base);
+  free(xt);
+  free(h);
+}
+
+static void test_launch_errors(ox_kernel add, ox_kernel two) {
+  const int64_t n = 100, t8 = 8, t16 = 16;
+  ox_tensor x, y, z, p8, p16, zi, w;
+  CHECK_OK(ox_tensor_zeros(dev, NULL, OX_F32, 1, &n, &x));
+  CHECK_OK(ox_tensor_zeros(dev, NULL, OX_F32, 1, &n, &y));
+  CHECK_OK(ox_tensor_zeros(dev, NULL, OX_F32, 1, &n, &z));
+  CHECK_OK(ox_tensor_zeros(dev, NULL, OX_I32, 1, &n, &zi));
+  CHECK_OK(ox_tensor_zeros(dev, NULL, OX_I32, 1, &n, &w));
+  CHECK_OK(ox_tensor_partition(z, 1, &t8, &p8));
+  ox_arg plain[3] = {ox_arg_tensor(z), ox_arg_tensor(x), ox_arg_tensor(y)};
+  CHECK_ERR(ox_launch(add, NULL, NULL, plain, 3), OX_ERR_INVALID_ARGUMENT, "partition of a tensor");
+  ox_arg few[2] = {ox_arg_tensor(p8), ox_arg_tensor(x)};
+  CHECK_ERR(ox_launch(add, NULL, NULL, few, 2), OX_ERR_INVALID_ARGUMENT, "takes 3 arguments");
+  ox_arg dt[3] = {ox_arg_tensor(p8), ox_arg_tensor(zi), ox_arg_tensor(y)};
+  CHECK_ERR(ox_launch(add, NULL, NULL, dt, 3), OX_ERR_INVALID_ARGUMENT, "expected a f32 tensor");
+  ox_arg alias[3] = {ox_arg_tensor(p8), ox_arg_tensor(z), ox_arg_tensor(y)};
+  CHECK_ERR(ox_launch(add, NULL, NULL, alias, 3), OX_ERR_INVALID_ARGUMENT, "overlaps");
+  ox_launch_config wrong = {{3, 1, 1}, {64, 1, 1}};
+  ox_arg ok[3] = {ox_arg_tensor(p8), ox_arg_tensor(x), ox_arg_tensor(y)};
+  CHECK_ERR(ox_launch(add, NULL, &wrong, ok, 3), OX_ERR_LAUNCH, "partition's (13, 1, 1)");
+  CHECK_OK(ox_launch_check(add, NULL, NULL, ok, 3));
+  /* two outputs must agree on the grid */
+  ox_tensor pw8, pw16;
+  CHECK_OK(ox_tensor_partition(zi, 1, &t8, &pw8));
+  CHECK_OK(ox_tensor_partition(w, 1, &t16, &pw16));
+  ox_arg mismatch[3] = {ox_arg_tensor(pw8), ox_arg_tensor(pw16), ox_arg_tensor(zi)};
+  CHECK_ERR(ox_launch(two, NULL, NULL, mismatch, 3), OX_ERR_INVALID_ARGUMENT, "generic 'B' is 8");
+  CHECK_OK(ox_tensor_partition(z, 1, &t16, &p16));
+  ox_tensor_release(p16);
+  ox_tensor_release(pw8);
+  ox_tensor_release(pw16);
+  ox_tensor_release(p8);
+  ox_tensor_release(x);
+  ox_tensor_release(y);
+  ox_tensor_release(z);
+  ox_tensor_release(zi);
+  ox_tensor_release(w);
+  ox_clear_error();
+}
+
+int main(int argc, char **argv) {
+  const char *d = argc > 1 ? argv[1] : "cpu";
+  CHECK_OK(ox_device_get(strcmp(d, "cpu") ? OX_DEVICE_CUDA : OX_DEVICE_CPU, 0, &dev));
+  if (!dev)
+    return test_done("tile_test");
+  ox_compile_options o = {.filename = "tile.oxk"};
+  ox_module m = NULL;
+  CHECK_OK(ox_module_compile(dev, SRC, &o, &m));
+  ox_kernel add = NULL, scale = NULL, two = NULL;
+  if (m) {
+    CHECK_OK(ox_module_get_kernel(m, "add", &add));
+    CHECK_OK(ox_module_get_kernel(m, "scale2d", &scale));
+    CHECK_OK(ox_module_get_kernel(m, "two", &two));
+  }
+  if (add)
+    test_add(add);
+  if (scale)
+    test_scale2d(scale);
+  if (add && two)
+    test_launch_errors(add, two);
+  ox_module_destroy(m);
+  return test_done("tile_test");
+}
