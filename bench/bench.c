@@ -3,6 +3,7 @@
  *
  *   bench vecadd N ITERS [W]  vecadd on N f32: GB/s (bytes read + written);
  *                             with W, the grid-stride kernel on W blocks per SM
+ *   bench tileadd N ITERS T   the tile pipeline's add on N f32 in tiles of T
  *   bench launch ITERS        host time per launch: ox_launch vs a raw
  *                             cuLaunchKernel of the same cubin
  *   bench compile             cold compile of vecadd to a loaded module
@@ -48,6 +49,13 @@ static const char *VECADD_GS =
     "    for i in thread::grid_stride(c.len()) {\n"
     "        if let Some(out) = c.get_mut(i) { *out = a[i] + b[i]; }\n"
     "    }\n"
+    "}\n";
+
+/* The tile pipeline's add (cuTile Rust's quick start kernel). */
+static const char *TILE_ADD =
+    "#[tile]\n"
+    "fn add<const B: i32>(z: &mut Tensor<f32, [B]>, x: &Tensor<f32, [-1]>, y: &Tensor<f32, [-1]>) {\n"
+    "    z.store(load_tile_like(x, z) + load_tile_like(y, z));\n"
     "}\n";
 
 static const char *EMPTY =
@@ -113,6 +121,58 @@ static void vecadd(int64_t n, int iters, int strided, int waves) {
   ox_tensor_release(c);
   ox_module_destroy(m);
   free(h);
+  free(t);
+}
+
+static void tile_add(int64_t n, int iters, int64_t tile) {
+  ox_device d = gpu();
+  ox_module m;
+  OK(ox_module_compile(d, TILE_ADD, NULL, &m));
+  ox_kernel k;
+  OK(ox_module_get_kernel(m, "add", &k));
+  ox_tensor a, b, c, part;
+  OK(ox_tensor_full(d, NULL, OX_F32, 1, &n, 1.25, &a));
+  OK(ox_tensor_full(d, NULL, OX_F32, 1, &n, 2.5, &b));
+  OK(ox_tensor_empty(d, NULL, OX_F32, 1, &n, &c));
+  OK(ox_tensor_partition(c, 1, &tile, &part));
+  ox_stream s;
+  OK(ox_device_stream(d, &s));
+  ox_arg args[3] = {ox_arg_tensor(part), ox_arg_tensor(a), ox_arg_tensor(b)};
+  for (int i = 0; i < 5; i++)
+    OK(ox_launch(k, s, NULL, args, 3));
+  OK(ox_stream_synchronize(s));
+  double *t = malloc(sizeof(double) * (size_t)iters);
+  for (int i = 0; i < iters; i++) {
+    double t0 = now();
+    for (int r = 0; r < 10; r++)
+      OK(ox_launch(k, s, NULL, args, 3));
+    OK(ox_stream_synchronize(s));
+    t[i] = (now() - t0) / 10;
+  }
+  for (int i = 1; i < iters; i++)
+    for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+      double x = t[j];
+      t[j] = t[j - 1];
+      t[j - 1] = x;
+    }
+  float probe[4];
+  int64_t four = 4;
+  ox_tensor head;
+  OK(ox_tensor_slice(c, 0, n - 4, n, 1, &head));
+  ox_tensor dense;
+  OK(ox_tensor_to(head, ox_device_get_type(d) == OX_DEVICE_CUDA ? d : d, s, &dense));
+  OK(ox_tensor_to_host(dense, s, probe, sizeof probe));
+  (void)four;
+  printf("{\"bench\": \"tile_add\", \"tile\": %lld, \"n\": %lld, \"median_s\": %.9f, \"gbps\": %.1f, \"correct\": %s}\n",
+         (long long)tile, (long long)n, t[iters / 2], 12.0 * (double)n / t[iters / 2] / 1e9,
+         probe[3] == 3.75f ? "true" : "false");
+  ox_tensor_release(dense);
+  ox_tensor_release(head);
+  ox_tensor_release(part);
+  ox_tensor_release(a);
+  ox_tensor_release(b);
+  ox_tensor_release(c);
+  ox_module_destroy(m);
   free(t);
 }
 
@@ -209,6 +269,8 @@ static void compile(void) {
 int main(int argc, char **argv) {
   if (argc >= 4 && !strcmp(argv[1], "vecadd"))
     vecadd(atoll(argv[2]), atoi(argv[3]), argc >= 5, argc >= 5 ? atoi(argv[4]) : 0);
+  else if (argc >= 5 && !strcmp(argv[1], "tileadd"))
+    tile_add(atoll(argv[2]), atoi(argv[3]), atoll(argv[4]));
   else if (argc >= 3 && !strcmp(argv[1], "launch"))
     launch(atoi(argv[2]));
   else if (argc >= 2 && !strcmp(argv[1], "compile"))

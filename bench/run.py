@@ -88,6 +88,9 @@ def main():
     for waves in (4, 8, 16):
         ox = oxide("vecadd", N, 50, waves)
         rows[f"oxide grid-stride {waves}/SM"] = ox["gbps"] if ox["correct"] else "WRONG RESULT"
+    for tile in (1024, 4096):
+        ox = oxide("tileadd", N, 50, tile)
+        rows[f"oxide tile add, tile {tile}"] = ox["gbps"] if ox["correct"] else "WRONG RESULT"
     ref = rows["torch.add"]
     print(f"\nvecadd, 2^28 f32, on {results['device']} (GB/s, bytes read + written, median)")
     for name, v in rows.items():
