@@ -72,6 +72,9 @@ ox_status oxa_entry(ox_device dev, const oxa_code *code, const oxi_kernel *ki, C
                     oxr_cpu_kernel *cpu);
 void oxa_code_free(ox_device dev, oxa_code *code);
 
+/* Refuses a launch whose mutable argument shares memory with another. */
+ox_status oxa_check_overlap(const oxi_kernel *ki, const ox_arg *args, int nargs);
+
 /* The bits of a scalar launch argument as the kernel expects them. */
 void oxa_scalar_bits(const ox_arg *a, uint64_t *slot);
 

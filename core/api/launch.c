@@ -14,12 +14,40 @@ static const char *pkind_name(oxi_pkind k) {
   case OXI_P_MUTSLICE: return "&mut [T]";
   case OXI_P_ATOMIC: return "&[Atomic<T>]";
   case OXI_P_DISJOINT: return "DisjointSlice<T>";
+  case OXI_P_TENSOR: return "&Tensor";
+  case OXI_P_TILE: return "&mut Tensor";
   default: return "scalar";
   }
 }
 
 static bool mutable_kind(oxi_pkind k) {
-  return k == OXI_P_MUTSLICE || k == OXI_P_DISJOINT || k == OXI_P_ATOMIC;
+  return k == OXI_P_MUTSLICE || k == OXI_P_DISJOINT || k == OXI_P_ATOMIC || k == OXI_P_TILE;
+}
+
+/* A mutable argument must not overlap any other argument: the kernel was
+ * compiled assuming it does not (noalias), and the promise that each element
+ * has one writer (DisjointSlice, an output partition) would not hold. */
+ox_status oxa_check_overlap(const oxi_kernel *ki, const ox_arg *args, int nargs) {
+  for (int i = 0; i < nargs; i++) {
+    const oxi_param *p = ki->params.items[i];
+    if (!mutable_kind(p->kind))
+      continue;
+    uintptr_t lo, hi;
+    oxr_tensor_extent(args[i].v.tensor, &lo, &hi);
+    for (int j = 0; j < nargs; j++) {
+      const oxi_param *q = ki->params.items[j];
+      if (j == i || q->kind == OXI_P_SCALAR)
+        continue;
+      uintptr_t lo2, hi2;
+      oxr_tensor_extent(args[j].v.tensor, &lo2, &hi2);
+      if (lo < hi2 && lo2 < hi)
+        return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                             "kernel '%s': argument %d ('%s', %s) overlaps argument %d ('%s'); a "
+                             "mutable argument must not share memory with any other",
+                             ki->name, i + 1, p->name, pkind_name(p->kind), j + 1, q->name);
+    }
+  }
+  return OX_OK;
 }
 
 static ox_status check_args(ox_kernel k, ox_stream s, const ox_arg *args, int nargs) {
@@ -75,29 +103,7 @@ static ox_status check_args(ox_kernel k, ox_stream s, const ox_arg *args, int na
                            "tensor",
                            kn, i + 1, p->name);
   }
-  /* A mutable argument must not overlap any other argument: the kernel was
-   * compiled assuming it does not (noalias), and DisjointSlice's promise that
-   * each element has one writer would not hold. */
-  for (int i = 0; i < nargs; i++) {
-    const oxi_param *p = ki->params.items[i];
-    if (!mutable_kind(p->kind))
-      continue;
-    uintptr_t lo, hi;
-    oxr_tensor_extent(args[i].v.tensor, &lo, &hi);
-    for (int j = 0; j < nargs; j++) {
-      const oxi_param *q = ki->params.items[j];
-      if (j == i || q->kind == OXI_P_SCALAR)
-        continue;
-      uintptr_t lo2, hi2;
-      oxr_tensor_extent(args[j].v.tensor, &lo2, &hi2);
-      if (lo < hi2 && lo2 < hi)
-        return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
-                             "kernel '%s': argument %d ('%s', %s) overlaps argument %d ('%s'); a "
-                             "mutable argument must not share memory with any other",
-                             kn, i + 1, p->name, pkind_name(p->kind), j + 1, q->name);
-    }
-  }
-  return OX_OK;
+  return oxa_check_overlap(ki, args, nargs);
 }
 
 /* ----------------------------------------------------- contract evaluation */

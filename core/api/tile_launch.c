@@ -173,27 +173,8 @@ static ox_status check_args(ox_kernel k, const oxi_kernel *ki, ox_stream s, cons
     *grid_rank = p->rank;
     memcpy(grid, g, sizeof(int64_t) * (size_t)p->rank);
   }
-  /* outputs share memory with no other argument */
-  for (int i = 0; i < nargs; i++) {
-    const oxi_param *p = ki->params.items[i];
-    if (p->kind != OXI_P_TILE)
-      continue;
-    uintptr_t lo, hi;
-    oxr_tensor_extent(args[i].v.tensor, &lo, &hi);
-    for (int j = 0; j < nargs; j++) {
-      const oxi_param *q = ki->params.items[j];
-      if (j == i || q->kind == OXI_P_SCALAR)
-        continue;
-      uintptr_t lo2, hi2;
-      oxr_tensor_extent(args[j].v.tensor, &lo2, &hi2);
-      if (lo < hi2 && lo2 < hi)
-        return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
-                             "kernel '%s': output argument %d ('%s') overlaps argument %d ('%s')",
-                             kn, i + 1, p->name, j + 1, q->name);
-    }
-  }
   (void)k;
-  return OX_OK;
+  return oxa_check_overlap(ki, args, nargs);
 }
 
 ox_status oxa_tile_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
