@@ -197,6 +197,24 @@ static void sites(lowerer *L, const oxi_tshape *shape, oxi_instr *const *coord, 
     }
 }
 
+/* Whether the whole tile at `coord` lies inside tensor `param` (and every
+ * thread's chunks exist): then no element needs a predicate. The test is the
+ * same for every thread of the block, so the branch on it does not diverge.
+ * NULL when the layout always needs predicates. */
+static oxi_instr *whole_tile_inside(lowerer *L, const oxi_tshape *shape, oxi_instr *const *coord,
+                                    int param) {
+  if (layout_of(L, shape).guard)
+    return NULL;
+  oxi_instr *all = NULL;
+  for (int d = 0; d < shape->rank; d++) {
+    oxi_instr *end = bin(L, OXI_SHL, OX_U64, bin(L, OXI_ADD, OX_U64, coord[d], cu64(L, 1)),
+                         cu64(L, (uint64_t)log2i(shape->dims[d])));
+    oxi_instr *in = bin(L, 100 + OXI_LE, OX_U64, end, param_info(L, OXI_DIM, param, d));
+    all = all ? bin(L, OXI_AND, OX_BOOL, all, in) : in;
+  }
+  return all;
+}
+
 /* Runs `then` (a load or a store) only when `cond` holds: splits the block. */
 static oxi_block *begin_if(lowerer *L, oxi_instr *cond, oxi_block **join) {
   oxi_block *then = oxi_block_new(L->m, L->nk);
@@ -223,62 +241,115 @@ static oxi_instr **new_elements(lowerer *L, const oxi_tshape *s) {
   return oxb_alloc(L->m->arena, sizeof(oxi_instr *) * (size_t)(y.J * y.VEC));
 }
 
+static oxi_instr *load_at(lowerer *L, const oxi_instr *in, oxi_instr *index) {
+  oxi_instr *ld = emit(L, OXI_LOAD, in->type);
+  ld->mem = in->mem;
+  ld->ops[0] = index;
+  ld->nops = 1;
+  return ld;
+}
+
+static void set_slot(lowerer *L, int slot, oxi_instr *v) {
+  oxi_instr *set = emit(L, OXI_VAR_SET, OXI_VOID);
+  set->index = slot;
+  set->ops[0] = v;
+  set->nops = 1;
+}
+
+/* A tile load: straight-line loads when the whole tile is inside the tensor
+ * (independent loads the GPU keeps in flight together), else one predicated
+ * load per element with the padding outside. */
 static void lower_load(lowerer *L, const oxi_instr *in) {
   layout y = layout_of(L, in->tshape);
+  int n = y.J * y.VEC;
   oxi_instr *coord[OXI_MAX_RANK];
   for (int d = 0; d < in->nops; d++)
     coord[d] = mapped(L, in->ops[d]);
-  element_site *es = malloc(sizeof *es * (size_t)(y.J * y.VEC));
+  element_site *es = malloc(sizeof *es * (size_t)n);
+  int *slot = malloc(sizeof *slot * (size_t)n);
   sites(L, in->tshape, coord, in->mem.index, es);
-  oxi_instr **out = new_elements(L, in->tshape);
-  for (int e = 0; e < y.J * y.VEC; e++) {
-    /* value = padding; if inside: value = load */
-    int slot = oxi_slot_new(L->m, L->nk, in->type);
+  oxi_instr *full = whole_tile_inside(L, in->tshape, coord, in->mem.index);
+  for (int e = 0; e < n; e++)
+    slot[e] = oxi_slot_new(L->m, L->nk, in->type);
+  oxi_block *done = oxi_block_new(L->m, L->nk), *slow = NULL;
+  if (full) {
+    oxi_block *fast = oxi_block_new(L->m, L->nk);
+    slow = oxi_block_new(L->m, L->nk);
+    oxi_instr *br = emit(L, OXI_CONDBR, OXI_VOID);
+    br->ops[0] = full;
+    br->nops = 1;
+    br->target[0] = fast;
+    br->target[1] = slow;
+    L->cur = fast;
+    for (int e = 0; e < n; e++)
+      set_slot(L, slot[e], load_at(L, in, es[e].index));
+    end_if(L, done);
+    L->cur = slow;
+  }
+  for (int e = 0; e < n; e++) {
     oxi_instr *pad = emit(L, OXI_CONST, in->type);
     pad->imm = in->imm;
     pad->fimm = in->fimm;
-    oxi_instr *set = emit(L, OXI_VAR_SET, OXI_VOID);
-    set->index = slot;
-    set->ops[0] = pad;
-    set->nops = 1;
+    set_slot(L, slot[e], pad);
     oxi_block *join;
     begin_if(L, es[e].inb, &join);
-    oxi_instr *ld = emit(L, OXI_LOAD, in->type);
-    ld->mem = in->mem;
-    ld->ops[0] = es[e].index;
-    ld->nops = 1;
-    oxi_instr *set2 = emit(L, OXI_VAR_SET, OXI_VOID);
-    set2->index = slot;
-    set2->ops[0] = ld;
-    set2->nops = 1;
+    set_slot(L, slot[e], load_at(L, in, es[e].index));
     end_if(L, join);
+  }
+  end_if(L, done);
+  oxi_instr **out = new_elements(L, in->tshape);
+  for (int e = 0; e < n; e++) {
     out[e] = emit(L, OXI_VAR_GET, in->type);
-    out[e]->index = slot;
+    out[e]->index = slot[e];
   }
   free(es);
+  free(slot);
   L->tval[in->id] = out;
 }
 
+static void store_at(lowerer *L, const oxi_instr *in, oxi_instr *index, oxi_instr *v) {
+  oxi_instr *st = emit(L, OXI_STORE, OXI_VOID);
+  st->mem = in->mem;
+  st->ops[0] = index;
+  st->ops[1] = v;
+  st->nops = 2;
+}
+
+/* A tile store into this block's output tile, straight-line or predicated
+ * like a load. */
 static void lower_store(lowerer *L, const oxi_instr *in) {
   const oxi_param *p = L->k->params.items[in->mem.index];
   const oxi_tshape *s = in->ops[0]->tshape;
   layout y = layout_of(L, s);
+  int n = y.J * y.VEC;
   oxi_instr *coord[OXI_MAX_RANK];
   for (int d = 0; d < p->rank; d++)
     coord[d] = tile_id(L, in->mem.index, d);
-  element_site *es = malloc(sizeof *es * (size_t)(y.J * y.VEC));
+  element_site *es = malloc(sizeof *es * (size_t)n);
   sites(L, s, coord, in->mem.index, es);
+  oxi_instr *full = whole_tile_inside(L, s, coord, in->mem.index);
   oxi_instr **v = elements(L, in->ops[0]);
-  for (int e = 0; e < y.J * y.VEC; e++) {
+  oxi_block *done = oxi_block_new(L->m, L->nk);
+  if (full) {
+    oxi_block *fast = oxi_block_new(L->m, L->nk), *slow = oxi_block_new(L->m, L->nk);
+    oxi_instr *br = emit(L, OXI_CONDBR, OXI_VOID);
+    br->ops[0] = full;
+    br->nops = 1;
+    br->target[0] = fast;
+    br->target[1] = slow;
+    L->cur = fast;
+    for (int e = 0; e < n; e++)
+      store_at(L, in, es[e].index, v[e]);
+    end_if(L, done);
+    L->cur = slow;
+  }
+  for (int e = 0; e < n; e++) {
     oxi_block *join;
     begin_if(L, es[e].inb, &join);
-    oxi_instr *st = emit(L, OXI_STORE, OXI_VOID);
-    st->mem = in->mem;
-    st->ops[0] = es[e].index;
-    st->ops[1] = v[e];
-    st->nops = 2;
+    store_at(L, in, es[e].index, v[e]);
     end_if(L, join);
   }
+  end_if(L, done);
   free(es);
 }
 
