@@ -385,8 +385,8 @@ static const bad bads[] = {
         "let c = a + b;\n"
         "let d = max(a, b);\n"
         "let e = select(a > 0.0, b, 1.0);"), 3,
-     {"5:11 error: broadcasting between tiles of different shapes is not supported yet "
-      "(milestone 2); shapes [16] and [32]", "6:9 error: broadcasting", "7:9 error: broadcasting"}},
+     {"5:11 error: tiles of shapes [16] and [32] do not broadcast (dims must be equal or 1)",
+      "6:9 error: tiles of shapes [16] and [32] do not broadcast", "7:9 error: tiles of shapes"}},
     {"mixed dtypes", T(
         "let a = load_tile_like(x, z);\n"
         "let b = load_tile_like(i, o);\n"

@@ -19,6 +19,23 @@ static const char *SRC =
     "    z.store((t * s).exp() as f16);\n"
     "}\n"
     "#[tile]\n"
+    "fn rmsnorm<const BN: i32>(y: &mut Tensor<f32, [1, BN]>, x: &Tensor<f32, [-1, -1]>, w: &Tensor<f32, [1, -1]>, n: f32, eps: f32) {\n"
+    "    let t = x.partition([1, BN]).load([tile_id(0), 0]);\n"
+    "    let ms = reduce_sum(t * t, 1) / n;\n"
+    "    y.store(t * rsqrt(ms + eps) * w.partition([1, BN]).load([0, 0]));\n"
+    "}\n"
+    "#[tile]\n"
+    "fn layernorm<const BN: i32>(y: &mut Tensor<f32, [1, BN]>, x: &Tensor<f32, [-1, -1]>, n: f32, eps: f32) {\n"
+    "    let t = x.partition([1, BN]).load([tile_id(0), 0]);\n"
+    "    let mean = reduce_sum(t, 1) / n;\n"
+    "    let var = reduce_sum(t * t, 1) / n - mean * mean;\n"
+    "    y.store((t - mean) * rsqrt(var + eps));\n"
+    "}\n"
+    "#[tile]\n"
+    "fn colmax<const BN: i32>(y: &mut Tensor<i32, [1, BN]>, x: &Tensor<i32, [16, -1]>) {\n"
+    "    y.store(reduce_max(x.partition([16, BN]).load_padded([0, tile_id(1)], i32::MIN), 0));\n"
+    "}\n"
+    "#[tile]\n"
     "fn two<const B: i32>(a: &mut Tensor<i32, [B]>, b: &mut Tensor<i32, [B]>, x: &Tensor<i32, [-1]>) {\n"
     "    let t = load_tile_like(x, a);\n"
     "    a.store(t + 1);\n"
@@ -104,6 +121,83 @@ static void test_scale2d(ox_kernel k) {
   free(h);
 }
 
+/* Row reductions with broadcasting back: RMSNorm and LayerNorm over rows
+ * whose length is not a power of two (padding 0 adds nothing to the sums). */
+static void test_norms(ox_kernel rms, ox_kernel ln) {
+  const int64_t rows = 37, cols = 300, shape[2] = {rows, cols}, wshape[2] = {1, cols}, tile[2] = {1, 512};
+  float *x = malloc(sizeof(float) * (size_t)(rows * cols)), *w = malloc(sizeof(float) * (size_t)cols),
+        *y = malloc(sizeof(float) * (size_t)(rows * cols));
+  for (int64_t i = 0; i < rows * cols; i++)
+    x[i] = (float)((i * 2654435761u) % 2001) / 1000.0f - 1.0f;
+  for (int64_t c = 0; c < cols; c++)
+    w[c] = 0.5f + (float)c / (float)cols;
+  ox_tensor tx = host_tensor(OX_F32, 2, shape, x), tw = host_tensor(OX_F32, 2, wshape, w), ty = NULL, part = NULL;
+  CHECK_OK(ox_tensor_empty(dev, NULL, OX_F32, 2, shape, &ty));
+  CHECK_OK(ox_tensor_partition(ty, 2, tile, &part));
+  const float eps = 1e-5f;
+  for (int which = 0; which < 2; which++) {
+    ox_arg ra[5] = {ox_arg_tensor(part), ox_arg_tensor(tx), ox_arg_tensor(tw), ox_arg_f32((float)cols), ox_arg_f32(eps)};
+    ox_arg la[4] = {ox_arg_tensor(part), ox_arg_tensor(tx), ox_arg_f32((float)cols), ox_arg_f32(eps)};
+    CHECK_OK(which ? ox_launch(ln, NULL, NULL, la, 4) : ox_launch(rms, NULL, NULL, ra, 5));
+    CHECK_OK(ox_tensor_to_host(ty, NULL, y, sizeof(float) * (size_t)(rows * cols)));
+    double worst = 0;
+    for (int64_t r = 0; r < rows; r++) {
+      double s1 = 0, s2 = 0;
+      for (int64_t c = 0; c < cols; c++) {
+        s1 += x[r * cols + c];
+        s2 += (double)x[r * cols + c] * x[r * cols + c];
+      }
+      double mean = s1 / cols, var = s2 / cols - mean * mean;
+      for (int64_t c = 0; c < cols; c++) {
+        double v = x[r * cols + c];
+        double want = which ? (v - mean) / sqrt(var + eps) : v / sqrt(s2 / cols + eps) * w[c];
+        double err = fabs(y[r * cols + c] - want) / (fabs(want) + 1e-3);
+        worst = err > worst ? err : worst;
+      }
+    }
+    CHECK(worst < 2e-4, "%s: worst relative error %.3g", which ? "layernorm" : "rmsnorm", worst);
+  }
+  ox_tensor_release(part);
+  ox_tensor_release(tx);
+  ox_tensor_release(tw);
+  ox_tensor_release(ty);
+  free(x);
+  free(w);
+  free(y);
+}
+
+/* A reduction over axis 0 (columns) of an integer tile, with padding. */
+static void test_colmax(ox_kernel k) {
+  const int64_t R = 16, C = 100, shape[2] = {R, C}, yshape[2] = {1, C}, tile[2] = {1, 32};
+  int32_t x[16 * 100], y[100];
+  for (int i = 0; i < R * C; i++)
+    x[i] = (int32_t)((i * 7919) % 1000) - 500;
+  ox_tensor tx = host_tensor(OX_I32, 2, shape, x), ty = NULL, part = NULL;
+  CHECK_OK(ox_tensor_empty(dev, NULL, OX_I32, 2, yshape, &ty));
+  CHECK_OK(ox_tensor_partition(ty, 2, tile, &part));
+  ox_arg args[2] = {ox_arg_tensor(part), ox_arg_tensor(tx)};
+  CHECK_OK(ox_launch(k, NULL, NULL, args, 2));
+  CHECK_OK(ox_tensor_to_host(ty, NULL, y, sizeof y));
+  int bad = 0;
+  for (int c = 0; c < C; c++) {
+    int32_t want = INT32_MIN;
+    for (int r = 0; r < R; r++)
+      want = x[r * C + c] > want ? x[r * C + c] : want;
+    bad += y[c] != want;
+  }
+  CHECK(bad == 0, "colmax: %d of %d wrong", bad, (int)C);
+  /* a static dim that the tensor does not have is refused */
+  const int64_t shape2[2] = {8, C};
+  ox_tensor t8 = NULL;
+  CHECK_OK(ox_tensor_zeros(dev, NULL, OX_I32, 2, shape2, &t8));
+  ox_arg bad_args[2] = {ox_arg_tensor(part), ox_arg_tensor(t8)};
+  CHECK_ERR(ox_launch(k, NULL, NULL, bad_args, 2), OX_ERR_INVALID_ARGUMENT, "dim 0 is 8, the kernel says 16");
+  ox_tensor_release(t8);
+  ox_tensor_release(part);
+  ox_tensor_release(tx);
+  ox_tensor_release(ty);
+}
+
 static void test_launch_errors(ox_kernel add, ox_kernel two) {
   const int64_t n = 100, t8 = 8, t16 = 16;
   ox_tensor x, y, z, p8, p16, zi, w;
@@ -152,8 +246,11 @@ int main(int argc, char **argv) {
   ox_compile_options o = {.filename = "tile.oxk"};
   ox_module m = NULL;
   CHECK_OK(ox_module_compile(dev, SRC, &o, &m));
-  ox_kernel add = NULL, scale = NULL, two = NULL;
+  ox_kernel add = NULL, scale = NULL, two = NULL, rms = NULL, ln = NULL, colmax = NULL;
   if (m) {
+    CHECK_OK(ox_module_get_kernel(m, "rmsnorm", &rms));
+    CHECK_OK(ox_module_get_kernel(m, "layernorm", &ln));
+    CHECK_OK(ox_module_get_kernel(m, "colmax", &colmax));
     CHECK_OK(ox_module_get_kernel(m, "add", &add));
     CHECK_OK(ox_module_get_kernel(m, "scale2d", &scale));
     CHECK_OK(ox_module_get_kernel(m, "two", &two));
@@ -164,6 +261,10 @@ int main(int argc, char **argv) {
     test_scale2d(scale);
   if (add && two)
     test_launch_errors(add, two);
+  if (rms && ln)
+    test_norms(rms, ln);
+  if (colmax)
+    test_colmax(colmax);
   ox_module_destroy(m);
   return test_done("tile_test");
 }

@@ -512,6 +512,12 @@ ox_status ox_emit(const char *source, const ox_compile_options *opts, ox_target 
   }
   for (int i = first_tile; !s && kind != OX_EMIT_AST && kind != OX_EMIT_IR && i < m.kernels.len; i++)
     s = oxt_lower(&m, m.kernels.items[i]);
+  if (!s && first_tile < m.kernels.len && kind != OX_EMIT_AST) {
+    oxb_str err = {0};
+    if (!oxi_verify(&m, &err))
+      s = oxb_set_error(OX_ERR_INTERNAL, "internal error (tile IR): %s", err.buf);
+    oxb_str_free(&err);
+  }
   if (!s) {
     if (kind == OX_EMIT_AST) {
       *out = oxb_str_take(&text);

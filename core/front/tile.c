@@ -47,6 +47,15 @@ static bool same_shape(const oxi_tshape *a, const oxi_tshape *b) {
 
 static bool pow2(int64_t v) { return v >= 1 && (v & (v - 1)) == 0; }
 
+static bool same_shape_dims(const oxi_tshape *a, int rank, const int64_t *dims) {
+  if (a->rank != rank)
+    return false;
+  for (int d = 0; d < rank; d++)
+    if (a->dims[d] != dims[d])
+      return false;
+  return true;
+}
+
 static oxi_tshape *new_shape(sema *S, int rank, const int64_t *dims) {
   oxi_tshape *s = oxb_alloc(S->a, sizeof *s);
   s->rank = rank;
@@ -63,27 +72,61 @@ static oxi_instr *splat(sema *S, oxi_instr *v, const oxi_tshape *shape) {
   return in;
 }
 
-/* oxs_tile_unify, where the result must also have shape `with` (if given). */
+static oxi_instr *broadcast(sema *S, oxi_instr *v, const oxi_tshape *shape) {
+  oxi_instr *in = oxs_emit(S, OXI_T_BROADCAST, v->type);
+  in->ops[0] = v;
+  in->nops = 1;
+  in->tshape = shape;
+  return in;
+}
+
+/* oxs_tile_unify, where the result must also have shape `with` (if given):
+ * numpy's broadcasting over tiles of one rank (each dim equal, or 1 in all
+ * but one of them); scalars are splatted. */
 static bool unify_with(sema *S, oxb_loc loc, oxi_instr **ops, int n, const oxi_tshape *with) {
-  const oxi_tshape *shape = with;
+  int64_t dims[OXI_MAX_RANK];
+  int rank = with ? with->rank : -1;
+  if (with)
+    memcpy(dims, with->dims, sizeof dims);
   for (int i = 0; i < n; i++) {
     const oxi_tshape *t = ops[i]->tshape;
     if (!t)
       continue;
-    if (!shape) {
-      shape = t;
-    } else if (!same_shape(shape, t)) {
-      ERR(S, loc, "broadcasting between tiles of different shapes is not supported yet "
-                  "(milestone 2); shapes %s and %s", oxs_shape_text(S, shape),
-          oxs_shape_text(S, t));
+    if (rank < 0) {
+      rank = t->rank;
+      memcpy(dims, t->dims, sizeof dims);
+      continue;
+    }
+    bool ok = t->rank == rank;
+    for (int d = 0; ok && d < rank; d++) {
+      if (t->dims[d] == dims[d] || t->dims[d] == 1)
+        continue;
+      if (dims[d] == 1 && !with)
+        dims[d] = t->dims[d];
+      else
+        ok = false;
+    }
+    if (!ok) {
+      ERR(S, loc, "tiles of shapes %s and %s do not broadcast (dims must be equal or 1%s)",
+          oxs_shape_text(S, new_shape(S, rank, dims)), oxs_shape_text(S, t),
+          t->rank != rank ? ", and ranks equal" : "");
       return false;
     }
   }
-  if (!shape)
+  if (rank < 0)
     return true;
-  for (int i = 0; i < n; i++)
+  const oxi_tshape *shape = with;
+  for (int i = 0; i < n && !shape; i++)
+    if (ops[i]->tshape && same_shape_dims(ops[i]->tshape, rank, dims))
+      shape = ops[i]->tshape;
+  if (!shape)
+    shape = new_shape(S, rank, dims);
+  for (int i = 0; i < n; i++) {
     if (!ops[i]->tshape)
       ops[i] = splat(S, ops[i], shape);
+    else if (!same_shape(ops[i]->tshape, shape))
+      ops[i] = broadcast(S, ops[i], shape);
+  }
   return true;
 }
 
@@ -238,6 +281,41 @@ val oxs_tile_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) {
     return load_tile_like(S, n);
   if (!strcmp(name, "select"))
     return select_call(S, n, hint);
+  static const struct {
+    const char *name;
+    int sub;
+  } reduces[] = {{"reduce_sum", OXI_ADD}, {"reduce_prod", OXI_MUL}, {"reduce_min", OXI_MIN},
+                 {"reduce_max", OXI_MAX}};
+  for (size_t r = 0; r < sizeof reduces / sizeof reduces[0]; r++) {
+    if (strcmp(name, reduces[r].name))
+      continue;
+    if (!nargs(S, n, 2, name))
+      return err;
+    val t = oxs_expr(S, arg(n, 0), hint);
+    if (t.k == V_ERR)
+      return err;
+    if (t.k != V_TILE) {
+      ERR(S, arg(n, 0)->loc, "'%s' reduces a tile, found %s", name, oxs_vdesc(S, t));
+      return err;
+    }
+    int axis;
+    if (!axis_arg(S, arg(n, 1), t.v->tshape->rank, name, "the tile", &axis))
+      return err;
+    if (t.v->type == OX_BOOL) {
+      ERR(S, arg(n, 0)->loc, "'%s' needs a numeric tile, found a bool tile", name);
+      return err;
+    }
+    int64_t dims[OXI_MAX_RANK];
+    memcpy(dims, t.v->tshape->dims, sizeof dims);
+    dims[axis] = 1;
+    oxi_instr *in = oxs_emit(S, OXI_T_REDUCE, t.v->type);
+    in->sub = reduces[r].sub;
+    in->index = axis;
+    in->ops[0] = t.v;
+    in->nops = 1;
+    in->tshape = new_shape(S, t.v->tshape->rank, dims);
+    return oxs_value(in);
+  }
   bool id = !strcmp(name, "tile_id");
   if (id || !strcmp(name, "num_tiles")) {
     if (!nargs(S, n, 1, name) || !S->out)

@@ -71,7 +71,7 @@ const char *oxi_op_name(oxi_op op) {
                                       "cast",   "select",  "var.get", "var.set", "sreg",
                                       "barrier", "shfl",   "vote",    "math",   "assume", "aligned",
                                       "dim",    "stride",  "t.load",  "t.store", "t.splat",
-                                      "t.id",   "t.count",
+                                      "t.id",   "t.count", "t.reduce", "t.broadcast",
                                       "br",     "condbr",  "ret"};
   _Static_assert(OXB_COUNT(names) == OXI_OP_COUNT, "op names");
   return (unsigned)op < OXI_OP_COUNT ? names[op] : "?";
@@ -124,6 +124,7 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
   oxb_str_addf(o, "%s", oxi_op_name(in->op));
   switch (in->op) {
   case OXI_BIN: case OXI_ATOMIC: oxb_str_addf(o, ".%s%s", bin_name(in->sub), in->nuw ? ".nuw" : ""); break;
+  case OXI_T_REDUCE: oxb_str_addf(o, ".%s axis %d,", bin_name(in->sub), in->index); break;
   case OXI_CMP: oxb_str_addf(o, ".%s", cmp_name(in->sub)); break;
   case OXI_SREG: oxb_str_addf(o, " %s", sreg_name(in->sub)); break;
   case OXI_MATH: oxb_str_addf(o, ".%s", oxi_math_name(in->sub)); break;
@@ -484,6 +485,23 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
     if (in->nops != 1 || !in->tshape || in->ops[0]->tshape || t0 != in->type)
       fail(V, b, in, "t.splat makes a tile from a scalar of its dtype");
     break;
+  case OXI_T_REDUCE:
+  case OXI_T_BROADCAST: {
+    const oxi_tshape *a = in->nops == 1 ? in->ops[0]->tshape : NULL, *r = in->tshape;
+    bool ok = a && r && a->rank == r->rank && t0 == in->type;
+    bool red = in->op == OXI_T_REDUCE;
+    if (ok && red)
+      ok = in->index >= 0 && in->index < a->rank && (in->sub == OXI_ADD || in->sub == OXI_MUL ||
+                                                     in->sub == OXI_MIN || in->sub == OXI_MAX) &&
+           in->type != OX_BOOL;
+    for (int d = 0; ok && d < a->rank; d++)
+      ok = red ? r->dims[d] == (d == in->index ? 1 : a->dims[d])
+               : (a->dims[d] == r->dims[d] || a->dims[d] == 1);
+    if (!ok)
+      fail(V, b, in, red ? "t.reduce: a tile, an axis below its rank, and the result shape with that axis 1"
+                         : "t.broadcast: dims of the operand equal to the result's or 1");
+    break;
+  }
   case OXI_BR: if (!in->target[0]) fail(V, b, in, "branch without target"); break;
   case OXI_CONDBR:
     if (!in->target[0] || !in->target[1] || t0 != OX_BOOL) fail(V, b, in, "condbr needs bool and 2 targets");
@@ -498,7 +516,7 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
   bool elementwise = in->op == OXI_BIN || in->op == OXI_CMP || in->op == OXI_NEG || in->op == OXI_NOT ||
                      in->op == OXI_CAST || in->op == OXI_SELECT || in->op == OXI_MATH;
   if (!k->is_tile) {
-    if (in->tshape || (in->op >= OXI_T_LOAD && in->op <= OXI_T_COUNT))
+    if (in->tshape || (in->op >= OXI_T_LOAD && in->op <= OXI_T_BROADCAST))
       fail(V, b, in, "tile value or op outside a tile kernel (or after the tile lowering)");
   } else if (elementwise) {
     for (int i = 0; i < in->nops; i++) {
@@ -514,7 +532,8 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
       if (!same)
         fail(V, b, in, "elementwise operands must have the result's tile shape");
     }
-  } else if (in->tshape && in->op != OXI_T_LOAD && in->op != OXI_T_SPLAT) {
+  } else if (in->tshape && in->op != OXI_T_LOAD && in->op != OXI_T_SPLAT && in->op != OXI_T_REDUCE &&
+             in->op != OXI_T_BROADCAST) {
     fail(V, b, in, "only tile ops and elementwise ops make tile values");
   }
 }

@@ -54,6 +54,9 @@ typedef enum oxi_op {
   OXI_T_SPLAT, /* a tile of `tshape` with every element ops[0] (a scalar) */
   OXI_T_ID,    /* u64: this block's tile coordinate along axis `index` of output `mem` */
   OXI_T_COUNT, /* u64: the number of tiles along axis `index` of output `mem` */
+  OXI_T_REDUCE,    /* ops[0] reduced along axis `index` with sub (OXI_ADD, OXI_MUL, OXI_MIN,
+                      OXI_MAX); the result keeps the axis with size 1 */
+  OXI_T_BROADCAST, /* ops[0] (same rank, each dim equal or 1) repeated to `tshape` */
   OXI_BR,      /* to target[0] */
   OXI_CONDBR,  /* ops0 ? target[0] : target[1] */
   OXI_RET,

@@ -14,6 +14,7 @@
  * predicated per element on the tensor's bounds (the edge tiles of
  * non-divisible dims), and on the chunk existing when a tile has fewer chunks
  * than the block has threads. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,7 @@ typedef struct lowerer {
   oxi_instr ***tval;   /* old value id -> new element values of this thread */
   oxi_block **nb;      /* old block -> its first new block */
   oxi_instr *t;        /* this thread's index in the block (u64) */
+  int scratch[OX_DTYPE_COUNT]; /* shared array per dtype for layout changes, + 1; 0 = none */
 } lowerer;
 
 typedef struct layout {
@@ -367,6 +369,236 @@ static void lower_elementwise(lowerer *L, const oxi_instr *in) {
   L->tval[in->id] = out;
 }
 
+/* ------------------------------------------------- through shared memory */
+
+/* Reductions and broadcasts move elements between threads: every thread
+ * writes the tile's elements it holds to a shared scratch array at their
+ * row-major position, the block synchronizes, and each thread reads what its
+ * elements of the result need. One scratch array per dtype serves every such
+ * step of the kernel; a barrier after each step frees it for the next. */
+
+static oxi_mem scratch(lowerer *L, oxi_type t) {
+  oxi_mem m = {OXI_MEM_SHARED, L->scratch[t] - 1};
+  assert(L->scratch[t] > 0);
+  return m;
+}
+
+static void barrier(lowerer *L) {
+  emit(L, OXI_BARRIER, OXI_VOID);
+  L->nk->uses_sync = true;
+}
+
+/* f, the row-major position of each element this thread holds of a tile of
+ * `shape`, and whether it exists. */
+static void positions(lowerer *L, const oxi_tshape *shape, oxi_instr **f, oxi_instr **ok) {
+  layout y = layout_of(L, shape);
+  oxi_instr *tv = bin(L, OXI_MUL, OX_U64, L->t, cu64(L, (uint64_t)y.VEC));
+  int n = 0;
+  for (int j = 0; j < y.J; j++)
+    for (int v = 0; v < y.VEC; v++, n++) {
+      f[n] = bin(L, OXI_ADD, OX_U64, tv, cu64(L, (uint64_t)((int64_t)j * L->T * y.VEC + v)));
+      ok[n] = y.guard ? bin(L, LT, OX_U64, f[n], cu64(L, (uint64_t)y.E)) : NULL;
+    }
+}
+
+static void shared_store(lowerer *L, oxi_mem m, oxi_instr *index, oxi_instr *v, oxi_instr *ok) {
+  oxi_block *join = NULL;
+  if (ok)
+    begin_if(L, ok, &join);
+  oxi_instr *st = emit(L, OXI_STORE, OXI_VOID);
+  st->mem = m;
+  st->ops[0] = index;
+  st->ops[1] = v;
+  st->nops = 2;
+  if (ok)
+    end_if(L, join);
+}
+
+static oxi_instr *shared_load(lowerer *L, oxi_mem m, oxi_type t, oxi_instr *index) {
+  oxi_instr *ld = emit(L, OXI_LOAD, t);
+  ld->mem = m;
+  ld->ops[0] = index;
+  ld->nops = 1;
+  return ld;
+}
+
+/* Writes the elements this thread holds of tile value `old` to scratch. */
+static void spill(lowerer *L, const oxi_instr *old) {
+  const oxi_tshape *s = old->tshape;
+  layout y = layout_of(L, s);
+  int n = y.J * y.VEC;
+  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  positions(L, s, f, ok);
+  oxi_instr **v = elements(L, old);
+  for (int e = 0; e < n; e++)
+    shared_store(L, scratch(L, old->type), f[e], v[e], ok[e]);
+  free(f);
+}
+
+/* A broadcast: each result element reads the source element at its
+ * position with the broadcast dims at 0. */
+static void lower_broadcast(lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *src = in->ops[0]->tshape, *dst = in->tshape;
+  spill(L, in->ops[0]);
+  barrier(L);
+  layout y = layout_of(L, dst);
+  int n = y.J * y.VEC;
+  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  positions(L, dst, f, ok);
+  oxi_instr **out = new_elements(L, dst);
+  int64_t after = elems(dst), src_after = elems(src);
+  int64_t shift[OXI_MAX_RANK], src_stride[OXI_MAX_RANK];
+  for (int d = 0; d < dst->rank; d++) {
+    after /= dst->dims[d];
+    src_after /= src->dims[d];
+    shift[d] = log2i(after);
+    src_stride[d] = src_after;
+  }
+  for (int e = 0; e < n; e++) {
+    oxi_instr *g = NULL;
+    for (int d = 0; d < dst->rank; d++) {
+      if (src->dims[d] == 1)
+        continue;
+      oxi_instr *c = bin(L, OXI_AND, OX_U64, bin(L, OXI_SHR, OX_U64, f[e], cu64(L, (uint64_t)shift[d])),
+                         cu64(L, (uint64_t)(dst->dims[d] - 1)));
+      oxi_instr *term = bin(L, OXI_MUL, OX_U64, c, cu64(L, (uint64_t)src_stride[d]));
+      g = g ? bin(L, OXI_ADD, OX_U64, g, term) : term;
+    }
+    /* a nonexistent element (the layout's guard) reads position 0: harmless */
+    out[e] = shared_load(L, scratch(L, in->type), in->type, g ? g : cu64(L, 0));
+  }
+  free(f);
+  barrier(L);
+  L->tval[in->id] = out;
+}
+
+/* The identity of reduction `sub` for type t. */
+static oxi_instr *identity(lowerer *L, int sub, oxi_type t) {
+  oxi_instr *c = emit(L, OXI_CONST, t);
+  bool fl = oxi_is_float(t), sg = oxi_is_signed(t);
+  int bits = (int)ox_dtype_size((ox_dtype)t) * 8;
+  uint64_t umax = bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+  switch (sub) {
+  case OXI_ADD: c->imm = 0; c->fimm = 0; break;
+  case OXI_MUL: c->imm = 1; c->fimm = 1; break;
+  case OXI_MIN:
+    c->fimm = INFINITY;
+    c->imm = sg ? umax >> 1 : umax;
+    break;
+  default: /* OXI_MAX */
+    c->fimm = -INFINITY;
+    c->imm = sg ? ~(umax >> 1) & (bits == 64 ? UINT64_MAX : umax) : 0;
+    break;
+  }
+  (void)fl;
+  return c;
+}
+
+static oxi_instr *combine(lowerer *L, int sub, oxi_type t, oxi_instr *a, oxi_instr *b) {
+  if (sub == OXI_ADD || sub == OXI_MUL)
+    return bin(L, sub, t, a, b);
+  oxi_instr *m = emit(L, OXI_MATH, t);
+  m->sub = sub == OXI_MIN ? OXI_M_MIN : OXI_M_MAX;
+  m->ops[0] = a;
+  m->ops[1] = b;
+  m->nops = 2;
+  return m;
+}
+
+/* acc = fold of scratch[base + k * stride] for k = first, first + step, ...
+ * below `count`, as an IR loop. */
+static oxi_instr *fold_loop(lowerer *L, int sub, oxi_type t, oxi_mem m, oxi_instr *base,
+                            int64_t stride, oxi_instr *first, int64_t step, int64_t count) {
+  int ks = oxi_slot_new(L->m, L->nk, OX_U64), as = oxi_slot_new(L->m, L->nk, t);
+  set_slot(L, ks, first);
+  set_slot(L, as, identity(L, sub, t));
+  oxi_block *head = oxi_block_new(L->m, L->nk), *body = oxi_block_new(L->m, L->nk),
+            *done = oxi_block_new(L->m, L->nk);
+  end_if(L, head);
+  oxi_instr *k = emit(L, OXI_VAR_GET, OX_U64);
+  k->index = ks;
+  oxi_instr *more = bin(L, LT, OX_U64, k, cu64(L, (uint64_t)count));
+  oxi_instr *br = emit(L, OXI_CONDBR, OXI_VOID);
+  br->ops[0] = more;
+  br->nops = 1;
+  br->target[0] = body;
+  br->target[1] = done;
+  L->cur = body;
+  oxi_instr *k2 = emit(L, OXI_VAR_GET, OX_U64);
+  k2->index = ks;
+  oxi_instr *idx = bin(L, OXI_ADD, OX_U64, base, bin(L, OXI_MUL, OX_U64, k2, cu64(L, (uint64_t)stride)));
+  oxi_instr *acc = emit(L, OXI_VAR_GET, t);
+  acc->index = as;
+  set_slot(L, as, combine(L, sub, t, acc, shared_load(L, m, t, idx)));
+  oxi_instr *nk = bin(L, OXI_ADD, OX_U64, k2, cu64(L, (uint64_t)step));
+  nk->nuw = true;
+  set_slot(L, ks, nk);
+  end_if(L, head);
+  L->cur = done;
+  oxi_instr *r = emit(L, OXI_VAR_GET, t);
+  r->index = as;
+  return r;
+}
+
+/* A reduction along axis a. With R results and T threads: when R < T, each
+ * result gets G = T / R threads, each folding every G-th element of its row,
+ * and the G partials are folded from scratch; else each thread folds whole
+ * rows. The results then land in the result's layout through scratch. */
+static void lower_reduce(lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *src = in->ops[0]->tshape, *dst = in->tshape;
+  int a = in->index, sub = in->sub;
+  oxi_type t = in->type;
+  oxi_mem m = scratch(L, t);
+  int64_t len = src->dims[a], inner = 1, R = elems(dst);
+  for (int d = a + 1; d < src->rank; d++)
+    inner *= src->dims[d];
+  spill(L, in->ops[0]);
+  barrier(L);
+  /* the position in the source of result r's first element */
+#define ROW_BASE(r)                                                                               \
+  bin(L, OXI_ADD, OX_U64,                                                                         \
+      bin(L, OXI_SHL, OX_U64, bin(L, OXI_SHR, OX_U64, (r), cu64(L, (uint64_t)log2i(inner))),       \
+          cu64(L, (uint64_t)log2i(inner * len))),                                                \
+      bin(L, OXI_AND, OX_U64, (r), cu64(L, (uint64_t)(inner - 1))))
+  layout y = layout_of(L, dst);
+  int n = y.J * y.VEC;
+  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  oxi_instr **out = new_elements(L, dst);
+  if (R < L->T) {
+    int64_t G = L->T / R;
+    oxi_instr *r = bin(L, OXI_SHR, OX_U64, L->t, cu64(L, (uint64_t)log2i(G)));
+    oxi_instr *g = bin(L, OXI_AND, OX_U64, L->t, cu64(L, (uint64_t)(G - 1)));
+    oxi_instr *part = fold_loop(L, sub, t, m, ROW_BASE(r), inner, g, G, len);
+    barrier(L); /* every thread has read its row elements */
+    shared_store(L, m, L->t, part, NULL);
+    barrier(L);
+    positions(L, dst, f, ok);
+    for (int e = 0; e < n; e++)
+      out[e] = fold_loop(L, sub, t, m, bin(L, OXI_MUL, OX_U64, f[e], cu64(L, (uint64_t)G)), 1,
+                         cu64(L, 0), 1, G);
+  } else {
+    /* thread t folds results t, t + T, ...: R / T of them */
+    int64_t per = R / L->T;
+    oxi_instr **res = malloc(sizeof *res * (size_t)per);
+    for (int64_t i = 0; i < per; i++) {
+      oxi_instr *r = bin(L, OXI_ADD, OX_U64, L->t, cu64(L, (uint64_t)(i * L->T)));
+      res[i] = fold_loop(L, sub, t, m, ROW_BASE(r), inner, cu64(L, 0), 1, len);
+    }
+    barrier(L);
+    for (int64_t i = 0; i < per; i++)
+      shared_store(L, m, bin(L, OXI_ADD, OX_U64, L->t, cu64(L, (uint64_t)(i * L->T))), res[i], NULL);
+    free(res);
+    barrier(L);
+    positions(L, dst, f, ok);
+    for (int e = 0; e < n; e++)
+      out[e] = shared_load(L, m, t, f[e]);
+  }
+#undef ROW_BASE
+  free(f);
+  barrier(L);
+  L->tval[in->id] = out;
+}
+
 static void lower_instr(lowerer *L, const oxi_instr *in) {
   switch (in->op) {
   case OXI_T_LOAD: lower_load(L, in); return;
@@ -379,6 +611,8 @@ static void lower_instr(lowerer *L, const oxi_instr *in) {
     L->tval[in->id] = out;
     return;
   }
+  case OXI_T_REDUCE: lower_reduce(L, in); return;
+  case OXI_T_BROADCAST: lower_broadcast(L, in); return;
   case OXI_T_ID: L->sval[in->id] = tile_id(L, in->mem.index, in->index); return;
   case OXI_T_COUNT: L->sval[in->id] = tile_count(L, in->mem.index, in->index); return;
   default: break;
@@ -430,6 +664,40 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k) {
   L.sval = calloc((size_t)k->next_id + 1, sizeof *L.sval);
   L.tval = calloc((size_t)k->next_id + 1, sizeof *L.tval);
   L.nb = calloc((size_t)k->blocks.len, sizeof *L.nb);
+  /* scratch for reductions and broadcasts: per dtype, the most elements one
+   * step spills (at least one per thread, for partial results) */
+  int64_t need[OX_DTYPE_COUNT] = {0};
+  for (int bi = 0; bi < k->blocks.len; bi++) {
+    const oxi_block *b = k->blocks.items[bi];
+    for (int ii = 0; ii < b->instrs.len; ii++) {
+      const oxi_instr *in = b->instrs.items[ii];
+      if (in->op != OXI_T_REDUCE && in->op != OXI_T_BROADCAST)
+        continue;
+      int64_t e = elems(in->ops[0]->tshape);
+      e = e > T ? e : T;
+      need[in->type] = need[in->type] > e ? need[in->type] : e;
+    }
+  }
+  for (int t = 0; t < OX_DTYPE_COUNT; t++) {
+    if (!need[t])
+      continue;
+    oxi_shared *sh = oxb_alloc(m->arena, sizeof *sh);
+    sh->dtype = (ox_dtype)t;
+    sh->count = need[t];
+    sh->offset = (nk->shared_bytes + 15) & ~(int64_t)15;
+    nk->shared_bytes = sh->offset + sh->count * (int64_t)ox_dtype_size((ox_dtype)t);
+    oxb_vec_push(m->arena, &nk->shared, sh);
+    L.scratch[t] = nk->shared.len;
+  }
+  if (nk->shared_bytes > 48 * 1024) {
+    free(L.sval);
+    free(L.tval);
+    free(L.nb);
+    return oxb_set_error(OX_ERR_UNSUPPORTED,
+                         "%s:%d:%d: kernel '%s' needs %lld bytes of shared memory for its reductions "
+                         "and broadcasts; this version of the tile lowering has 48 KiB",
+                         m->filename, k->line, k->col, k->name, (long long)nk->shared_bytes);
+  }
   for (int bi = 0; bi < k->blocks.len; bi++)
     L.nb[bi] = oxi_block_new(m, nk);
   for (int bi = 0; bi < k->blocks.len; bi++) {
@@ -446,6 +714,9 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k) {
   k->blocks = nk->blocks;
   k->slots = nk->slots;
   k->next_id = nk->next_id;
+  k->shared = nk->shared;
+  k->shared_bytes = nk->shared_bytes;
+  k->uses_sync = nk->uses_sync;
   k->is_tile = false;
   k->block[0] = (int)T;
   k->block[1] = k->block[2] = 1;
