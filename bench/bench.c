@@ -4,6 +4,7 @@
  *   bench vecadd N ITERS [W]  vecadd on N f32: GB/s (bytes read + written);
  *                             with W, the grid-stride kernel on W blocks per SM
  *   bench tileadd N ITERS T   the tile pipeline's add on N f32 in tiles of T
+ *   bench softmax R C ITERS   the tile pipeline's row softmax of R x C f32
  *   bench launch ITERS        host time per launch: ox_launch vs a raw
  *                             cuLaunchKernel of the same cubin
  *   bench compile             cold compile of vecadd to a loaded module
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <time.h>
 
 #define OK(call)                                                                              \
@@ -56,6 +58,14 @@ static const char *TILE_ADD =
     "#[tile]\n"
     "fn add<const B: i32>(z: &mut Tensor<f32, [B]>, x: &Tensor<f32, [-1]>, y: &Tensor<f32, [-1]>) {\n"
     "    z.store(load_tile_like(x, z) + load_tile_like(y, z));\n"
+    "}\n";
+
+static const char *TILE_SOFTMAX =
+    "#[tile]\n"
+    "fn softmax<const BN: i32>(y: &mut Tensor<f32, [1, BN]>, x: &Tensor<f32, [-1, -1]>) {\n"
+    "    let t = x.partition([1, BN]).load_padded([tile_id(0), 0], f32::NEG_INFINITY);\n"
+    "    let e = exp(t - reduce_max(t, 1));\n"
+    "    y.store(e / reduce_sum(e, 1));\n"
     "}\n";
 
 static const char *EMPTY =
@@ -176,6 +186,59 @@ static void tile_add(int64_t n, int iters, int64_t tile) {
   free(t);
 }
 
+static void softmax(int64_t rows, int64_t cols, int iters) {
+  ox_device d = gpu();
+  ox_module m;
+  OK(ox_module_compile(d, TILE_SOFTMAX, NULL, &m));
+  ox_kernel k;
+  OK(ox_module_get_kernel(m, "softmax", &k));
+  const int64_t shape[2] = {rows, cols}, tile[2] = {1, cols};
+  ox_tensor x, y, part;
+  OK(ox_tensor_full(d, NULL, OX_F32, 2, shape, 0.5, &x));
+  OK(ox_tensor_empty(d, NULL, OX_F32, 2, shape, &y));
+  OK(ox_tensor_partition(y, 2, tile, &part));
+  ox_stream s;
+  OK(ox_device_stream(d, &s));
+  ox_arg args[2] = {ox_arg_tensor(part), ox_arg_tensor(x)};
+  for (int i = 0; i < 3; i++)
+    OK(ox_launch(k, s, NULL, args, 2));
+  OK(ox_stream_synchronize(s));
+  double *t = malloc(sizeof(double) * (size_t)iters);
+  for (int i = 0; i < iters; i++) {
+    double t0 = now();
+    for (int r = 0; r < 10; r++)
+      OK(ox_launch(k, s, NULL, args, 2));
+    OK(ox_stream_synchronize(s));
+    t[i] = (now() - t0) / 10;
+  }
+  for (int i = 1; i < iters; i++)
+    for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+      double v = t[j];
+      t[j] = t[j - 1];
+      t[j - 1] = v;
+    }
+  float probe[2];
+  ox_tensor row, dense;
+  OK(ox_tensor_slice(y, 0, rows - 1, rows, 1, &row));
+  OK(ox_tensor_to(row, d, s, &dense));
+  float *h = malloc(sizeof(float) * (size_t)cols);
+  OK(ox_tensor_to_host(dense, s, h, sizeof(float) * (size_t)cols));
+  probe[0] = h[0];
+  probe[1] = h[cols - 1];
+  double want = 1.0 / (double)cols;
+  printf("{\"bench\": \"softmax\", \"rows\": %lld, \"cols\": %lld, \"median_s\": %.9f, \"gbps\": %.1f, \"correct\": %s}\n",
+         (long long)rows, (long long)cols, t[iters / 2], 8.0 * (double)(rows * cols) / t[iters / 2] / 1e9,
+         fabs(probe[0] - want) < 1e-6 * 10 && fabs(probe[1] - want) < 1e-5 ? "true" : "false");
+  free(h);
+  ox_tensor_release(dense);
+  ox_tensor_release(row);
+  ox_tensor_release(part);
+  ox_tensor_release(x);
+  ox_tensor_release(y);
+  ox_module_destroy(m);
+  free(t);
+}
+
 /* ---- raw driver launches, for the comparison */
 typedef int (*cuModuleLoadData_t)(void **, const void *);
 typedef int (*cuModuleGetFunction_t)(void **, void *, const char *);
@@ -269,6 +332,8 @@ static void compile(void) {
 int main(int argc, char **argv) {
   if (argc >= 4 && !strcmp(argv[1], "vecadd"))
     vecadd(atoll(argv[2]), atoi(argv[3]), argc >= 5, argc >= 5 ? atoi(argv[4]) : 0);
+  else if (argc >= 5 && !strcmp(argv[1], "softmax"))
+    softmax(atoll(argv[2]), atoll(argv[3]), atoi(argv[4]));
   else if (argc >= 5 && !strcmp(argv[1], "tileadd"))
     tile_add(atoll(argv[2]), atoi(argv[3]), atoll(argv[4]));
   else if (argc >= 3 && !strcmp(argv[1], "launch"))

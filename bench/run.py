@@ -97,6 +97,52 @@ def main():
         ratio = f"{v / ref:6.3f} x torch.add" if isinstance(v, float) else ""
         print(f"  {name:24s} {v if isinstance(v, str) else f'{v:8.1f}'}  {ratio}")
         results["rows"].append({"bench": "vecadd", "impl": name, "gbps": v})
+    # row softmax, 8192 x 8192 f32 (GB/s counting one read and one write)
+    import torch
+    R = C = 8192
+    xs = torch.rand(R, C, device="cuda")
+    ys = torch.empty_like(xs)
+
+    def t_of(fn, reps=20):
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(reps):
+            e0 = torch.cuda.Event(enable_timing=True)
+            e1 = torch.cuda.Event(enable_timing=True)
+            e0.record()
+            for _ in range(5):
+                fn()
+            e1.record()
+            e1.synchronize()
+            ts.append(e0.elapsed_time(e1) / 1e3 / 5)
+        ts.sort()
+        return ts[len(ts) // 2]
+
+    srows = {"torch.softmax": 8 * R * C / t_of(lambda: torch.softmax(xs, 1)) / 1e9}
+    try:
+        import triton, triton.language as tl
+
+        @triton.jit
+        def softmax_kernel(y, x, n, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            off = tl.arange(0, BLOCK)
+            v = tl.load(x + row * n + off, mask=off < n, other=-float("inf"))
+            e = tl.exp(v - tl.max(v, 0))
+            tl.store(y + row * n + off, e / tl.sum(e, 0), mask=off < n)
+
+        srows["triton"] = 8 * R * C / t_of(lambda: softmax_kernel[(R,)](ys, xs, C, BLOCK=C)) / 1e9
+    except Exception as e:
+        srows["triton"] = f"failed: {e}"
+    ox = oxide("softmax", R, C, 20)
+    srows["oxide tile softmax"] = ox["gbps"] if ox["correct"] else "WRONG RESULT"
+    ref = srows.get("triton") if isinstance(srows.get("triton"), float) else srows["torch.softmax"]
+    print(f"\nrow softmax {R} x {C} f32 (GB/s, read + write, median)")
+    for name, v in srows.items():
+        ratio = f"{v / ref:6.3f} x triton" if isinstance(v, float) else ""
+        print(f"  {name:24s} {v if isinstance(v, str) else f'{v:8.1f}'}  {ratio}")
+        results["rows"].append({"bench": "softmax", "impl": name, "gbps": v})
     la = oxide("launch", 20000)
     print(f"\nhost time per launch: raw cuLaunchKernel {la['raw_us']:.2f} us, ox_launch {la['oxide_us']:.2f} us "
           f"(ratio {la['ratio']:.3f})")
