@@ -422,6 +422,20 @@ static oxi_instr *shared_load(lowerer *L, oxi_mem m, oxi_type t, oxi_instr *inde
   return ld;
 }
 
+/* Position f, or 0 for an element the layout's guard says does not exist:
+ * shared loads are unchecked, so every address must stay in the scratch. */
+static oxi_instr *existing(lowerer *L, oxi_instr *f, oxi_instr *ok) {
+  if (!ok)
+    return f;
+  oxi_instr *zero = cu64(L, 0);
+  oxi_instr *sel = emit(L, OXI_SELECT, OX_U64);
+  sel->ops[0] = ok;
+  sel->ops[1] = f;
+  sel->ops[2] = zero;
+  sel->nops = 3;
+  return sel;
+}
+
 /* Writes the elements this thread holds of tile value `old` to scratch. */
 static void spill(lowerer *L, const oxi_instr *old) {
   const oxi_tshape *s = old->tshape;
@@ -574,8 +588,8 @@ static void lower_reduce(lowerer *L, const oxi_instr *in) {
     barrier(L);
     positions(L, dst, f, ok);
     for (int e = 0; e < n; e++)
-      out[e] = fold_loop(L, sub, t, m, bin(L, OXI_MUL, OX_U64, f[e], cu64(L, (uint64_t)G)), 1,
-                         cu64(L, 0), 1, G);
+      out[e] = fold_loop(L, sub, t, m, bin(L, OXI_MUL, OX_U64, existing(L, f[e], ok[e]), cu64(L, (uint64_t)G)),
+                         1, cu64(L, 0), 1, G);
   } else {
     /* thread t folds results t, t + T, ...: R / T of them */
     int64_t per = R / L->T;
@@ -591,7 +605,7 @@ static void lower_reduce(lowerer *L, const oxi_instr *in) {
     barrier(L);
     positions(L, dst, f, ok);
     for (int e = 0; e < n; e++)
-      out[e] = shared_load(L, m, t, f[e]);
+      out[e] = shared_load(L, m, t, existing(L, f[e], ok[e]));
   }
 #undef ROW_BASE
   free(f);
