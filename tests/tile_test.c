@@ -36,6 +36,10 @@ static const char *SRC =
     "    y.store(reduce_max(x.partition([16, BN]).load_padded([0, tile_id(1)], i32::MIN), 0));\n"
     "}\n"
     "#[tile]\n"
+    "fn far<const B: i32>(z: &mut Tensor<f32, [B]>, x: &Tensor<f32, [-1]>, i: u64) {\n"
+    "    z.store(x.partition([B]).load_padded([i], -7.0));\n"
+    "}\n"
+    "#[tile]\n"
     "fn two<const B: i32>(a: &mut Tensor<i32, [B]>, b: &mut Tensor<i32, [B]>, x: &Tensor<i32, [-1]>) {\n"
     "    let t = load_tile_like(x, a);\n"
     "    a.store(t + 1);\n"
@@ -198,6 +202,33 @@ static void test_colmax(ox_kernel k) {
   ox_tensor_release(ty);
 }
 
+/* Tile coordinates far past the tensor (even where coord * tile wraps
+ * 64 bits) read only padding: never memory outside the tensor. */
+static void test_far(ox_kernel k) {
+  const int64_t n = 64, tile = 16;
+  float x[64], z[64];
+  for (int i = 0; i < n; i++)
+    x[i] = (float)i;
+  ox_tensor tx = host_tensor(OX_F32, 1, &n, x), tz = NULL, part = NULL;
+  CHECK_OK(ox_tensor_empty(dev, NULL, OX_F32, 1, &n, &tz));
+  CHECK_OK(ox_tensor_partition(tz, 1, &tile, &part));
+  static const uint64_t idx[] = {3, 4, 1000, ((uint64_t)1 << 60) - 1, UINT64_MAX, ((uint64_t)1 << 62) + 1};
+  for (size_t c = 0; c < sizeof idx / sizeof idx[0]; c++) {
+    ox_arg args[3] = {ox_arg_tensor(part), ox_arg_tensor(tx), ox_arg_u64(idx[c])};
+    CHECK_OK(ox_launch(k, NULL, NULL, args, 3));
+    CHECK_OK(ox_tensor_to_host(tz, NULL, z, sizeof z));
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+      float want = idx[c] == 3 ? (float)(48 + i % 16) : -7.0f;
+      bad += z[i] != want;
+    }
+    CHECK(bad == 0, "far: tile index %llu: %d wrong", (unsigned long long)idx[c], bad);
+  }
+  ox_tensor_release(part);
+  ox_tensor_release(tx);
+  ox_tensor_release(tz);
+}
+
 static void test_launch_errors(ox_kernel add, ox_kernel two) {
   const int64_t n = 100, t8 = 8, t16 = 16;
   ox_tensor x, y, z, p8, p16, zi, w;
@@ -246,8 +277,9 @@ int main(int argc, char **argv) {
   ox_compile_options o = {.filename = "tile.oxk"};
   ox_module m = NULL;
   CHECK_OK(ox_module_compile(dev, SRC, &o, &m));
-  ox_kernel add = NULL, scale = NULL, two = NULL, rms = NULL, ln = NULL, colmax = NULL;
+  ox_kernel add = NULL, scale = NULL, two = NULL, rms = NULL, ln = NULL, colmax = NULL, far = NULL;
   if (m) {
+    CHECK_OK(ox_module_get_kernel(m, "far", &far));
     CHECK_OK(ox_module_get_kernel(m, "rmsnorm", &rms));
     CHECK_OK(ox_module_get_kernel(m, "layernorm", &ln));
     CHECK_OK(ox_module_get_kernel(m, "colmax", &colmax));
@@ -265,6 +297,8 @@ int main(int argc, char **argv) {
     test_norms(rms, ln);
   if (colmax)
     test_colmax(colmax);
+  if (far)
+    test_far(far);
   ox_module_destroy(m);
   return test_done("tile_test");
 }

@@ -95,7 +95,8 @@ ox_status ox_chain_launch(ox_chain c, ox_kernel k, const ox_launch_config *cfg, 
   if (!sp)
     return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
   sp->k = k;
-  sp->cfg = *cfg;
+  if (cfg) /* tile kernels take their grid from the partitions: cfg may be NULL */
+    sp->cfg = *cfg;
   sp->nargs = nargs;
   for (int i = 0; i < nargs; i++) {
     sp->args[i] = args[i];
@@ -127,7 +128,7 @@ ox_status ox_chain_copy(ox_chain c, ox_tensor dst, ox_tensor src) {
 static ox_status run_steps(ox_chain c, ox_stream s) {
   for (int i = 0; i < c->n; i++) {
     step *sp = &c->steps[i];
-    ox_status st = sp->k ? ox_launch(sp->k, s, &sp->cfg, sp->args, sp->nargs)
+    ox_status st = sp->k ? ox_launch(sp->k, s, sp->k->fn ? NULL : &sp->cfg, sp->args, sp->nargs)
                          : ox_tensor_copy(sp->dst, sp->src, s);
     if (st)
       return oxb_set_error(st, "chain step %d: %s", i + 1, ox_last_error());

@@ -204,12 +204,14 @@ ox_status oxa_tile_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
                            grid[i] ? ", more than the device allows" : " (an empty output)");
   if (cfg && (cfg->grid[0] || cfg->block[0]) &&
       (cfg->grid[0] != grid[0] || (cfg->grid[1] ? cfg->grid[1] : 1) != grid[1] ||
-       (cfg->grid[2] ? cfg->grid[2] : 1) != grid[2]))
+       (cfg->grid[2] ? cfg->grid[2] : 1) != grid[2] || cfg->block[0] != block[0] ||
+       (cfg->block[1] ? cfg->block[1] : 1) != 1 || (cfg->block[2] ? cfg->block[2] : 1) != 1))
     return oxb_set_error(OX_ERR_LAUNCH,
                          "kernel '%s': a tile kernel's grid is its output partition's (%llu, %llu, "
-                         "%llu); pass a NULL or zero launch config",
+                         "%llu) and its block (%u, 1, 1) is the tile lowering's; pass a NULL or "
+                         "zero launch config",
                          ki->name, (unsigned long long)grid[0], (unsigned long long)grid[1],
-                         (unsigned long long)grid[2]);
+                         (unsigned long long)grid[2], block[0]);
   if (!run)
     return OX_OK;
   uint64_t vals[OXI_MAX_PARAM_VALUES];

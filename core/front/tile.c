@@ -220,6 +220,18 @@ static val load_tile_like(sema *S, const oxf_node *n) {
   binding *z = tensor_arg(S, arg(n, 1), true, "the second argument of load_tile_like");
   if (!x || !z)
     return err;
+  const oxi_param *px = param_of(S, x), *pz = param_of(S, z);
+  bool own_tile = px->rank == pz->rank;
+  for (int d = 0; own_tile && d < px->rank; d++)
+    own_tile = px->dims[d] == pz->dims[d];
+  if (x->mkind == OXF_TY_MUTTENSOR && !own_tile) {
+    /* with other tile shapes, x's elements at z's tile belong to other blocks:
+     * reading them would race with their writes */
+    ERR(S, arg(n, 0)->loc, "load_tile_like(%s, %s) reads output '%s' at the tiles of output '%s', "
+                           "whose tile shape differs: those elements belong to other blocks",
+        x->name, z->name, x->name, z->name);
+    return err;
+  }
   int rx = param_of(S, x)->rank, rz = param_of(S, z)->rank;
   if (rx != rz) {
     ERR(S, n->loc, "load_tile_like(%s, %s) needs tensors of one rank: '%s' has rank %d, '%s' "
@@ -299,7 +311,7 @@ val oxs_tile_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) {
       return err;
     }
     int axis;
-    if (!axis_arg(S, arg(n, 1), t.v->tshape->rank, name, "the tile", &axis))
+    if (!axis_arg(S, arg(n, 1), t.v->tshape->rank, name, oxs_shape_text(S, t.v->tshape), &axis))
       return err;
     if (t.v->type == OX_BOOL) {
       ERR(S, arg(n, 0)->loc, "'%s' needs a numeric tile, found a bool tile", name);

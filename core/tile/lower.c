@@ -199,6 +199,26 @@ static void sites(lowerer *L, const oxi_tshape *shape, oxi_instr *const *coord, 
     }
 }
 
+/* Tile coordinates made safe for address arithmetic: a coordinate past the
+ * tensor's last tile (possibly so large that coord * size would wrap) becomes
+ * the first one past the end, whose elements are all outside: a load reads
+ * the padding, a store writes nothing. */
+static void clamp_coords(lowerer *L, const oxi_tshape *shape, oxi_instr **coord, int param) {
+  for (int d = 0; d < shape->rank; d++) {
+    int64_t sz = shape->dims[d];
+    oxi_instr *dim = param_info(L, OXI_DIM, param, d);
+    oxi_instr *past = bin(L, OXI_SHR, OX_U64, bin(L, OXI_ADD, OX_U64, dim, cu64(L, (uint64_t)(sz - 1))),
+                          cu64(L, (uint64_t)log2i(sz)));
+    oxi_instr *ok = bin(L, 100 + OXI_LE, OX_U64, coord[d], past);
+    oxi_instr *sel = emit(L, OXI_SELECT, OX_U64);
+    sel->ops[0] = ok;
+    sel->ops[1] = coord[d];
+    sel->ops[2] = past;
+    sel->nops = 3;
+    coord[d] = sel;
+  }
+}
+
 /* Whether the whole tile at `coord` lies inside tensor `param` (and every
  * thread's chunks exist): then no element needs a predicate. The test is the
  * same for every thread of the block, so the branch on it does not diverge.
@@ -269,6 +289,7 @@ static void lower_load(lowerer *L, const oxi_instr *in) {
     coord[d] = mapped(L, in->ops[d]);
   element_site *es = malloc(sizeof *es * (size_t)n);
   int *slot = malloc(sizeof *slot * (size_t)n);
+  clamp_coords(L, in->tshape, coord, in->mem.index);
   sites(L, in->tshape, coord, in->mem.index, es);
   oxi_instr *full = whole_tile_inside(L, in->tshape, coord, in->mem.index);
   for (int e = 0; e < n; e++)
@@ -328,6 +349,7 @@ static void lower_store(lowerer *L, const oxi_instr *in) {
   for (int d = 0; d < p->rank; d++)
     coord[d] = tile_id(L, in->mem.index, d);
   element_site *es = malloc(sizeof *es * (size_t)n);
+  clamp_coords(L, s, coord, in->mem.index);
   sites(L, s, coord, in->mem.index, es);
   oxi_instr *full = whole_tile_inside(L, s, coord, in->mem.index);
   oxi_instr **v = elements(L, in->ops[0]);
