@@ -40,6 +40,20 @@ static const char *SRC =
     "    z.store(x.partition([B]).load_padded([i], -7.0));\n"
     "}\n"
     "#[tile]\n"
+    "fn tr<const B: i32>(z: &mut Tensor<f32, [B, B]>, x: &Tensor<f32, [-1, -1]>) {\n"
+    "    let t = x.partition([B, B]).load([tile_id(1), tile_id(0)]);\n"
+    "    z.store(transpose(t));\n"
+    "}\n"
+    "#[tile]\n"
+    "fn shapes(z: &mut Tensor<i32, [4, 8]>, x: &Tensor<i32, [-1]>) {\n"
+    "    let t = x.partition([32]).load([0]);\n"
+    "    let a = reshape(t, [4, 8]);\n"
+    "    let b = permute(reshape(t, [2, 4, 4]), [2, 0, 1]);\n"
+    "    let c = reshape(b, [4, 8]);\n"
+    "    let d = broadcast_to(full([1, 8], 1000), [4, 8]) + iota([4, 8], 0) * 100;\n"
+    "    z.store(a * 1000000 + c * 1000 + d);\n"
+    "}\n"
+    "#[tile]\n"
     "fn two<const B: i32>(a: &mut Tensor<i32, [B]>, b: &mut Tensor<i32, [B]>, x: &Tensor<i32, [-1]>) {\n"
     "    let t = load_tile_like(x, a);\n"
     "    a.store(t + 1);\n"
@@ -229,6 +243,57 @@ static void test_far(ox_kernel k) {
   ox_tensor_release(tz);
 }
 
+/* transpose, reshape, permute, broadcast_to, full and iota. */
+static void test_shapes(ox_kernel tr, ox_kernel shapes) {
+  /* a tiled transpose of a 70 x 45 matrix: z = x^T */
+  const int64_t M = 70, N = 45, xs[2] = {M, N}, zs[2] = {N, M}, tile[2] = {16, 16};
+  float *x = malloc(sizeof(float) * (size_t)(M * N)), *z = malloc(sizeof(float) * (size_t)(M * N));
+  for (int64_t i = 0; i < M * N; i++)
+    x[i] = (float)i;
+  ox_tensor tx = host_tensor(OX_F32, 2, xs, x), tz = NULL, part = NULL;
+  CHECK_OK(ox_tensor_empty(dev, NULL, OX_F32, 2, zs, &tz));
+  CHECK_OK(ox_tensor_partition(tz, 2, tile, &part));
+  ox_arg args[2] = {ox_arg_tensor(part), ox_arg_tensor(tx)};
+  CHECK_OK(ox_launch(tr, NULL, NULL, args, 2));
+  CHECK_OK(ox_tensor_to_host(tz, NULL, z, sizeof(float) * (size_t)(M * N)));
+  int bad = 0;
+  for (int64_t i = 0; i < N; i++)
+    for (int64_t j = 0; j < M; j++)
+      bad += z[i * M + j] != x[j * N + i];
+  CHECK(bad == 0, "tiled transpose: %d wrong", bad);
+  ox_tensor_release(part);
+  ox_tensor_release(tx);
+  ox_tensor_release(tz);
+  free(x);
+  free(z);
+  /* shapes: one 4 x 8 tile */
+  const int64_t n = 32, s2[2] = {4, 8}, t2[2] = {4, 8};
+  int32_t xi[32], zi[32];
+  for (int i = 0; i < 32; i++)
+    xi[i] = i;
+  ox_tensor ti = host_tensor(OX_I32, 1, &n, xi), to = NULL, po = NULL;
+  CHECK_OK(ox_tensor_empty(dev, NULL, OX_I32, 2, s2, &to));
+  CHECK_OK(ox_tensor_partition(to, 2, t2, &po));
+  ox_arg a2[2] = {ox_arg_tensor(po), ox_arg_tensor(ti)};
+  CHECK_OK(ox_launch(shapes, NULL, NULL, a2, 2));
+  CHECK_OK(ox_tensor_to_host(to, NULL, zi, sizeof zi));
+  bad = 0;
+  for (int r = 0; r < 4; r++)
+    for (int c = 0; c < 8; c++) {
+      int f = r * 8 + c;
+      /* b = permute(t as [2,4,4], [2,0,1]): b[i][j][k] = t3[j][k][i], shape [4,2,4];
+       * c = b flattened row-major */
+      int i = f / 8, j = (f / 4) % 2, k = f % 4;
+      int cval = xi[j * 16 + k * 4 + i];
+      int want = xi[f] * 1000000 + cval * 1000 + 1000 + r * 100;
+      bad += zi[f] != want;
+    }
+  CHECK(bad == 0, "reshape/permute/broadcast_to/full/iota: %d wrong", bad);
+  ox_tensor_release(po);
+  ox_tensor_release(ti);
+  ox_tensor_release(to);
+}
+
 static void test_launch_errors(ox_kernel add, ox_kernel two) {
   const int64_t n = 100, t8 = 8, t16 = 16;
   ox_tensor x, y, z, p8, p16, zi, w;
@@ -278,7 +343,10 @@ int main(int argc, char **argv) {
   ox_module m = NULL;
   CHECK_OK(ox_module_compile(dev, SRC, &o, &m));
   ox_kernel add = NULL, scale = NULL, two = NULL, rms = NULL, ln = NULL, colmax = NULL, far = NULL;
+  ox_kernel tr = NULL, shapes = NULL;
   if (m) {
+    CHECK_OK(ox_module_get_kernel(m, "tr", &tr));
+    CHECK_OK(ox_module_get_kernel(m, "shapes", &shapes));
     CHECK_OK(ox_module_get_kernel(m, "far", &far));
     CHECK_OK(ox_module_get_kernel(m, "rmsnorm", &rms));
     CHECK_OK(ox_module_get_kernel(m, "layernorm", &ln));
@@ -299,6 +367,8 @@ int main(int argc, char **argv) {
     test_colmax(colmax);
   if (far)
     test_far(far);
+  if (tr && shapes)
+    test_shapes(tr, shapes);
   ox_module_destroy(m);
   return test_done("tile_test");
 }

@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_TILE_ELEMS ((int64_t)1 << 20) /* per tile, as Triton's limit */
+#define MAX_TILE_ELEMS ((int64_t)1 << 16) /* per tile: what the tile lowering handles */
 /* T_LOAD carries one coordinate per dim in ops[] */
 #define MAX_LOAD_RANK ((int)OXB_COUNT(((oxi_instr *)0)->ops))
 
@@ -285,12 +285,178 @@ static val select_call(sema *S, const oxf_node *n, oxi_type hint) {
   return oxs_value(in);
 }
 
+/* A static tile shape written as an array: integer literals or const
+ * generics, each a power of two. */
+static const oxi_tshape *shape_arg(sema *S, const oxf_node *a, const char *what) {
+  if (a->kind != OXF_ARRAY || a->args.len < 1 || a->args.len > OXI_MAX_RANK) {
+    ERR(S, a->loc, "%s takes a shape: an array of 1 to %d sizes such as [BM, BN]", what, OXI_MAX_RANK);
+    return NULL;
+  }
+  int64_t dims[OXI_MAX_RANK], elems = 1;
+  for (int d = 0; d < a->args.len; d++) {
+    const oxf_node *e = a->args.items[d];
+    binding *g = e->kind == OXF_NAME ? oxs_lookup(S, e->name) : NULL;
+    if (e->kind == OXF_INT && e->ival <= ((uint64_t)1 << 40))
+      dims[d] = (int64_t)e->ival;
+    else if (g && g->is_generic)
+      dims[d] = g->gval;
+    else {
+      ERR(S, e->loc, "a tile size is an integer literal or a const generic");
+      return NULL;
+    }
+    if (!pow2(dims[d])) {
+      ERR(S, e->loc, "tile shapes are static powers of two: dim %d of %s is %lld", d, what,
+          (long long)dims[d]);
+      return NULL;
+    }
+    elems = elems > MAX_TILE_ELEMS ? elems : elems * dims[d];
+  }
+  const oxi_tshape *shape = new_shape(S, a->args.len, dims);
+  if (elems > MAX_TILE_ELEMS) {
+    ERR(S, a->loc, "a tile holds at most %lld elements; %s is %s", (long long)MAX_TILE_ELEMS, what,
+        oxs_shape_text(S, shape));
+    return NULL;
+  }
+  return shape;
+}
+
+/* The tile operand of a shape builtin. */
+static oxi_instr *tile_operand(sema *S, const oxf_node *a, oxi_type hint, const char *what) {
+  val t = oxs_expr(S, a, hint);
+  if (t.k == V_ERR)
+    return NULL;
+  if (t.k != V_TILE) {
+    ERR(S, a->loc, "'%s' takes a tile, found %s", what, oxs_vdesc(S, t));
+    return NULL;
+  }
+  return t.v;
+}
+
+static val shape_op(sema *S, oxi_op op, oxi_instr *t, const oxi_tshape *shape) {
+  oxi_instr *in = oxs_emit(S, op, t->type);
+  in->ops[0] = t;
+  in->nops = 1;
+  in->tshape = shape;
+  return oxs_value(in);
+}
+
+/* reshape, permute, transpose, broadcast_to, full, iota. */
+static val shape_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) {
+  static const val err = {V_ERR, NULL, NULL, NULL};
+  const char *name = n->name;
+  *handled = true;
+  if (!strcmp(name, "reshape") || !strcmp(name, "broadcast_to")) {
+    bool bc = name[0] == 'b';
+    if (!nargs(S, n, 2, name))
+      return err;
+    oxi_instr *t = tile_operand(S, arg(n, 0), hint, name);
+    const oxi_tshape *shape = t ? shape_arg(S, arg(n, 1), name) : NULL;
+    if (!shape)
+      return err;
+    int64_t et = 1, es = 1;
+    for (int d = 0; d < t->tshape->rank; d++)
+      et *= t->tshape->dims[d];
+    for (int d = 0; d < shape->rank; d++)
+      es *= shape->dims[d];
+    if (!bc && et != es) {
+      ERR(S, n->loc, "reshape keeps the element count: %s has %lld elements, %s has %lld",
+          oxs_shape_text(S, t->tshape), (long long)et, oxs_shape_text(S, shape), (long long)es);
+      return err;
+    }
+    if (bc) {
+      oxi_instr *ops[1] = {t};
+      if (!unify_with(S, n->loc, ops, 1, shape))
+        return err;
+      return oxs_value(ops[0]);
+    }
+    return shape_op(S, OXI_T_RESHAPE, t, shape);
+  }
+  if (!strcmp(name, "permute") || !strcmp(name, "transpose")) {
+    bool tr = name[0] == 't';
+    if (!nargs(S, n, tr ? 1 : 2, name))
+      return err;
+    oxi_instr *t = tile_operand(S, arg(n, 0), hint, name);
+    if (!t)
+      return err;
+    int rank = t->tshape->rank, perm[OXI_MAX_RANK];
+    if (tr) {
+      if (rank != 2) {
+        ERR(S, n->loc, "transpose swaps the dims of a 2-D tile; this one is %s (use permute)",
+            oxs_shape_text(S, t->tshape));
+        return err;
+      }
+      perm[0] = 1;
+      perm[1] = 0;
+    } else {
+      const oxf_node *a = arg(n, 1);
+      unsigned seen = 0;
+      bool ok = a->kind == OXF_ARRAY && a->args.len == rank;
+      for (int d = 0; ok && d < rank; d++) {
+        const oxf_node *e = a->args.items[d];
+        ok = e->kind == OXF_INT && e->ival < (uint64_t)rank && !(seen & (1u << e->ival));
+        if (ok) {
+          perm[d] = (int)e->ival;
+          seen |= 1u << e->ival;
+        }
+      }
+      if (!ok) {
+        ERR(S, a->loc, "permute takes a permutation of the %d dims as integer literals, such as [1, 0]",
+            rank);
+        return err;
+      }
+    }
+    int64_t dims[OXI_MAX_RANK];
+    uint64_t bits = 0;
+    for (int d = 0; d < rank; d++) {
+      dims[d] = t->tshape->dims[perm[d]];
+      bits |= (uint64_t)perm[d] << (4 * d);
+    }
+    val r = shape_op(S, OXI_T_PERMUTE, t, new_shape(S, rank, dims));
+    r.v->imm = bits;
+    return r;
+  }
+  if (!strcmp(name, "full")) {
+    if (!nargs(S, n, 2, name))
+      return err;
+    const oxi_tshape *shape = shape_arg(S, arg(n, 0), "full");
+    if (!shape)
+      return err;
+    val v = oxs_expr(S, arg(n, 1), hint);
+    if (v.k == V_ERR)
+      return err;
+    if (v.k != V_SCALAR) {
+      ERR(S, arg(n, 1)->loc, "full([..], value) takes a scalar value, found %s", oxs_vdesc(S, v));
+      return err;
+    }
+    return oxs_value(splat(S, v.v, shape));
+  }
+  if (!strcmp(name, "iota")) {
+    if (!nargs(S, n, 2, name))
+      return err;
+    const oxi_tshape *shape = shape_arg(S, arg(n, 0), "iota");
+    int axis;
+    if (!shape || !axis_arg(S, arg(n, 1), shape->rank, "iota", oxs_shape_text(S, shape), &axis))
+      return err;
+    oxi_type t = oxi_is_int(hint) || oxi_is_float(hint) ? hint : OX_I32;
+    oxi_instr *in = oxs_emit(S, OXI_T_IOTA, t);
+    in->index = axis;
+    in->tshape = shape;
+    return oxs_value(in);
+  }
+  *handled = false;
+  return err;
+}
+
 val oxs_tile_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) {
   static const val err = {V_ERR, NULL, NULL, NULL};
   const char *name = n->name;
   *handled = true;
   if (!strcmp(name, "load_tile_like"))
     return load_tile_like(S, n);
+  val sv = shape_call(S, n, hint, handled);
+  if (*handled)
+    return sv;
+  *handled = true;
   if (!strcmp(name, "select"))
     return select_call(S, n, hint);
   static const struct {

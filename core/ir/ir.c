@@ -72,6 +72,7 @@ const char *oxi_op_name(oxi_op op) {
                                       "barrier", "shfl",   "vote",    "math",   "assume", "aligned",
                                       "dim",    "stride",  "t.load",  "t.store", "t.splat",
                                       "t.id",   "t.count", "t.reduce", "t.broadcast",
+                                      "t.reshape", "t.permute", "t.iota",
                                       "br",     "condbr",  "ret"};
   _Static_assert(OXB_COUNT(names) == OXI_OP_COUNT, "op names");
   return (unsigned)op < OXI_OP_COUNT ? names[op] : "?";
@@ -502,6 +503,34 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
                          : "t.broadcast: dims of the operand equal to the result's or 1");
     break;
   }
+  case OXI_T_RESHAPE:
+  case OXI_T_PERMUTE: {
+    const oxi_tshape *a = in->nops == 1 ? in->ops[0]->tshape : NULL, *r = in->tshape;
+    bool ok = a && r && t0 == in->type;
+    if (ok && in->op == OXI_T_RESHAPE) {
+      int64_t ea = 1, er = 1;
+      for (int d = 0; d < a->rank; d++)
+        ea *= a->dims[d];
+      for (int d = 0; d < r->rank; d++)
+        er *= r->dims[d];
+      ok = ea == er;
+    } else if (ok) {
+      unsigned seen = 0;
+      ok = a->rank == r->rank;
+      for (int d = 0; ok && d < r->rank; d++) {
+        int pd = (int)((in->imm >> (4 * d)) & 15);
+        ok = pd < a->rank && !(seen & (1u << pd)) && r->dims[d] == a->dims[pd];
+        seen |= 1u << pd;
+      }
+    }
+    if (!ok)
+      fail(V, b, in, "t.reshape keeps the element count; t.permute is a permutation of the dims");
+    break;
+  }
+  case OXI_T_IOTA:
+    if (in->nops || !in->tshape || in->index < 0 || in->index >= in->tshape->rank || in->type == OX_BOOL)
+      fail(V, b, in, "t.iota: a numeric tile and an axis below its rank");
+    break;
   case OXI_BR: if (!in->target[0]) fail(V, b, in, "branch without target"); break;
   case OXI_CONDBR:
     if (!in->target[0] || !in->target[1] || t0 != OX_BOOL) fail(V, b, in, "condbr needs bool and 2 targets");
@@ -516,7 +545,7 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
   bool elementwise = in->op == OXI_BIN || in->op == OXI_CMP || in->op == OXI_NEG || in->op == OXI_NOT ||
                      in->op == OXI_CAST || in->op == OXI_SELECT || in->op == OXI_MATH;
   if (!k->is_tile) {
-    if (in->tshape || (in->op >= OXI_T_LOAD && in->op <= OXI_T_BROADCAST))
+    if (in->tshape || (in->op >= OXI_T_LOAD && in->op <= OXI_T_IOTA))
       fail(V, b, in, "tile value or op outside a tile kernel (or after the tile lowering)");
   } else if (elementwise) {
     for (int i = 0; i < in->nops; i++) {
@@ -532,8 +561,7 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
       if (!same)
         fail(V, b, in, "elementwise operands must have the result's tile shape");
     }
-  } else if (in->tshape && in->op != OXI_T_LOAD && in->op != OXI_T_SPLAT && in->op != OXI_T_REDUCE &&
-             in->op != OXI_T_BROADCAST) {
+  } else if (in->tshape && (in->op < OXI_T_LOAD || in->op > OXI_T_IOTA)) {
     fail(V, b, in, "only tile ops and elementwise ops make tile values");
   }
 }

@@ -57,6 +57,10 @@ typedef enum oxi_op {
   OXI_T_REDUCE,    /* ops[0] reduced along axis `index` with sub (OXI_ADD, OXI_MUL, OXI_MIN,
                       OXI_MAX); the result keeps the axis with size 1 */
   OXI_T_BROADCAST, /* ops[0] (same rank, each dim equal or 1) repeated to `tshape` */
+  OXI_T_RESHAPE,   /* ops[0]'s elements, in row-major order, in `tshape` */
+  OXI_T_PERMUTE,   /* ops[0] with dim d of the result = dim perm[d] of the operand, where
+                      perm[d] is bits 4d..4d+3 of imm */
+  OXI_T_IOTA,      /* a tile of `tshape` whose elements are their coordinate along axis `index` */
   OXI_BR,      /* to target[0] */
   OXI_CONDBR,  /* ops0 ? target[0] : target[1] */
   OXI_RET,

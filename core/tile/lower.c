@@ -508,6 +508,75 @@ static void lower_broadcast(lowerer *L, const oxi_instr *in) {
   L->tval[in->id] = out;
 }
 
+/* Reshape and permute: the result element at row-major position f reads
+ * the operand element at position src(f) through scratch (for a reshape the
+ * same f; for a permute, f's coordinates reordered). */
+static void lower_move(lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *src = in->ops[0]->tshape, *dst = in->tshape;
+  layout ys = layout_of(L, src), yd = layout_of(L, dst);
+  if (in->op == OXI_T_RESHAPE && ys.VEC == yd.VEC && ys.J == yd.J && ys.guard == yd.guard) {
+    L->tval[in->id] = elements(L, in->ops[0]); /* the same elements in the same threads */
+    return;
+  }
+  spill(L, in->ops[0]);
+  barrier(L);
+  int n = yd.J * yd.VEC;
+  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  positions(L, dst, f, ok);
+  oxi_instr **out = new_elements(L, dst);
+  int64_t dshift[OXI_MAX_RANK], sstride[OXI_MAX_RANK];
+  int64_t after = elems(dst), sa = elems(src);
+  for (int d = 0; d < dst->rank; d++) {
+    after /= dst->dims[d];
+    dshift[d] = log2i(after);
+  }
+  for (int d = 0; d < src->rank; d++) {
+    sa /= src->dims[d];
+    sstride[d] = sa;
+  }
+  for (int e = 0; e < n; e++) {
+    oxi_instr *g = existing(L, f[e], ok[e]);
+    if (in->op == OXI_T_PERMUTE) {
+      oxi_instr *pos = NULL;
+      for (int d = 0; d < dst->rank; d++) {
+        int sd = (int)((in->imm >> (4 * d)) & 15);
+        oxi_instr *c = bin(L, OXI_AND, OX_U64, bin(L, OXI_SHR, OX_U64, g, cu64(L, (uint64_t)dshift[d])),
+                           cu64(L, (uint64_t)(dst->dims[d] - 1)));
+        oxi_instr *term = bin(L, OXI_MUL, OX_U64, c, cu64(L, (uint64_t)sstride[sd]));
+        pos = pos ? bin(L, OXI_ADD, OX_U64, pos, term) : term;
+      }
+      g = pos;
+    }
+    out[e] = shared_load(L, scratch(L, in->type), in->type, g);
+  }
+  free(f);
+  barrier(L);
+  L->tval[in->id] = out;
+}
+
+/* iota: each element's coordinate along the axis, from its position. */
+static void lower_iota(lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *s = in->tshape;
+  layout y = layout_of(L, s);
+  int n = y.J * y.VEC;
+  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  positions(L, s, f, ok);
+  int64_t after = elems(s);
+  for (int d = 0; d <= in->index; d++)
+    after /= s->dims[d];
+  oxi_instr **out = new_elements(L, s);
+  for (int e = 0; e < n; e++) {
+    oxi_instr *c = bin(L, OXI_AND, OX_U64, bin(L, OXI_SHR, OX_U64, f[e], cu64(L, (uint64_t)log2i(after))),
+                       cu64(L, (uint64_t)(s->dims[in->index] - 1)));
+    oxi_instr *cv = emit(L, OXI_CAST, in->type);
+    cv->ops[0] = c;
+    cv->nops = 1;
+    out[e] = cv;
+  }
+  free(f);
+  L->tval[in->id] = out;
+}
+
 /* The identity of reduction `sub` for type t. */
 static oxi_instr *identity(lowerer *L, int sub, oxi_type t) {
   oxi_instr *c = emit(L, OXI_CONST, t);
@@ -649,6 +718,9 @@ static void lower_instr(lowerer *L, const oxi_instr *in) {
   }
   case OXI_T_REDUCE: lower_reduce(L, in); return;
   case OXI_T_BROADCAST: lower_broadcast(L, in); return;
+  case OXI_T_RESHAPE:
+  case OXI_T_PERMUTE: lower_move(L, in); return;
+  case OXI_T_IOTA: lower_iota(L, in); return;
   case OXI_T_ID: L->sval[in->id] = tile_id(L, in->mem.index, in->index); return;
   case OXI_T_COUNT: L->sval[in->id] = tile_count(L, in->mem.index, in->index); return;
   default: break;
@@ -707,7 +779,8 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k) {
     const oxi_block *b = k->blocks.items[bi];
     for (int ii = 0; ii < b->instrs.len; ii++) {
       const oxi_instr *in = b->instrs.items[ii];
-      if (in->op != OXI_T_REDUCE && in->op != OXI_T_BROADCAST)
+      if (in->op != OXI_T_REDUCE && in->op != OXI_T_BROADCAST && in->op != OXI_T_RESHAPE &&
+          in->op != OXI_T_PERMUTE)
         continue;
       int64_t e = elems(in->ops[0]->tshape);
       e = e > T ? e : T;
