@@ -464,7 +464,7 @@ static const bad bads[] = {
       "4:22 error: a partition size is an integer literal or a const generic",
       "5:21 error: 'x' has rank 1, but the partition gives 2 sizes",
       "6:21 error: partition takes the tile shape as an array: 'x.partition([B])'",
-      "7:21 error: a tile holds at most 1048576 elements; the partition of 'x' is [2097152]"}},
+      "7:21 error: a tile holds at most 65536 elements; the partition of 'x' is [2097152]"}},
     {"partition loads", T(
         "let p = x.partition([B]);\n"
         "let a = p.load([n]);\n"
