@@ -336,7 +336,7 @@ static const bad bads[] = {
     {"tile shape not a power of two", "#[tile]\nfn k(z: &mut Tensor<f32, [4, 12]>) { }\n", 1,
      {"2:6 error: tile shapes are static powers of two: dim 1 of output 'z' is 12"}},
     {"tile too big", "#[tile]\nfn k(z: &mut Tensor<f32, [1024, 2048]>) { }\n", 1,
-     {"2:6 error: a tile holds at most 1048576 elements; output 'z' has the tile shape "
+     {"2:6 error: a tile holds at most 65536 elements; output 'z' has the tile shape "
       "[1024, 2048]"}},
     {"tensors in a SIMT kernel", "#[kernel]\nfn k(x: &Tensor<f32, [4]>) { }\n", 1,
      {"2:6 error: Tensor parameters belong to #[tile] kernels"}},
