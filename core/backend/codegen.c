@@ -182,9 +182,6 @@ static LLVMValueRef math(cg_t *C, const oxi_instr *in) {
     case OXI_M_COS: r = intrinsic1(C, "cos", a[0]); break;
     case OXI_M_POW: {
       /* pow(x, y) = exp2(y * log2(x)) on both targets, so they agree (x < 0 gives NaN) */
-      oxi_instr l2 = *in, e2 = *in;
-      (void)l2;
-      (void)e2;
       LLVMValueRef lg = gpu && ct == OX_F32 ? ptx_f32(C, "lg2.approx.f32", a[0])
                                             : intrinsic1(C, "log2", a[0]);
       LLVMValueRef p = LLVMBuildFMul(C->b, a[1], lg, "");

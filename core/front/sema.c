@@ -2231,7 +2231,7 @@ static void check_kernel(sema *S, const oxf_fn *fn) {
   int errors_before = S->d->errors;
   S->nbinds = S->nfacts = S->nloops = S->nframes = S->nrel = 0;
   S->too_big = false;
-  S->unsafe_depth = fn->is_unsafe ? 0 : 0; /* unsafe kernels still check reads outside unsafe {} */
+  S->unsafe_depth = 0; /* unsafe kernels still check reads outside unsafe {} blocks */
   set_block(S, new_block(S));
   if (fn->ret && fn->ret->kind != OXF_TY_UNIT)
     ERR(S, fn->ret->loc, "kernels return nothing; results go to their DisjointSlice outputs");
@@ -2392,9 +2392,7 @@ bool oxf_check(oxb_arena *a, oxb_diags *d, const oxf_program *p, oxi_module *m) 
       continue;
     }
     kernels++;
-    int before = d->errors;
     check_kernel(&S, fn);
-    (void)before;
   }
   /* device functions no kernel calls are still checked: in a throwaway kernel
    * whose parameters stand in for theirs */
