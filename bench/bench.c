@@ -81,6 +81,33 @@ static ox_device gpu(void) {
   return d;
 }
 
+/* Median seconds per launch: each sample is 10 back-to-back launches and one
+ * synchronization, so the host's synchronization cost is spread as it is for
+ * the event-timed peers. */
+static double median_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg, ox_arg *args,
+                            int nargs, int iters) {
+  for (int i = 0; i < 5; i++)
+    OK(ox_launch(k, s, cfg, args, nargs));
+  OK(ox_stream_synchronize(s));
+  double *t = malloc(sizeof(double) * (size_t)iters);
+  for (int i = 0; i < iters; i++) {
+    double t0 = now();
+    for (int r = 0; r < 10; r++)
+      OK(ox_launch(k, s, cfg, args, nargs));
+    OK(ox_stream_synchronize(s));
+    t[i] = (now() - t0) / 10;
+  }
+  for (int i = 1; i < iters; i++)
+    for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+      double x = t[j];
+      t[j] = t[j - 1];
+      t[j - 1] = x;
+    }
+  double med = t[iters / 2];
+  free(t);
+  return med;
+}
+
 static void vecadd(int64_t n, int iters, int strided, int waves) {
   ox_device d = gpu();
   ox_module m;
@@ -99,27 +126,7 @@ static void vecadd(int64_t n, int iters, int strided, int waves) {
   uint32_t blocks = strided ? (uint32_t)(ox_device_multiprocessors(d) * waves) : (uint32_t)((n + 255) / 256);
   ox_launch_config cfg = {{blocks, 1, 1}, {256, 1, 1}};
   ox_arg args[3] = {ox_arg_tensor(a), ox_arg_tensor(b), ox_arg_tensor(c)};
-  for (int i = 0; i < 5; i++)
-    OK(ox_launch(k, s, &cfg, args, 3));
-  OK(ox_stream_synchronize(s));
-  /* median of per-launch times, each measured with a synchronization */
-  double *t = malloc(sizeof(double) * (size_t)iters);
-  /* each sample: 10 back-to-back launches and one synchronization, so the
-   * host's synchronization cost is spread as it is for event-timed peers */
-  for (int i = 0; i < iters; i++) {
-    double t0 = now();
-    for (int r = 0; r < 10; r++)
-      OK(ox_launch(k, s, &cfg, args, 3));
-    OK(ox_stream_synchronize(s));
-    t[i] = (now() - t0) / 10;
-  }
-  for (int i = 1; i < iters; i++)
-    for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-      double x = t[j];
-      t[j] = t[j - 1];
-      t[j - 1] = x;
-    }
-  double med = t[iters / 2];
+  double med = median_launch(k, s, &cfg, args, 3, iters);
   OK(ox_tensor_to_host(c, s, h, sizeof(float) * (size_t)n));
   int bad = 0;
   for (int64_t i = 0; i < n; i += 9973)
@@ -131,7 +138,6 @@ static void vecadd(int64_t n, int iters, int strided, int waves) {
   ox_tensor_release(c);
   ox_module_destroy(m);
   free(h);
-  free(t);
 }
 
 static void tile_add(int64_t n, int iters, int64_t tile) {
@@ -148,33 +154,14 @@ static void tile_add(int64_t n, int iters, int64_t tile) {
   ox_stream s;
   OK(ox_device_stream(d, &s));
   ox_arg args[3] = {ox_arg_tensor(part), ox_arg_tensor(a), ox_arg_tensor(b)};
-  for (int i = 0; i < 5; i++)
-    OK(ox_launch(k, s, NULL, args, 3));
-  OK(ox_stream_synchronize(s));
-  double *t = malloc(sizeof(double) * (size_t)iters);
-  for (int i = 0; i < iters; i++) {
-    double t0 = now();
-    for (int r = 0; r < 10; r++)
-      OK(ox_launch(k, s, NULL, args, 3));
-    OK(ox_stream_synchronize(s));
-    t[i] = (now() - t0) / 10;
-  }
-  for (int i = 1; i < iters; i++)
-    for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-      double x = t[j];
-      t[j] = t[j - 1];
-      t[j - 1] = x;
-    }
-  float probe[4];
-  int64_t four = 4;
-  ox_tensor head;
+  double med = median_launch(k, s, NULL, args, 3, iters);
+  float probe[4]; /* the last four elements: the edge of the partition */
+  ox_tensor head, dense;
   OK(ox_tensor_slice(c, 0, n - 4, n, 1, &head));
-  ox_tensor dense;
-  OK(ox_tensor_to(head, ox_device_get_type(d) == OX_DEVICE_CUDA ? d : d, s, &dense));
+  OK(ox_tensor_to(head, d, s, &dense));
   OK(ox_tensor_to_host(dense, s, probe, sizeof probe));
-  (void)four;
   printf("{\"bench\": \"tile_add\", \"tile\": %lld, \"n\": %lld, \"median_s\": %.9f, \"gbps\": %.1f, \"correct\": %s}\n",
-         (long long)tile, (long long)n, t[iters / 2], 12.0 * (double)n / t[iters / 2] / 1e9,
+         (long long)tile, (long long)n, med, 12.0 * (double)n / med / 1e9,
          probe[3] == 3.75f ? "true" : "false");
   ox_tensor_release(dense);
   ox_tensor_release(head);
@@ -183,7 +170,6 @@ static void tile_add(int64_t n, int iters, int64_t tile) {
   ox_tensor_release(b);
   ox_tensor_release(c);
   ox_module_destroy(m);
-  free(t);
 }
 
 static void softmax(int64_t rows, int64_t cols, int iters) {
@@ -200,23 +186,7 @@ static void softmax(int64_t rows, int64_t cols, int iters) {
   ox_stream s;
   OK(ox_device_stream(d, &s));
   ox_arg args[2] = {ox_arg_tensor(part), ox_arg_tensor(x)};
-  for (int i = 0; i < 3; i++)
-    OK(ox_launch(k, s, NULL, args, 2));
-  OK(ox_stream_synchronize(s));
-  double *t = malloc(sizeof(double) * (size_t)iters);
-  for (int i = 0; i < iters; i++) {
-    double t0 = now();
-    for (int r = 0; r < 10; r++)
-      OK(ox_launch(k, s, NULL, args, 2));
-    OK(ox_stream_synchronize(s));
-    t[i] = (now() - t0) / 10;
-  }
-  for (int i = 1; i < iters; i++)
-    for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-      double v = t[j];
-      t[j] = t[j - 1];
-      t[j - 1] = v;
-    }
+  double med = median_launch(k, s, NULL, args, 2, iters);
   float probe[2];
   ox_tensor row, dense;
   OK(ox_tensor_slice(y, 0, rows - 1, rows, 1, &row));
@@ -227,7 +197,7 @@ static void softmax(int64_t rows, int64_t cols, int iters) {
   probe[1] = h[cols - 1];
   double want = 1.0 / (double)cols;
   printf("{\"bench\": \"softmax\", \"rows\": %lld, \"cols\": %lld, \"median_s\": %.9f, \"gbps\": %.1f, \"correct\": %s}\n",
-         (long long)rows, (long long)cols, t[iters / 2], 8.0 * (double)(rows * cols) / t[iters / 2] / 1e9,
+         (long long)rows, (long long)cols, med, 8.0 * (double)(rows * cols) / med / 1e9,
          fabs(probe[0] - want) < 1e-6 * 10 && fabs(probe[1] - want) < 1e-5 ? "true" : "false");
   free(h);
   ox_tensor_release(dense);
@@ -236,7 +206,6 @@ static void softmax(int64_t rows, int64_t cols, int iters) {
   ox_tensor_release(x);
   ox_tensor_release(y);
   ox_module_destroy(m);
-  free(t);
 }
 
 /* ---- raw driver launches, for the comparison */

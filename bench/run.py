@@ -23,6 +23,26 @@ def oxide(*args, env=None):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def timeit(fn, reps=50):
+    """Median seconds per call: CUDA events around 10 calls, after a warm-up."""
+    import torch
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        e0 = torch.cuda.Event(enable_timing=True)
+        e1 = torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(10):
+            fn()
+        e1.record()
+        e1.synchronize()
+        times.append(e0.elapsed_time(e1) / 1e3 / 10)
+    times.sort()
+    return times[len(times) // 2]
+
+
 def peers_vecadd():
     import torch
     results["device"] = torch.cuda.get_device_name()
@@ -30,23 +50,6 @@ def peers_vecadd():
     b = torch.rand(N, device="cuda")
     c = torch.empty_like(a)
     rows = {}
-
-    def timeit(fn, reps=50):
-        for _ in range(5):
-            fn()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(reps):
-            e0 = torch.cuda.Event(enable_timing=True)
-            e1 = torch.cuda.Event(enable_timing=True)
-            e0.record()
-            for _ in range(10):
-                fn()
-            e1.record()
-            e1.synchronize()
-            times.append(e0.elapsed_time(e1) / 1e3 / 10)
-        times.sort()
-        return times[len(times) // 2]
 
     t = timeit(lambda: torch.add(a, b, out=c))
     rows["torch.add"] = 12 * N / t / 1e9
@@ -103,24 +106,7 @@ def main():
     xs = torch.rand(R, C, device="cuda")
     ys = torch.empty_like(xs)
 
-    def t_of(fn, reps=20):
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(reps):
-            e0 = torch.cuda.Event(enable_timing=True)
-            e1 = torch.cuda.Event(enable_timing=True)
-            e0.record()
-            for _ in range(5):
-                fn()
-            e1.record()
-            e1.synchronize()
-            ts.append(e0.elapsed_time(e1) / 1e3 / 5)
-        ts.sort()
-        return ts[len(ts) // 2]
-
-    srows = {"torch.softmax": 8 * R * C / t_of(lambda: torch.softmax(xs, 1)) / 1e9}
+    srows = {"torch.softmax": 8 * R * C / timeit(lambda: torch.softmax(xs, 1)) / 1e9}
     try:
         import triton, triton.language as tl
 
@@ -132,7 +118,7 @@ def main():
             e = tl.exp(v - tl.max(v, 0))
             tl.store(y + row * n + off, e / tl.sum(e, 0), mask=off < n)
 
-        srows["triton"] = 8 * R * C / t_of(lambda: softmax_kernel[(R,)](ys, xs, C, BLOCK=C)) / 1e9
+        srows["triton"] = 8 * R * C / timeit(lambda: softmax_kernel[(R,)](ys, xs, C, BLOCK=C)) / 1e9
     except Exception as e:
         srows["triton"] = f"failed: {e}"
     ox = oxide("softmax", R, C, 20)

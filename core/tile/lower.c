@@ -294,16 +294,9 @@ static void lower_load(lowerer *L, const oxi_instr *in) {
   oxi_instr *full = whole_tile_inside(L, in->tshape, coord, in->mem.index);
   for (int e = 0; e < n; e++)
     slot[e] = oxi_slot_new(L->m, L->nk, in->type);
-  oxi_block *done = oxi_block_new(L->m, L->nk), *slow = NULL;
+  oxi_block *done = oxi_block_new(L->m, L->nk), *slow;
   if (full) {
-    oxi_block *fast = oxi_block_new(L->m, L->nk);
-    slow = oxi_block_new(L->m, L->nk);
-    oxi_instr *br = emit(L, OXI_CONDBR, OXI_VOID);
-    br->ops[0] = full;
-    br->nops = 1;
-    br->target[0] = fast;
-    br->target[1] = slow;
-    L->cur = fast;
+    begin_if(L, full, &slow); /* the fast path: straight-line loads */
     for (int e = 0; e < n; e++)
       set_slot(L, slot[e], load_at(L, in, es[e].index));
     end_if(L, done);
@@ -353,15 +346,9 @@ static void lower_store(lowerer *L, const oxi_instr *in) {
   sites(L, s, coord, in->mem.index, es);
   oxi_instr *full = whole_tile_inside(L, s, coord, in->mem.index);
   oxi_instr **v = elements(L, in->ops[0]);
-  oxi_block *done = oxi_block_new(L->m, L->nk);
+  oxi_block *done = oxi_block_new(L->m, L->nk), *slow;
   if (full) {
-    oxi_block *fast = oxi_block_new(L->m, L->nk), *slow = oxi_block_new(L->m, L->nk);
-    oxi_instr *br = emit(L, OXI_CONDBR, OXI_VOID);
-    br->ops[0] = full;
-    br->nops = 1;
-    br->target[0] = fast;
-    br->target[1] = slow;
-    L->cur = fast;
+    begin_if(L, full, &slow); /* the fast path: straight-line stores */
     for (int e = 0; e < n; e++)
       store_at(L, in, es[e].index, v[e]);
     end_if(L, done);
