@@ -33,6 +33,7 @@ typedef struct lowerer {
   oxi_block **nb;      /* old block -> its first new block */
   oxi_instr *t;        /* this thread's index in the block (u64) */
   int scratch[OX_DTYPE_COUNT]; /* shared array per dtype for layout changes, + 1; 0 = none */
+  bool *everywhere;    /* old value id -> a one-element tile whose value every thread holds */
 } lowerer;
 
 typedef struct layout {
@@ -462,6 +463,14 @@ static void spill(lowerer *L, const oxi_instr *old) {
  * position with the broadcast dims at 0. */
 static void lower_broadcast(lowerer *L, const oxi_instr *in) {
   const oxi_tshape *src = in->ops[0]->tshape, *dst = in->tshape;
+  if (L->everywhere[in->ops[0]->id]) { /* a value every thread already holds */
+    layout y = layout_of(L, dst);
+    oxi_instr **out = new_elements(L, dst), *v = elements(L, in->ops[0])[0];
+    for (int e = 0; e < y.J * y.VEC; e++)
+      out[e] = v;
+    L->tval[in->id] = out;
+    return;
+  }
   spill(L, in->ops[0]);
   barrier(L);
   layout y = layout_of(L, dst);
@@ -632,6 +641,62 @@ static oxi_instr *fold_loop(lowerer *L, int sub, oxi_type t, oxi_mem m, oxi_inst
   return r;
 }
 
+/* A reduction of a whole tile to one element, the way a row reduction for a
+ * softmax or a norm wants it: each thread folds its own elements in
+ * registers, the warps fold their lanes with butterfly shuffles, and the
+ * warps' results meet in shared memory, where every thread folds them: so
+ * every thread holds the result, and broadcasting it back costs nothing. */
+static void reduce_all(lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *src = in->ops[0]->tshape;
+  int sub = in->sub;
+  oxi_type t = in->type;
+  layout y = layout_of(L, src);
+  int n = y.J * y.VEC;
+  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  positions(L, src, f, ok);
+  oxi_instr **v = elements(L, in->ops[0]);
+  oxi_instr *acc = NULL;
+  for (int e = 0; e < n; e++) {
+    oxi_instr *x = v[e];
+    if (ok[e]) { /* an element the layout's guard says does not exist */
+      oxi_instr *id = identity(L, sub, t);
+      oxi_instr *sel = emit(L, OXI_SELECT, t);
+      sel->ops[0] = ok[e];
+      sel->ops[1] = x;
+      sel->ops[2] = id;
+      sel->nops = 3;
+      x = sel;
+    }
+    acc = acc ? combine(L, sub, t, acc, x) : x;
+  }
+  free(f);
+  for (int off = 16; off >= 1; off /= 2) {
+    oxi_instr *lane = emit(L, OXI_CONST, OX_U32);
+    lane->imm = (uint64_t)off;
+    oxi_instr *sh = emit(L, OXI_SHFL, t);
+    sh->sub = 3; /* xor */
+    sh->ops[0] = acc;
+    sh->ops[1] = lane;
+    sh->nops = 2;
+    acc = combine(L, sub, t, acc, sh);
+  }
+  L->nk->uses_sync = true;
+  oxi_mem m = scratch(L, t);
+  oxi_instr *first = bin(L, 100 + OXI_EQ, OX_U64, bin(L, OXI_AND, OX_U64, L->t, cu64(L, 31)), cu64(L, 0));
+  shared_store(L, m, bin(L, OXI_SHR, OX_U64, L->t, cu64(L, 5)), acc, first);
+  barrier(L);
+  oxi_instr *res = NULL;
+  for (int w = 0; w < L->T / 32; w++) {
+    oxi_instr *x = shared_load(L, m, t, cu64(L, (uint64_t)w));
+    res = res ? combine(L, sub, t, res, x) : x;
+  }
+  barrier(L);
+  oxi_instr **out = new_elements(L, in->tshape);
+  out[0] = res;
+  L->tval[in->id] = out;
+  L->everywhere[in->id] = true;
+}
+
 /* A reduction along axis a. With R results and T threads: when R < T, each
  * result gets G = T / R threads, each folding every G-th element of its row,
  * and the G partials are folded from scratch; else each thread folds whole
@@ -644,6 +709,10 @@ static void lower_reduce(lowerer *L, const oxi_instr *in) {
   int64_t len = src->dims[a], inner = 1, R = elems(dst);
   for (int d = a + 1; d < src->rank; d++)
     inner *= src->dims[d];
+  if (R == 1 && L->T >= 32 && (ox_dtype_size((ox_dtype)t) == 4 || ox_dtype_size((ox_dtype)t) == 8)) {
+    reduce_all(L, in);
+    return;
+  }
   spill(L, in->ops[0]);
   barrier(L);
   /* the position in the source of result r's first element */
@@ -758,6 +827,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k) {
   L.nk = nk;
   L.sval = calloc((size_t)k->next_id + 1, sizeof *L.sval);
   L.tval = calloc((size_t)k->next_id + 1, sizeof *L.tval);
+  L.everywhere = calloc((size_t)k->next_id + 1, sizeof *L.everywhere);
   L.nb = calloc((size_t)k->blocks.len, sizeof *L.nb);
   /* scratch for reductions and broadcasts: per dtype, the most elements one
    * step spills (at least one per thread, for partial results) */
@@ -788,6 +858,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k) {
   if (nk->shared_bytes > 48 * 1024) {
     free(L.sval);
     free(L.tval);
+    free(L.everywhere);
     free(L.nb);
     return oxb_set_error(OX_ERR_UNSUPPORTED,
                          "%s:%d:%d: kernel '%s' needs %lld bytes of shared memory for its reductions "
@@ -806,6 +877,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k) {
   }
   free(L.sval);
   free(L.tval);
+  free(L.everywhere);
   free(L.nb);
   k->blocks = nk->blocks;
   k->slots = nk->slots;
