@@ -5,6 +5,12 @@
  *                             with W, the grid-stride kernel on W blocks per SM
  *   bench tileadd N ITERS T   the tile pipeline's add on N f32 in tiles of T
  *   bench softmax R C ITERS   the tile pipeline's row softmax of R x C f32
+ *   bench rmsnorm R C ITERS [DEV]    RMSNorm and LayerNorm of R x C f32, one
+ *   bench layernorm R C ITERS [DEV]  row per tile of 1 x next_pow2(C); DEV is
+ *                             "cuda" (the default) or "cpu"
+ *   bench matmul M N K T ITERS  the tile pipeline's bf16 matmul (f32
+ *                             accumulate and output, examples/tile_matmul.oxk)
+ *                             in T x T tiles: TFLOP/s
  *   bench launch ITERS        host time per launch: ox_launch vs a raw
  *                             cuLaunchKernel of the same cubin
  *   bench compile             cold compile of vecadd to a loaded module
@@ -68,6 +74,26 @@ static const char *TILE_SOFTMAX =
     "    y.store(e / reduce_sum(e, 1));\n"
     "}\n";
 
+/* The kernels of examples/tile_rmsnorm.oxk and examples/tile_layernorm.oxk
+ * (see there for why the layernorm masks the padding out of the variance). */
+static const char *TILE_RMSNORM =
+    "#[tile]\n"
+    "fn rmsnorm<const BN: i32>(y: &mut Tensor<f32, [1, BN]>, x: &Tensor<f32, [-1, -1]>, w: &Tensor<f32, [1, -1]>, n: i32, eps: f32) {\n"
+    "    let t = x.partition([1, BN]).load([tile_id(0), 0]);\n"
+    "    let ms = reduce_sum(t * t, 1) / (n as f32);\n"
+    "    y.store(t * rsqrt(ms + eps) * w.partition([1, BN]).load([0, 0]));\n"
+    "}\n";
+
+static const char *TILE_LAYERNORM =
+    "#[tile]\n"
+    "fn layernorm<const BN: i32>(y: &mut Tensor<f32, [1, BN]>, x: &Tensor<f32, [-1, -1]>, w: &Tensor<f32, [1, -1]>, b: &Tensor<f32, [1, -1]>, n: i32, eps: f32) {\n"
+    "    let t = x.partition([1, BN]).load([tile_id(0), 0]);\n"
+    "    let mean = reduce_sum(t, 1) / (n as f32);\n"
+    "    let d = select(iota([1, BN], 1) < n, t - mean, 0.0);\n"
+    "    let var = reduce_sum(d * d, 1) / (n as f32);\n"
+    "    y.store(d * rsqrt(var + eps) * w.partition([1, BN]).load([0, 0]) + b.partition([1, BN]).load([0, 0]));\n"
+    "}\n";
+
 static const char *EMPTY =
     "#[kernel]\n"
     "fn empty(a: &[f32], c: DisjointSlice<f32>, x: f32) {\n"
@@ -78,6 +104,16 @@ static const char *EMPTY =
 static ox_device gpu(void) {
   ox_device d;
   OK(ox_device_get(OX_DEVICE_CUDA, 0, &d));
+  return d;
+}
+
+/* "cpu" or "cuda" (the default), for the modes that take a device. */
+static ox_device device_named(const char *name) {
+  ox_device d;
+  if (name && !strcmp(name, "cpu"))
+    OK(ox_device_get(OX_DEVICE_CPU, 0, &d));
+  else
+    d = gpu();
   return d;
 }
 
@@ -208,6 +244,119 @@ static void softmax(int64_t rows, int64_t cols, int iters) {
   ox_module_destroy(m);
 }
 
+/* C = A x B, bf16 A [M, K] and B [K, N] of 0.5 each, so that every element of
+ * C is K / 4 exactly: probed at three places. */
+static void matmul(int64_t M, int64_t N, int64_t K, int64_t T, int iters) {
+  ox_device d = gpu();
+  ox_module m;
+  OK(ox_module_compile_file(d, OXIDE_SOURCE_DIR "/examples/tile_matmul.oxk", NULL, &m));
+  ox_kernel k;
+  OK(ox_module_get_kernel(m, "matmul", &k));
+  const int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N}, tile[2] = {T, T};
+  ox_tensor a, b, c, part;
+  OK(ox_tensor_full(d, NULL, OX_BF16, 2, sa, 0.5, &a));
+  OK(ox_tensor_full(d, NULL, OX_BF16, 2, sb, 0.5, &b));
+  OK(ox_tensor_full(d, NULL, OX_F32, 2, sc, NAN, &c));
+  OK(ox_tensor_partition(c, 2, tile, &part));
+  ox_stream s;
+  OK(ox_device_stream(d, &s));
+  ox_arg args[3] = {ox_arg_tensor(part), ox_arg_tensor(a), ox_arg_tensor(b)};
+  double med = median_launch(k, s, NULL, args, 3, iters);
+  float *h = malloc(sizeof(float) * (size_t)(M * N));
+  OK(ox_tensor_to_host(c, s, h, sizeof(float) * (size_t)(M * N)));
+  int ok = 1;
+  for (int64_t i = 0; i < M * N; i += 4099)
+    ok &= h[i] == (float)K / 4;
+  ok &= h[M * N - 1] == (float)K / 4;
+  printf("{\"bench\": \"matmul\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"tile\": %lld, "
+         "\"median_s\": %.9f, \"tflops\": %.1f, \"correct\": %s}\n",
+         (long long)M, (long long)N, (long long)K, (long long)T, med,
+         2.0 * (double)M * (double)N * (double)K / med / 1e12, ok ? "true" : "false");
+  free(h);
+  ox_tensor_release(part);
+  ox_tensor_release(a);
+  ox_tensor_release(b);
+  ox_tensor_release(c);
+  ox_module_destroy(m);
+}
+
+/* RMSNorm (layer = 0) or LayerNorm (layer = 1) of rows x cols f32, one row per
+ * tile of [1, BN], BN the next power of two >= cols; GB/s counts x read and y
+ * written (the weights are one row, negligible). Rows 0, rows/2 and rows-1
+ * are checked against a double-precision reference. */
+static void norm(int layer, int64_t rows, int64_t cols, int iters, const char *devname) {
+  ox_device d = device_named(devname);
+  ox_module m;
+  OK(ox_module_compile(d, layer ? TILE_LAYERNORM : TILE_RMSNORM, NULL, &m));
+  ox_kernel k;
+  OK(ox_module_get_kernel(m, layer ? "layernorm" : "rmsnorm", &k));
+  int64_t bn = 1;
+  while (bn < cols)
+    bn *= 2;
+  const int64_t shape[2] = {rows, cols}, wshape[2] = {1, cols}, tile[2] = {1, bn};
+  const size_t bytes = sizeof(float) * (size_t)(rows * cols);
+  float *hx = malloc(bytes), *hy = malloc(bytes), *hw = malloc(sizeof(float) * (size_t)cols),
+        *hb = malloc(sizeof(float) * (size_t)cols);
+  unsigned st = 1;
+  for (int64_t i = 0; i < rows * cols; i++) { /* values in [0.5, 1.5): a mean away from 0 */
+    st = st * 1664525u + 1013904223u;
+    hx[i] = 0.5f + (float)(st >> 8) / (float)(1u << 24);
+  }
+  for (int64_t c = 0; c < cols; c++) {
+    hw[c] = 0.5f + (float)(c % 97) / 97.0f;
+    hb[c] = (float)(c % 13) / 13.0f - 0.5f;
+  }
+  ox_tensor x, w, b, y, part;
+  OK(ox_tensor_from_host(d, NULL, OX_F32, 2, shape, hx, bytes, &x));
+  OK(ox_tensor_from_host(d, NULL, OX_F32, 2, wshape, hw, sizeof(float) * (size_t)cols, &w));
+  OK(ox_tensor_from_host(d, NULL, OX_F32, 2, wshape, hb, sizeof(float) * (size_t)cols, &b));
+  OK(ox_tensor_full(d, NULL, OX_F32, 2, shape, NAN, &y));
+  OK(ox_tensor_partition(y, 2, tile, &part));
+  ox_stream s;
+  OK(ox_device_stream(d, &s));
+  const float eps = 1e-5f;
+  ox_arg args[6];
+  int nargs = 0;
+  args[nargs++] = ox_arg_tensor(part);
+  args[nargs++] = ox_arg_tensor(x);
+  args[nargs++] = ox_arg_tensor(w);
+  if (layer) /* rmsnorm has no bias */
+    args[nargs++] = ox_arg_tensor(b);
+  args[nargs++] = ox_arg_i32((int32_t)cols);
+  args[nargs++] = ox_arg_f32(eps);
+  double med = median_launch(k, s, NULL, args, nargs, iters);
+  OK(ox_tensor_to_host(y, s, hy, bytes));
+  int bad = 0;
+  const int64_t check[3] = {0, rows / 2, rows - 1};
+  for (int i = 0; i < 3; i++) {
+    const float *xr = hx + check[i] * cols, *yr = hy + check[i] * cols;
+    double mean = 0, sq = 0;
+    for (int64_t c = 0; c < cols; c++)
+      mean += xr[c];
+    mean = layer ? mean / (double)cols : 0; /* rmsnorm: centered at 0 */
+    for (int64_t c = 0; c < cols; c++)
+      sq += (xr[c] - mean) * (xr[c] - mean);
+    double inv = 1.0 / sqrt(sq / (double)cols + eps);
+    for (int64_t c = 0; c < cols; c++) {
+      double want = (xr[c] - mean) * inv * hw[c] + (layer ? hb[c] : 0);
+      bad += !(fabs(yr[c] - want) <= 2e-4 * fabs(want) + 1e-5); /* NaN fails too */
+    }
+  }
+  printf("{\"bench\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"tile\": %lld, \"median_s\": %.9f, \"gbps\": %.1f, \"correct\": %s}\n",
+         layer ? "layernorm" : "rmsnorm", (long long)rows, (long long)cols, (long long)bn, med,
+         8.0 * (double)(rows * cols) / med / 1e9, bad ? "false" : "true");
+  ox_tensor_release(part);
+  ox_tensor_release(x);
+  ox_tensor_release(w);
+  ox_tensor_release(b);
+  ox_tensor_release(y);
+  ox_module_destroy(m);
+  free(hx);
+  free(hy);
+  free(hw);
+  free(hb);
+}
+
 /* ---- raw driver launches, for the comparison */
 typedef int (*cuModuleLoadData_t)(void **, const void *);
 typedef int (*cuModuleGetFunction_t)(void **, void *, const char *);
@@ -301,8 +450,12 @@ static void compile(void) {
 int main(int argc, char **argv) {
   if (argc >= 4 && !strcmp(argv[1], "vecadd"))
     vecadd(atoll(argv[2]), atoi(argv[3]), argc >= 5, argc >= 5 ? atoi(argv[4]) : 0);
+  else if (argc >= 7 && !strcmp(argv[1], "matmul"))
+    matmul(atoll(argv[2]), atoll(argv[3]), atoll(argv[4]), atoll(argv[5]), atoi(argv[6]));
   else if (argc >= 5 && !strcmp(argv[1], "softmax"))
     softmax(atoll(argv[2]), atoll(argv[3]), atoi(argv[4]));
+  else if (argc >= 5 && (!strcmp(argv[1], "rmsnorm") || !strcmp(argv[1], "layernorm")))
+    norm(!strcmp(argv[1], "layernorm"), atoll(argv[2]), atoll(argv[3]), atoi(argv[4]), argc >= 6 ? argv[5] : NULL);
   else if (argc >= 5 && !strcmp(argv[1], "tileadd"))
     tile_add(atoll(argv[2]), atoi(argv[3]), atoll(argv[4]));
   else if (argc >= 3 && !strcmp(argv[1], "launch"))
@@ -310,7 +463,8 @@ int main(int argc, char **argv) {
   else if (argc >= 2 && !strcmp(argv[1], "compile"))
     compile();
   else {
-    fprintf(stderr, "usage: bench vecadd N ITERS | launch ITERS | compile\n");
+    fprintf(stderr, "usage: bench vecadd N ITERS [W] | tileadd N ITERS T | softmax R C ITERS | rmsnorm R C ITERS [cpu|cuda]\n"
+                    "       | layernorm R C ITERS [cpu|cuda] | launch ITERS | compile\n");
     return 2;
   }
   return 0;

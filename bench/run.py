@@ -7,7 +7,9 @@ else bench/results.json).
 
 Figures: vecadd on 2^28 f32 (GB/s counting bytes read + written, median);
 host time per launch (ox_launch vs raw cuLaunchKernel of the same cubin);
-cold compile of vecadd to a loaded module, and a load from the disk cache."""
+cold compile of vecadd to a loaded module, and a load from the disk cache.
+Row softmax, RMSNorm and LayerNorm (8192 x 8192 and 4096 x 4096 f32) against
+torch and Triton kernels written here (GB/s counting x read and y written)."""
 import json, os, subprocess, sys, tempfile
 
 build = sys.argv[1] if len(sys.argv) > 1 else "build"
@@ -84,6 +86,130 @@ def peers_vecadd():
     return rows
 
 
+def norms(R, C, eps=1e-5):
+    """RMSNorm and LayerNorm of R x C f32 over the rows: torch, a Triton kernel
+    (one row per program, the whole row in one block of BLOCK = next power of
+    two >= C, masked past C) and Oxide's tile kernels. GB/s counts x read and y
+    written; the weights are one row."""
+    import torch
+    x = torch.randn(R, C, device="cuda") + 1.0
+    y = torch.empty_like(x)
+    w = torch.rand(C, device="cuda") + 0.5
+    b = torch.rand(C, device="cuda") - 0.5
+    gbps = lambda t: 8 * R * C / t / 1e9
+    peers = {"rmsnorm": {}, "layernorm": {}}
+    if hasattr(torch.nn.functional, "rms_norm"):  # torch >= 2.4
+        peers["rmsnorm"]["torch rms_norm"] = gbps(timeit(
+            lambda: torch.nn.functional.rms_norm(x, (C,), w, eps)))
+    else:
+        peers["rmsnorm"]["torch rms_norm"] = f"failed: torch {torch.__version__} has no rms_norm"
+    peers["layernorm"]["torch layer_norm"] = gbps(timeit(
+        lambda: torch.nn.functional.layer_norm(x, (C,), w, b, eps)))
+    want = {"rmsnorm": x * torch.rsqrt((x * x).mean(1, keepdim=True) + eps) * w,
+            "layernorm": torch.nn.functional.layer_norm(x, (C,), w, b, eps)}
+    try:
+        import triton, triton.language as tl
+
+        @triton.jit
+        def rmsnorm_kernel(y, x, w, n, eps, BLOCK: tl.constexpr):
+            row = tl.program_id(0).to(tl.int64)
+            off = tl.arange(0, BLOCK)
+            m = off < n
+            v = tl.load(x + row * n + off, mask=m, other=0.0)  # padding 0 adds nothing
+            r = tl.rsqrt(tl.sum(v * v, 0) / n + eps)
+            tl.store(y + row * n + off, v * r * tl.load(w + off, mask=m), mask=m)
+
+        @triton.jit
+        def layernorm_kernel(y, x, w, b, n, eps, BLOCK: tl.constexpr):
+            row = tl.program_id(0).to(tl.int64)
+            off = tl.arange(0, BLOCK)
+            m = off < n
+            v = tl.load(x + row * n + off, mask=m, other=0.0)
+            mean = tl.sum(v, 0) / n
+            d = tl.where(m, v - mean, 0.0)  # centered, padding masked out
+            r = tl.rsqrt(tl.sum(d * d, 0) / n + eps)
+            tl.store(y + row * n + off, d * r * tl.load(w + off, mask=m) + tl.load(b + off, mask=m), mask=m)
+
+        BLOCK = triton.next_power_of_2(C)
+        launch = {"rmsnorm": lambda nw: rmsnorm_kernel[(R,)](y, x, w, C, eps, BLOCK=BLOCK, num_warps=nw),
+                  "layernorm": lambda nw: layernorm_kernel[(R,)](y, x, w, b, C, eps, BLOCK=BLOCK, num_warps=nw)}
+        for name, run in launch.items():
+            for nw in (4, 8, 16):  # the best of these is the reference
+                y.fill_(float("nan"))
+                run(nw)
+                ok = torch.allclose(y, want[name], rtol=2e-4, atol=1e-5)
+                peers[name][f"triton, {nw} warps"] = gbps(timeit(lambda: run(nw))) if ok else "WRONG RESULT"
+    except Exception as e:
+        for name in peers:
+            peers[name]["triton"] = f"failed: {e}"
+    for name, rows in peers.items():
+        try:
+            ox = oxide(name, R, C, 20)
+            rows[f"oxide tile {name}"] = ox["gbps"] if ox["correct"] else "WRONG RESULT"
+        except Exception as e:  # report, and go on with the rest of the run
+            rows[f"oxide tile {name}"] = f"failed: {str(e).strip()}"
+        tri = [v for k, v in rows.items() if k.startswith("triton") and isinstance(v, float)]
+        ref, refname = (max(tri), "triton") if tri else (next(iter(rows.values())), "torch")
+        print(f"\n{name} {R} x {C} f32 (GB/s, read + write, median; ratio to "
+              f"{'the fastest triton' if tri else 'torch'})")
+        for impl, v in rows.items():
+            ratio = f"{v / ref:6.3f} x {refname}" if isinstance(v, float) and isinstance(ref, float) else ""
+            print(f"  {impl:24s} {v if isinstance(v, str) else f'{v:8.1f}'}  {ratio}")
+            results["rows"].append({"bench": name, "rows": R, "cols": C, "impl": impl, "gbps": v})
+
+
+def matmul(S):
+    """bf16 S x S x S matmul, f32 accumulation: torch.matmul (cuBLAS), a Triton
+    matmul written here (the usual K loop of tl.dot, several pipeline stages),
+    and Oxide's tile matmul (examples/tile_matmul.oxk) in tiles of 128 and 64.
+    TFLOP/s = 2 S^3 / median time."""
+    import torch
+    a = torch.full((S, S), 0.5, device="cuda", dtype=torch.bfloat16)
+    b = torch.full((S, S), 0.5, device="cuda", dtype=torch.bfloat16)
+    flop = 2 * S ** 3
+    mrows = {"torch.matmul (cuBLAS)": flop / timeit(lambda: torch.matmul(a, b), reps=20) / 1e12}
+    try:
+        import triton, triton.language as tl
+
+        @triton.jit
+        def mm_kernel(c, a, b, n, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+            i = tl.program_id(0)
+            j = tl.program_id(1)
+            rm = i * BM + tl.arange(0, BM)
+            rn = j * BN + tl.arange(0, BN)
+            rk = tl.arange(0, BK)
+            acc = tl.zeros((BM, BN), dtype=tl.float32)
+            for k in range(0, n, BK):
+                x = tl.load(a + rm[:, None] * n + (k + rk)[None, :])
+                y = tl.load(b + (k + rk)[:, None] * n + rn[None, :])
+                acc += tl.dot(x, y)
+            tl.store(c + rm[:, None] * n + rn[None, :], acc)
+
+        c = torch.empty((S, S), device="cuda", dtype=torch.float32)
+        best = None
+        for bm, bn, bk, w, st in ((128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (128, 128, 32, 4, 4)):
+            f = lambda: mm_kernel[(S // bm, S // bn)](c, a, b, S, BM=bm, BN=bn, BK=bk, num_warps=w, num_stages=st)
+            f()
+            ok = bool(torch.all(c == S / 4))
+            t = flop / timeit(f, reps=20) / 1e12 if ok else 0.0
+            best = t if best is None or t > best else best
+        mrows["triton (best of 3 configs)"] = best if best else "WRONG RESULT"
+    except Exception as e:
+        mrows["triton (best of 3 configs)"] = f"failed: {e}"
+    for tile in (128, 64):
+        try:
+            ox = oxide("matmul", S, S, S, tile, 10)
+            mrows[f"oxide tile matmul, tile {tile}"] = ox["tflops"] if ox["correct"] else "WRONG RESULT"
+        except Exception as e:
+            mrows[f"oxide tile matmul, tile {tile}"] = f"failed: {e}"
+    ref = mrows["torch.matmul (cuBLAS)"]
+    print(f"\nbf16 matmul {S}^3, f32 accumulate (TFLOP/s, median)")
+    for name, v in mrows.items():
+        ratio = f"{v / ref:6.3f} x cuBLAS" if isinstance(v, float) else ""
+        print(f"  {name:28s} {v if isinstance(v, str) else f'{v:8.1f}'}  {ratio}")
+        results["rows"].append({"bench": "matmul", "size": S, "impl": name, "tflops": v})
+
+
 def main():
     rows = peers_vecadd()
     ox = oxide("vecadd", N, 50)
@@ -129,6 +255,10 @@ def main():
         ratio = f"{v / ref:6.3f} x triton" if isinstance(v, float) else ""
         print(f"  {name:24s} {v if isinstance(v, str) else f'{v:8.1f}'}  {ratio}")
         results["rows"].append({"bench": "softmax", "impl": name, "gbps": v})
+    for R in (8192, 4096):
+        norms(R, R)
+    for S in (4096, 8192):
+        matmul(S)
     la = oxide("launch", 20000)
     print(f"\nhost time per launch: raw cuLaunchKernel {la['raw_us']:.2f} us, ox_launch {la['oxide_us']:.2f} us "
           f"(ratio {la['ratio']:.3f})")

@@ -377,10 +377,34 @@ static const bad bads[] = {
     {"mutable tiles and tile branches", T(
         "let mut a = load_tile_like(x, z);\n"
         "let b = if n > 0 { load_tile_like(x, z) } else { load_tile_like(x, z) };\n"
-        "let c: f32 = load_tile_like(x, z);"), 3,
-     {"3:9 error: 'let mut' of a tile is not yet supported in tile kernels (milestone 2)",
-      "4:18 error: an 'if' that gives a tile is not yet supported in tile kernels (milestone 2)",
-      "5:14 error: expected f32, found a tile of f32, shape [16]"}},
+        "let c: f32 = load_tile_like(x, z);\n"
+        "a = load_tile_like(i, o);\n"
+        "a = x.partition([32]).load([0]);\n"
+        "a <<= 1.0;\n"
+        "a += 1.0;\n"
+        "a = 2.0;"), 5,
+     {"4:18 error: an 'if' that gives a tile is not yet supported in tile kernels (milestone 2)",
+      "5:14 error: expected f32, found a tile of f32, shape [16]",
+      "6:5 error: 'a' is a tile of f32, found a tile of i32; convert with 'as f32'",
+      "7:22 error: 'a' is a tile of shape [16], found shape [32]",
+      "8:3 error: '<<=' on a tile: only += -= *= /= %= are defined"}},
+    {"dot and mma", T(
+        "let a = x.partition([16]).load([0]);\n"
+        "let b = reshape(a, [4, 4]);\n"
+        "let c = reshape(load_tile_like(i, o), [4, 4]);\n"
+        "let d = dot(a, b);\n"
+        "let e = dot(b, c);\n"
+        "let g = dot(b, reshape(a, [2, 8]));\n"
+        "let h = dot(b, reshape(a, [8, 2]));\n"
+        "let j = mma(b, b, b);\n"
+        "let l = mma(b, b, reshape(a, [2, 8]));\n"
+        "let q = dot(b);"), 6,
+     {"6:13 error: 'dot' takes 2-D tiles, found [16]",
+      "7:9 error: 'dot' multiplies two tiles of one dtype, bf16, f16 or f32; found f32 and i32",
+      "8:9 error: 'dot': the inner dims differ: [4, 4] x [2, 8]",
+      "9:9 error: 'dot': the inner dims differ: [4, 4] x [8, 2]",
+      "11:19 error: 'mma' accumulates into an f32 tile of shape [4, 4], found f32 of [2, 8]",
+      "12:9 error: 'dot' takes 2 arguments, found 1"}},
     {"store", T(
         "x.store(1.0);\n"
         "z.store(load_tile_like(i, o));\n"

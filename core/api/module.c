@@ -510,8 +510,10 @@ ox_status ox_emit(const char *source, const ox_compile_options *opts, ox_target 
       s = oxb_set_error_text(OX_ERR_COMPILE, d.text.buf ? d.text.buf : "tile kernel error");
     oxb_str_free(&d.text);
   }
+  if (target == OX_TARGET_DEFAULT)
+    target = kind == OX_EMIT_PTX ? OX_TARGET_CUDA : OX_TARGET_CPU;
   for (int i = first_tile; !s && kind != OX_EMIT_AST && kind != OX_EMIT_IR && i < m.kernels.len; i++)
-    s = oxt_lower(&m, m.kernels.items[i]);
+    s = oxt_lower(&m, m.kernels.items[i], target == OX_TARGET_CUDA);
   if (!s && first_tile < m.kernels.len && kind != OX_EMIT_AST) {
     oxb_str err = {0};
     if (!oxi_verify(&m, &err))
@@ -525,8 +527,6 @@ ox_status ox_emit(const char *source, const ox_compile_options *opts, ox_target 
       oxi_print(&m, &text);
       *out = oxb_str_take(&text);
     } else {
-      if (target == OX_TARGET_DEFAULT)
-        target = kind == OX_EMIT_PTX ? OX_TARGET_CUDA : OX_TARGET_CPU;
       if (kind == OX_EMIT_PTX && target != OX_TARGET_CUDA)
         s = oxb_set_error(OX_ERR_INVALID_ARGUMENT, "PTX is emitted for the CUDA target only");
       else if (kind == OX_EMIT_ASM && target != OX_TARGET_CPU)

@@ -86,7 +86,7 @@ static ox_status specialize(ox_kernel k, const int64_t *gen, oxa_spec **out) {
   if (!s && !oxi_verify(&sp->irm, &err))
     s = oxb_set_error(OX_ERR_INTERNAL, "internal error (tile IR): %s", err.buf);
   if (!s)
-    s = oxt_lower(&sp->irm, ki);
+    s = oxt_lower(&sp->irm, ki, m->dev->type == OX_DEVICE_CUDA);
   if (!s && !oxi_verify(&sp->irm, &err))
     s = oxb_set_error(OX_ERR_INTERNAL, "internal error (lowered tile IR): %s", err.buf);
   oxb_str_free(&err);

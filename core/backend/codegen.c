@@ -30,6 +30,7 @@ static LLVMTypeRef llty(cg_t *C, oxi_type t) {
   case OX_BF16: return LLVMBFloatTypeInContext(C->ctx);
   case OX_F32: return LLVMFloatTypeInContext(C->ctx);
   case OX_F64: return LLVMDoubleTypeInContext(C->ctx);
+  case OXI_V4: return LLVMVectorType(LLVMInt32TypeInContext(C->ctx), 4);
   default: return LLVMVoidTypeInContext(C->ctx);
   }
 }
@@ -60,8 +61,8 @@ LLVMValueRef oxl_cg_fn(cg_t *C, const char *name, LLVMTypeRef ret, LLVMTypeRef *
 }
 
 LLVMValueRef oxl_cg_call(cg_t *C, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n) {
-  LLVMTypeRef params[8];
-  assert(n <= 8);
+  LLVMTypeRef params[10];
+  assert(n <= 10);
   for (int i = 0; i < n; i++)
     params[i] = LLVMTypeOf(args[i]);
   LLVMTypeRef fty;
@@ -551,6 +552,54 @@ static LLVMValueRef memop(cg_t *C, const oxi_instr *in) {
   return phi;
 }
 
+/* ------------------------------------------------------ tensor cores */
+
+/* The four registers of an {i32 x 4} or {float x 4} result as a v4. */
+static LLVMValueRef v4_of_struct(cg_t *C, LLVMValueRef s) {
+  LLVMValueRef v = LLVMGetUndef(llty(C, OXI_V4));
+  for (unsigned i = 0; i < 4; i++) {
+    LLVMValueRef e = LLVMBuildBitCast(C->b, LLVMBuildExtractValue(C->b, s, i, ""), i32t(C), "");
+    v = LLVMBuildInsertElement(C->b, v, e, ci32(C, i), "");
+  }
+  return v;
+}
+
+static LLVMValueRef v4_reg(cg_t *C, const oxi_instr *v4, unsigned i, LLVMTypeRef as) {
+  return LLVMBuildBitCast(C->b, LLVMBuildExtractElement(C->b, val(C, v4), ci32(C, i), ""), as, "");
+}
+
+static LLVMValueRef ldmatrix(cg_t *C, const oxi_instr *in) {
+  assert(C->opt->target == OXL_CUDA && "the tile lowering gives ldmatrix to the CUDA target only");
+  LLVMTypeRef r4[4] = {i32t(C), i32t(C), i32t(C), i32t(C)};
+  LLVMTypeRef st = LLVMStructTypeInContext(C->ctx, r4, 4, 0);
+  LLVMValueRef p = elem_ptr(C, in->mem, val(C, in->ops[0]));
+  LLVMValueRef s = oxl_cg_call(C, in->sub ? "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16.p3"
+                                          : "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16.p3",
+                               st, &p, 1);
+  return v4_of_struct(C, s);
+}
+
+/* mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: A in 4 registers, B in 2
+ * (a half of a v4 from ldmatrix.x4.trans, which holds two n8 tiles), C and D
+ * 4 floats. */
+static LLVMValueRef mma(cg_t *C, const oxi_instr *in) {
+  assert(C->opt->target == OXL_CUDA && "the tile lowering gives mma to the CUDA target only");
+  LLVMTypeRef f = LLVMFloatTypeInContext(C->ctx);
+  LLVMTypeRef reg = in->sub == OX_F16 ? LLVMVectorType(LLVMHalfTypeInContext(C->ctx), 2) : i32t(C);
+  LLVMValueRef args[10];
+  for (unsigned i = 0; i < 4; i++)
+    args[i] = v4_reg(C, in->ops[0], i, reg);
+  for (unsigned i = 0; i < 2; i++)
+    args[4 + i] = v4_reg(C, in->ops[1], 2 * (unsigned)in->index + i, reg);
+  for (unsigned i = 0; i < 4; i++)
+    args[6 + i] = v4_reg(C, in->ops[2], i, f);
+  LLVMTypeRef f4[4] = {f, f, f, f};
+  LLVMValueRef s = oxl_cg_call(C, in->sub == OX_F16 ? "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"
+                                                    : "llvm.nvvm.mma.m16n8k16.row.col.bf16",
+                               LLVMStructTypeInContext(C->ctx, f4, 4, 0), args, 10);
+  return v4_of_struct(C, s);
+}
+
 /* ------------------------------------------------------------ a kernel */
 
 static void emit_instr(cg_t *C, const oxi_instr *in) {
@@ -628,6 +677,15 @@ static void emit_instr(cg_t *C, const oxi_instr *in) {
     oxl_cg_call(C, "llvm.assume", voidt(C), &c, 1);
     break;
   }
+  case OXI_LDMATRIX: r = ldmatrix(C, in); break;
+  case OXI_MMA: r = mma(C, in); break;
+  case OXI_PACK:
+    r = LLVMGetUndef(llty(C, OXI_V4));
+    for (unsigned i = 0; i < 4; i++)
+      r = LLVMBuildInsertElement(C->b, r, LLVMBuildBitCast(C->b, val(C, in->ops[i]), i32t(C), ""),
+                                 ci32(C, i), "");
+    break;
+  case OXI_UNPACK: r = v4_reg(C, in->ops[0], (unsigned)in->index, llty(C, in->type)); break;
   case OXI_BR: LLVMBuildBr(C->b, C->bbs[in->target[0]->id]); break;
   case OXI_CONDBR:
     LLVMBuildCondBr(C->b, val(C, in->ops[0]), C->bbs[in->target[0]->id], C->bbs[in->target[1]->id]);

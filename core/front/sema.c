@@ -1181,7 +1181,11 @@ static val name_ref(sema *S, const oxf_node *n) {
     return scalar(const_int(S, b->type, (uint64_t)b->gval));
   switch (b->kind) {
   case B_VALUE: return scalar(b->v);
-  case B_SLOT: return scalar(var_get(S, b->slot));
+  case B_SLOT: {
+    oxi_instr *v = var_get(S, b->slot);
+    v->tshape = b->tile; /* a `let mut` tile */
+    return oxs_value(v);
+  }
   case B_MEM: return (val){V_MEM, NULL, b, NULL};
   case B_WITNESS: return (val){V_WITNESS, NULL, b, NULL};
   case B_MUTREF: return (val){V_MUTREF, NULL, b, NULL};
@@ -1468,15 +1472,18 @@ static void let_stmt(sema *S, const oxf_node *n) {
       let_poisoned(S, n);
       return;
     }
-    if (n->is_mut) {
-      ERR(S, n->loc, "'let mut' of a tile is not yet supported in tile kernels (milestone 2); "
-                     "bind each new tile with 'let'");
-      let_poisoned(S, n);
-      return;
-    }
-    binding *b = bind(S, B_VALUE, n->name, n->loc);
-    b->v = v.v;
+    /* a `let mut` tile lives in a slot of its dtype whose values carry its
+     * shape; the tile lowering gives it one slot per element a thread holds */
+    binding *b = bind(S, n->is_mut ? B_SLOT : B_VALUE, n->name, n->loc);
     b->type = v.v->type;
+    if (n->is_mut) {
+      b->tile = v.v->tshape;
+      b->is_mut = true;
+      b->slot = oxi_slot_new(S->m, S->k, b->type);
+      var_set(S, b->slot, v.v);
+    } else {
+      b->v = v.v;
+    }
     return;
   }
   if (v.k == V_PART) {
@@ -1537,6 +1544,53 @@ static bool compound_ok(sema *S, const oxf_node *n, oxi_type t) {
     return true;
   ERR(S, n->loc, "'%s=' is not defined for %s", oxf_op_name(n->op), oxi_type_name(t));
   return false;
+}
+
+/* t = v and t op= v for a `let mut` tile: v is a tile of t's shape and
+ * dtype, or a scalar (splatted); a compound assignment broadcasts v. */
+static void tile_assign(sema *S, const oxf_node *n, binding *b) {
+  oxi_instr *v = oxs_operand(S, n->rhs, b->type, "the assigned value", true);
+  if (!v)
+    return;
+  if (n->op) {
+    oxi_instr *old = var_get(S, b->slot);
+    old->tshape = b->tile;
+    if (n->op > OXF_OP_REM) {
+      ERR(S, n->loc, "'%s=' on a tile: only += -= *= /= %%= are defined", oxf_op_name(n->op));
+      return;
+    }
+    if (!compound_ok(S, n, b->type))
+      return;
+    if (v->type != b->type) {
+      ERR(S, n->rhs->loc, "mismatched types: %s %s= %s", oxi_type_name(b->type), oxf_op_name(n->op),
+          oxi_type_name(v->type));
+      return;
+    }
+    oxi_instr *ops[2] = {old, v};
+    if (!oxs_tile_unify_to(S, n->rhs->loc, ops, 2, b->tile))
+      return;
+    static const int map[] = {0, OXI_ADD, OXI_SUB, OXI_MUL, OXI_DIV, OXI_REM};
+    v = op2(S, OXI_BIN, map[n->op], b->type, ops[0], ops[1]);
+  } else {
+    if (v->type != b->type) {
+      ERR(S, n->rhs->loc, "'%s' is a tile of %s, found %s%s; convert with 'as %s'", n->lhs->name,
+          oxi_type_name(b->type), v->tshape ? "a tile of " : "", oxi_type_name(v->type),
+          oxi_type_name(b->type));
+      return;
+    }
+    if (!v->tshape) {
+      oxi_instr *ops[1] = {v};
+      if (!oxs_tile_unify_to(S, n->rhs->loc, ops, 1, b->tile))
+        return;
+      v = ops[0];
+    } else if (v->tshape->rank != b->tile->rank ||
+               memcmp(v->tshape->dims, b->tile->dims, sizeof(int64_t) * (size_t)b->tile->rank)) {
+      ERR(S, n->rhs->loc, "'%s' is a tile of shape %s, found shape %s", n->lhs->name,
+          oxs_shape_text(S, b->tile), oxs_shape_text(S, v->tshape));
+      return;
+    }
+  }
+  var_set(S, b->slot, v);
 }
 
 static void assign(sema *S, const oxf_node *n) {
@@ -1676,6 +1730,10 @@ static void assign(sema *S, const oxf_node *n) {
     if (ERR(S, l->loc, "cannot assign twice to immutable variable '%s'; declare it 'let mut %s'",
             l->name, l->name))
       oxb_note_at(S->d, b->loc, "'%s' is declared here", l->name);
+    return;
+  }
+  if (b->tile) {
+    tile_assign(S, n, b);
     return;
   }
   oxi_instr *v = scalar_expr(S, n->rhs, b->type, "the assigned value");

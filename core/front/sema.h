@@ -132,6 +132,8 @@ void oxs_tile_kernel(sema *S, const oxf_fn *fn, const int64_t *generics);
  * tile, scalars are splatted to its shape; tiles of different shapes are an
  * error (reported at `loc`; returns false). Without tiles, does nothing. */
 bool oxs_tile_unify(sema *S, oxb_loc loc, oxi_instr **ops, int n);
+/* The same, where the result must have `shape` (an assignment to a tile). */
+bool oxs_tile_unify_to(sema *S, oxb_loc loc, oxi_instr **ops, int n, const oxi_tshape *shape);
 /* Tile builtins (load_tile_like, tile_id, num_tiles, select): sets *handled
  * when `n` names one. */
 val oxs_tile_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled);

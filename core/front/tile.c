@@ -134,6 +134,10 @@ bool oxs_tile_unify(sema *S, oxb_loc loc, oxi_instr **ops, int n) {
   return unify_with(S, loc, ops, n, NULL);
 }
 
+bool oxs_tile_unify_to(sema *S, oxb_loc loc, oxi_instr **ops, int n, const oxi_tshape *shape) {
+  return unify_with(S, loc, ops, n, shape);
+}
+
 /* ------------------------------------------------------------- helpers */
 
 static oxi_param *param_of(sema *S, const binding *b) { return S->k->params.items[b->mem.index]; }
@@ -447,6 +451,53 @@ static val shape_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) 
   return err;
 }
 
+/* dot(a, b): the f32 matrix product of a [M, K] and b [K, N] tiles of one
+ * dtype (bf16 and f16 run on tensor cores on the GPU); mma(a, b, acc) adds it
+ * to an f32 [M, N] accumulator, the body of a K loop. */
+static val dot_call(sema *S, const oxf_node *n, bool acc) {
+  static const val err = {V_ERR, NULL, NULL, NULL};
+  const char *name = acc ? "mma" : "dot";
+  if (!nargs(S, n, acc ? 3 : 2, name))
+    return err;
+  oxi_instr *ops[3];
+  for (int i = 0; i < (acc ? 3 : 2); i++) {
+    val v = oxs_expr(S, arg(n, i), i == 2 ? OX_F32 : OXI_VOID);
+    if (v.k == V_ERR)
+      return err;
+    if (v.k != V_TILE || v.v->tshape->rank != 2) {
+      ERR(S, arg(n, i)->loc, "'%s' takes 2-D tiles, found %s", name,
+          v.k == V_TILE ? oxs_shape_text(S, v.v->tshape) : oxs_vdesc(S, v));
+      return err;
+    }
+    ops[i] = v.v;
+  }
+  const oxi_tshape *a = ops[0]->tshape, *b = ops[1]->tshape;
+  if (a->dims[1] != b->dims[0]) {
+    ERR(S, n->loc, "'%s': the inner dims differ: %s x %s", name, oxs_shape_text(S, a),
+        oxs_shape_text(S, b));
+    return err;
+  }
+  if (ops[0]->type != ops[1]->type || !(ops[0]->type == OX_BF16 || ops[0]->type == OX_F16 ||
+                                         ops[0]->type == OX_F32)) {
+    ERR(S, n->loc, "'%s' multiplies two tiles of one dtype, bf16, f16 or f32; found %s and %s", name,
+        oxi_type_name(ops[0]->type), oxi_type_name(ops[1]->type));
+    return err;
+  }
+  int64_t dims[2] = {a->dims[0], b->dims[1]};
+  oxi_tshape *shape = new_shape(S, 2, dims);
+  if (acc && (ops[2]->type != OX_F32 || !same_shape(ops[2]->tshape, shape))) {
+    ERR(S, arg(n, 2)->loc, "'mma' accumulates into an f32 tile of shape %s, found %s of %s",
+        oxs_shape_text(S, shape), oxi_type_name(ops[2]->type), oxs_shape_text(S, ops[2]->tshape));
+    return err;
+  }
+  oxi_instr *in = oxs_emit(S, OXI_T_DOT, OX_F32);
+  for (int i = 0; i < (acc ? 3 : 2); i++)
+    in->ops[i] = ops[i];
+  in->nops = acc ? 3 : 2;
+  in->tshape = shape;
+  return oxs_value(in);
+}
+
 val oxs_tile_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) {
   static const val err = {V_ERR, NULL, NULL, NULL};
   const char *name = n->name;
@@ -494,6 +545,8 @@ val oxs_tile_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) {
     in->tshape = new_shape(S, t.v->tshape->rank, dims);
     return oxs_value(in);
   }
+  if (!strcmp(name, "dot") || !strcmp(name, "mma"))
+    return dot_call(S, n, !strcmp(name, "mma"));
   bool id = !strcmp(name, "tile_id");
   if (id || !strcmp(name, "num_tiles")) {
     if (!nargs(S, n, 1, name) || !S->out)

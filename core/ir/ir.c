@@ -63,7 +63,9 @@ bool oxi_is_float(oxi_type t) { return t == OX_F16 || t == OX_BF16 || t == OX_F3
 bool oxi_is_int(oxi_type t) { return t >= OX_I8 && t <= OX_U64; }
 bool oxi_is_signed(oxi_type t) { return t >= OX_I8 && t <= OX_I64; }
 
-const char *oxi_type_name(oxi_type t) { return t == OXI_VOID ? "void" : ox_dtype_name((ox_dtype)t); }
+const char *oxi_type_name(oxi_type t) {
+  return t == OXI_VOID ? "void" : t == OXI_V4 ? "v4" : ox_dtype_name((ox_dtype)t);
+}
 
 const char *oxi_op_name(oxi_op op) {
   static const char *const names[] = {"const",  "param",   "len",     "load",   "store",
@@ -72,7 +74,8 @@ const char *oxi_op_name(oxi_op op) {
                                       "barrier", "shfl",   "vote",    "math",   "assume", "aligned",
                                       "dim",    "stride",  "t.load",  "t.store", "t.splat",
                                       "t.id",   "t.count", "t.reduce", "t.broadcast",
-                                      "t.reshape", "t.permute", "t.iota",
+                                      "t.reshape", "t.permute", "t.iota", "t.dot",
+                                      "ldmatrix", "mma", "pack", "unpack",
                                       "br",     "condbr",  "ret"};
   _Static_assert(OXB_COUNT(names) == OXI_OP_COUNT, "op names");
   return (unsigned)op < OXI_OP_COUNT ? names[op] : "?";
@@ -151,11 +154,14 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
     oxb_str_addf(o, " %%%s", ((oxi_param *)k->params.items[in->index])->name);
     break;
   case OXI_VAR_GET: case OXI_VAR_SET: oxb_str_addf(o, " $%d", in->index); break;
+  case OXI_LDMATRIX: oxb_str_addf(o, "%s", in->sub ? ".trans" : ""); break;
+  case OXI_MMA: oxb_str_addf(o, ".%s b%d", oxi_type_name(in->sub), in->index); break;
+  case OXI_UNPACK: oxb_str_addf(o, " %d,", in->index); break;
   default: break;
   }
   if (in->op == OXI_LEN || in->op == OXI_LOAD || in->op == OXI_STORE || in->op == OXI_ATOMIC ||
       in->op == OXI_ALIGNED || in->op == OXI_DIM || in->op == OXI_STRIDE || in->op == OXI_T_LOAD ||
-      in->op == OXI_T_STORE || in->op == OXI_T_ID || in->op == OXI_T_COUNT) {
+      in->op == OXI_T_STORE || in->op == OXI_T_ID || in->op == OXI_T_COUNT || in->op == OXI_LDMATRIX) {
     oxb_str_add(o, " ", 1);
     print_mem(k, in->mem, o);
   }
@@ -531,6 +537,41 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
     if (in->nops || !in->tshape || in->index < 0 || in->index >= in->tshape->rank || in->type == OX_BOOL)
       fail(V, b, in, "t.iota: a numeric tile and an axis below its rank");
     break;
+  case OXI_T_DOT: {
+    const oxi_tshape *a = in->nops >= 2 ? in->ops[0]->tshape : NULL, *bs = a ? in->ops[1]->tshape : NULL,
+                     *c = in->nops == 3 ? in->ops[2]->tshape : NULL, *r = in->tshape;
+    bool ok = a && bs && r && a->rank == 2 && bs->rank == 2 && r->rank == 2 && t0 == t1 &&
+              in->type == OX_F32 && a->dims[1] == bs->dims[0] && r->dims[0] == a->dims[0] &&
+              r->dims[1] == bs->dims[1] && (in->nops == 2 || (c && in->ops[2]->type == OX_F32 &&
+                                                               c->rank == 2 && c->dims[0] == r->dims[0] &&
+                                                               c->dims[1] == r->dims[1]));
+    if (!ok)
+      fail(V, b, in, "t.dot: f32 [M, N] from [M, K] x [K, N] of one dtype (+ f32 [M, N])");
+    break;
+  }
+  case OXI_LDMATRIX:
+    if (in->type != OXI_V4 || in->nops != 1 || t0 != OX_U64 || in->mem.kind != OXI_MEM_SHARED ||
+        in->mem.index < 0 || in->mem.index >= k->shared.len ||
+        ox_dtype_size(oxi_mem_dtype(k, in->mem)) != 2)
+      fail(V, b, in, "ldmatrix: v4 from 16-bit shared memory at a u64 index");
+    break;
+  case OXI_MMA:
+    if (in->type != OXI_V4 || in->nops != 3 || t0 != OXI_V4 || t1 != OXI_V4 ||
+        in->ops[2]->type != OXI_V4 || (in->index != 0 && in->index != 1) ||
+        (in->sub != OX_BF16 && in->sub != OX_F16))
+      fail(V, b, in, "mma: v4 from three v4 operands, B half 0 or 1, bf16 or f16 inputs");
+    break;
+  case OXI_PACK:
+    for (int i = 0; i < 4; i++)
+      if (in->nops != 4 || ox_dtype_size((ox_dtype)in->ops[i < in->nops ? i : 0]->type) != 4 ||
+          in->ops[i < in->nops ? i : 0]->type == OXI_V4 || in->type != OXI_V4)
+        fail(V, b, in, "pack: v4 from four 32-bit scalars");
+    break;
+  case OXI_UNPACK:
+    if (in->nops != 1 || t0 != OXI_V4 || in->index < 0 || in->index > 3 || in->type >= OX_DTYPE_COUNT ||
+        ox_dtype_size((ox_dtype)in->type) != 4)
+      fail(V, b, in, "unpack: a 32-bit scalar from a v4");
+    break;
   case OXI_BR: if (!in->target[0]) fail(V, b, in, "branch without target"); break;
   case OXI_CONDBR:
     if (!in->target[0] || !in->target[1] || t0 != OX_BOOL) fail(V, b, in, "condbr needs bool and 2 targets");
@@ -545,7 +586,7 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
   bool elementwise = in->op == OXI_BIN || in->op == OXI_CMP || in->op == OXI_NEG || in->op == OXI_NOT ||
                      in->op == OXI_CAST || in->op == OXI_SELECT || in->op == OXI_MATH;
   if (!k->is_tile) {
-    if (in->tshape || (in->op >= OXI_T_LOAD && in->op <= OXI_T_IOTA))
+    if (in->tshape || (in->op >= OXI_T_LOAD && in->op <= OXI_T_DOT))
       fail(V, b, in, "tile value or op outside a tile kernel (or after the tile lowering)");
   } else if (elementwise) {
     for (int i = 0; i < in->nops; i++) {
@@ -561,7 +602,7 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
       if (!same)
         fail(V, b, in, "elementwise operands must have the result's tile shape");
     }
-  } else if (in->tshape && (in->op < OXI_T_LOAD || in->op > OXI_T_IOTA)) {
+  } else if (in->tshape && (in->op < OXI_T_LOAD || in->op > OXI_T_DOT) && in->op != OXI_VAR_GET) {
     fail(V, b, in, "only tile ops and elementwise ops make tile values");
   }
 }

@@ -16,9 +16,12 @@
 
 #include "base/base.h"
 
-/* Value types: the scalar dtypes, plus void for instructions without a value. */
+/* Value types: the scalar dtypes, plus void for instructions without a value,
+ * plus v4: four 32-bit registers of one thread that a warp-wide matrix
+ * instruction reads or writes (a tensor-core fragment; GPU lowering only). */
 typedef int oxi_type;
 #define OXI_VOID ((oxi_type)OX_DTYPE_COUNT)
+#define OXI_V4 ((oxi_type)OX_DTYPE_COUNT + 1)
 
 typedef enum oxi_op {
   OXI_CONST,   /* imm / fimm of `type` */
@@ -61,6 +64,17 @@ typedef enum oxi_op {
   OXI_T_PERMUTE,   /* ops[0] with dim d of the result = dim perm[d] of the operand, where
                       perm[d] is bits 4d..4d+3 of imm */
   OXI_T_IOTA,      /* a tile of `tshape` whose elements are their coordinate along axis `index` */
+  OXI_T_DOT,       /* f32 [M, N] = ops[0] [M, K] x ops[1] [K, N] (+ ops[2], f32 [M, N], if given):
+                      a matrix product accumulated in f32 */
+  /* Warp-wide matrix ops that the tile lowering emits for tensor cores (CUDA
+   * target only; the lowering never gives them to the CPU target). Every lane
+   * of the warp must execute them together. */
+  OXI_LDMATRIX, /* v4 = ldmatrix.x4 (sub 1: .trans) of 16-bit shared memory `mem`; ops0 (u64) is
+                   the element index of the 16-byte row this lane supplies */
+  OXI_MMA,      /* v4 (4 x f32) = mma.sync.m16n8k16 (sub: OX_BF16 or OX_F16 inputs) of A = ops0
+                   (v4), B = registers 2*index, 2*index+1 of ops1 (v4), C = ops2 (v4, 4 x f32) */
+  OXI_PACK,     /* v4 from ops0..3 (32-bit scalars) */
+  OXI_UNPACK,   /* register `index` of ops0 (v4) as `type` (a 32-bit scalar) */
   OXI_BR,      /* to target[0] */
   OXI_CONDBR,  /* ops0 ? target[0] : target[1] */
   OXI_RET,
@@ -100,7 +114,7 @@ struct oxi_instr {
   int sub;
   oxi_type type; /* result type; OXI_VOID if none */
   int id;        /* value number, for printing; -1 if no value */
-  oxi_instr *ops[3];
+  oxi_instr *ops[4];
   int nops;
   oxi_mem mem;
   int index;            /* parameter or slot index */

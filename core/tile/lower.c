@@ -1,19 +1,25 @@
-/* lower.c - the tile lowering, milestone 1 (docs/tile-design.md).
+/* lower.c - the tile lowering (docs/tile-design.md): every tile value becomes
+ * the scalar values one thread holds of it, in one of two layouts.
  *
- * Layout. A kernel runs T threads per block (a power of two up to 1024),
- * chosen from its largest tile. A tile of E elements whose last dim has L
- * elements is dealt out in chunks of VEC contiguous elements (VEC = min(4, L)):
- * chunk c (elements c*VEC .. c*VEC+VEC-1, in row-major order) belongs to thread
- * c mod T, so each thread holds J*VEC elements (J = ceil(E / (VEC*T))) and a
- * warp's accesses to a row are contiguous. Every tile of one shape has the
- * same layout, so elementwise ops need no data movement; with no reductions or
- * reshapes yet (milestone 2), that is the only layout needed.
+ * Blocked layout (every tile, unless said otherwise). A kernel runs T threads
+ * per block (a power of two up to 1024), chosen from its largest tile. A tile
+ * of E elements whose last dim has L elements is dealt out in chunks of VEC
+ * contiguous elements (VEC = min(4, L)): chunk c (elements c*VEC ..
+ * c*VEC+VEC-1, in row-major order) belongs to thread c mod T, so each thread
+ * holds J*VEC elements (J = ceil(E / (VEC*T))) and a warp's accesses to a row
+ * are contiguous. Every tile of one shape has the same blocked layout, so
+ * elementwise ops need no data movement.
  *
- * Each tile value becomes J*VEC scalar values per thread (the loops are
- * unrolled here; LLVM keeps the values in registers). Loads and stores are
- * predicated per element on the tensor's bounds (the edge tiles of
- * non-divisible dims), and on the chunk existing when a tile has fewer chunks
- * than the block has threads. */
+ * Mma layout (the struct below): the results of `dot` on tensor cores (CUDA
+ * target, bf16/f16 inputs), elementwise ops on them, and `let mut` tiles they
+ * are assigned to. A value wanted in the other layout moves through shared
+ * memory; a splat (every element one scalar) fits both for free.
+ *
+ * The loops over a thread's elements are unrolled here; LLVM keeps the values
+ * in registers. Loads and stores are predicated per element on the tensor's
+ * bounds (the edge tiles of non-divisible dims), with a straight-line path
+ * when the whole tile is inside. Reductions, broadcasts and shape ops move
+ * elements between threads through a shared scratch array. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +40,25 @@ typedef struct lowerer {
   oxi_instr *t;        /* this thread's index in the block (u64) */
   int scratch[OX_DTYPE_COUNT]; /* shared array per dtype for layout changes, + 1; 0 = none */
   bool *everywhere;    /* old value id -> a one-element tile whose value every thread holds */
+  bool cuda;           /* the CUDA target: tensor cores for dot */
+  char *mma;           /* old value id -> 1: held in the mma layout (below), not the blocked one */
+  char *splat;         /* old value id -> 1: every element is one scalar (any layout) */
+  char *slot_mma;      /* old slot -> 1: a `let mut` tile slot held in the mma layout */
+  int **tslots;        /* old slot -> its new slots, one per element a thread holds */
 } lowerer;
+
+/* The mma layout: the accumulator layout of mma.sync.m16n8k16. The block's
+ * W warps tile an [M, N] tile as WM x WN warp tiles of wm x wn; a warp tile is
+ * (wm/16) x (wn/8) mma tiles of 16 x 8, in which lane l holds rows l/4 and
+ * l/4 + 8, columns 2(l%4) and 2(l%4)+1. A thread's elements, in order: for
+ * each mma tile (row-major), its 4 registers. Results of `dot` on tensor
+ * cores live here, and so do elementwise results of them and `let mut` tiles
+ * they are assigned to, so a K loop never moves its accumulator. */
+typedef struct mma_layout {
+  int WM, WN;
+  int64_t wm, wn;
+  int n; /* elements per thread */
+} mma_layout;
 
 typedef struct layout {
   int64_t E;   /* elements */
@@ -66,6 +90,38 @@ static layout layout_of(const lowerer *L, const oxi_tshape *s) {
   y.J = (int)((chunks + L->T - 1) / L->T);
   y.guard = (int64_t)y.J * L->T != chunks;
   return y;
+}
+
+/* The mma layout of an [M, N] tile with this block's warps, if it has one:
+ * warp tiles as square as the warps allow, each at least 16 x 16. */
+static bool mma_layout_of(const lowerer *L, const oxi_tshape *s, mma_layout *o) {
+  if (!L->cuda || s->rank != 2 || L->T < 32)
+    return false;
+  int W = L->T / 32;
+  bool found = false;
+  for (int WM = 1; WM <= W; WM *= 2) {
+    int WN = W / WM;
+    int64_t wm = s->dims[0] / WM, wn = s->dims[1] / WN;
+    if (wm < 16 || wn < 16 || wm * WM != s->dims[0] || wn * WN != s->dims[1])
+      continue;
+    int skew = abs(log2i(wm) - log2i(wn));
+    if (!found || skew < abs(log2i(o->wm) - log2i(o->wn))) {
+      o->WM = WM, o->WN = WN, o->wm = wm, o->wn = wn;
+      found = true;
+    }
+  }
+  if (found)
+    o->n = (int)(o->wm / 16 * (o->wn / 8) * 4);
+  return found;
+}
+
+/* Elements a thread holds of a tile of `shape` in the given layout. */
+static int count_in(const lowerer *L, const oxi_tshape *shape, bool mma) {
+  mma_layout ml;
+  if (mma && mma_layout_of(L, shape, &ml))
+    return ml.n;
+  layout y = layout_of(L, shape);
+  return y.J * y.VEC;
 }
 
 /* ------------------------------------------------------------ emission */
@@ -134,10 +190,21 @@ static oxi_instr *mapped(lowerer *L, const oxi_instr *old) {
   return L->sval[old->id];
 }
 
-static oxi_instr **elements(lowerer *L, const oxi_instr *old) {
+/* The elements this thread holds of tile value `old`, in its layout. */
+static oxi_instr **held(lowerer *L, const oxi_instr *old) {
   assert(old->id >= 0 && L->tval[old->id]);
   return L->tval[old->id];
 }
+
+/* Whether `old` is held in the mma layout (a splat is in both). */
+static bool is_mma(const lowerer *L, const oxi_instr *old) {
+  return L->mma[old->id] && !L->splat[old->id];
+}
+
+static oxi_instr **in_layout(lowerer *L, const oxi_instr *old, bool mma);
+
+/* The elements of `old` in the blocked layout, which most tile ops work on. */
+static oxi_instr **elements(lowerer *L, const oxi_instr *old) { return in_layout(L, old, false); }
 
 /* Copies scalar instruction `in` into the new kernel, its operands mapped. */
 static oxi_instr *clone(lowerer *L, const oxi_instr *in) {
@@ -159,45 +226,119 @@ static oxi_instr *clone(lowerer *L, const oxi_instr *in) {
 
 /* ----------------------------------------------------- element addressing */
 
+/* The row-major positions of the elements this thread holds of a tile of
+ * `shape` in the blocked layout (mma: the mma layout), split as fb + off[e]:
+ * fb one value per thread, off[e] constants, and their bits disjoint. So each
+ * coordinate of an element is its coordinate of fb plus its coordinate of
+ * off[e], a constant: the addresses of a thread's elements are one value
+ * plus constants, which keeps few registers live. Returns fb. */
+static oxi_instr *position_parts(lowerer *L, const oxi_tshape *shape, bool mma, int64_t *off) {
+  mma_layout ml;
+  if (mma && mma_layout_of(L, shape, &ml)) {
+    int lgN = log2i(shape->dims[1]);
+    oxi_instr *warp = bin(L, OXI_SHR, OX_U64, L->t, cu64(L, 5));
+    oxi_instr *lane = bin(L, OXI_AND, OX_U64, L->t, cu64(L, 31));
+    oxi_instr *row0 = bin(L, OXI_ADD, OX_U64,
+                          bin(L, OXI_SHL, OX_U64, bin(L, OXI_SHR, OX_U64, warp, cu64(L, (uint64_t)log2i(ml.WN))),
+                              cu64(L, (uint64_t)log2i(ml.wm))),
+                          bin(L, OXI_SHR, OX_U64, lane, cu64(L, 2)));
+    oxi_instr *col0 = bin(L, OXI_ADD, OX_U64,
+                          bin(L, OXI_SHL, OX_U64, bin(L, OXI_AND, OX_U64, warp, cu64(L, (uint64_t)(ml.WN - 1))),
+                              cu64(L, (uint64_t)log2i(ml.wn))),
+                          bin(L, OXI_SHL, OX_U64, bin(L, OXI_AND, OX_U64, lane, cu64(L, 3)), cu64(L, 1)));
+    int e = 0;
+    for (int64_t mi = 0; mi < ml.wm / 16; mi++)
+      for (int64_t ni = 0; ni < ml.wn / 8; ni++)
+        for (int r = 0; r < 4; r++)
+          off[e++] = ((mi * 16 + 8 * (r >> 1)) << lgN) + ni * 8 + (r & 1);
+    return bin(L, OXI_ADD, OX_U64, bin(L, OXI_SHL, OX_U64, row0, cu64(L, (uint64_t)lgN)), col0);
+  }
+  layout y = layout_of(L, shape);
+  int n = 0;
+  for (int j = 0; j < y.J; j++)
+    for (int v = 0; v < y.VEC; v++)
+      off[n++] = (int64_t)j * L->T * y.VEC + v;
+  return bin(L, OXI_MUL, OX_U64, L->t, cu64(L, (uint64_t)y.VEC));
+}
+
+/* f, the row-major position of each element this thread holds of a tile of
+ * `shape` in the given layout, and whether it exists (NULL: always). */
+static void positions_in(lowerer *L, const oxi_tshape *shape, bool mma, oxi_instr **f, oxi_instr **ok) {
+  mma_layout ml;
+  bool guard = !(mma && mma_layout_of(L, shape, &ml)) && layout_of(L, shape).guard;
+  int n = count_in(L, shape, mma);
+  int64_t *off = malloc(sizeof *off * (size_t)n);
+  oxi_instr *fb = position_parts(L, shape, mma, off);
+  for (int e = 0; e < n; e++) {
+    f[e] = bin(L, OXI_ADD, OX_U64, fb, cu64(L, (uint64_t)off[e]));
+    ok[e] = guard ? bin(L, LT, OX_U64, f[e], cu64(L, (uint64_t)elems(shape))) : NULL;
+  }
+  free(off);
+}
+
+/* Coordinate `d` of row-major position f (a constant) in `shape`. */
+static int64_t coord_of(const oxi_tshape *shape, int d, int64_t f) {
+  int64_t after = 1;
+  for (int i = d + 1; i < shape->rank; i++)
+    after *= shape->dims[i];
+  return (f / after) & (shape->dims[d] - 1);
+}
+
+/* The same of a position value. */
+static oxi_instr *coord_at(lowerer *L, const oxi_tshape *shape, int d, oxi_instr *f) {
+  int64_t after = 1;
+  for (int i = d + 1; i < shape->rank; i++)
+    after *= shape->dims[i];
+  return bin(L, OXI_AND, OX_U64, bin(L, OXI_SHR, OX_U64, f, cu64(L, (uint64_t)log2i(after))),
+             cu64(L, (uint64_t)(shape->dims[d] - 1)));
+}
+
+static void positions(lowerer *L, const oxi_tshape *shape, oxi_instr **f, oxi_instr **ok) {
+  positions_in(L, shape, false, f, ok);
+}
+
 typedef struct element_site {
   oxi_instr *inb;   /* the element exists and lies inside the tensor */
   oxi_instr *index; /* its offset in elements from the tensor's start */
 } element_site;
 
-/* For every element this thread holds of a tile of `shape` at tile coordinates
- * `coord` (new u64 values) of tensor parameter `param`: where it is and
- * whether it is inside the tensor. */
-static void sites(lowerer *L, const oxi_tshape *shape, oxi_instr *const *coord, int param,
+/* For every element this thread holds (in the given layout) of a tile of
+ * `shape` at tile coordinates `coord` (new u64 values) of tensor parameter
+ * `param`: where it is and whether it is inside the tensor. */
+static void sites(lowerer *L, const oxi_tshape *shape, bool mma, oxi_instr *const *coord, int param,
                   element_site *out) {
-  layout y = layout_of(L, shape);
-  int rank = shape->rank;
-  oxi_instr *base[OXI_MAX_RANK], *dim[OXI_MAX_RANK], *stride[OXI_MAX_RANK];
+  int rank = shape->rank, n = count_in(L, shape, mma);
+  int64_t *off = malloc(sizeof *off * (size_t)n);
+  oxi_instr *fb = position_parts(L, shape, mma, off);
+  mma_layout ml;
+  bool guard = !(mma && mma_layout_of(L, shape, &ml)) && layout_of(L, shape).guard;
+  /* g[d]: the coordinate in the tensor of this thread's position fb; i0 its offset */
+  oxi_instr *g[OXI_MAX_RANK], *dim[OXI_MAX_RANK], *stride[OXI_MAX_RANK], *i0 = NULL;
   for (int d = 0; d < rank; d++) {
-    base[d] = bin(L, OXI_SHL, OX_U64, coord[d], cu64(L, (uint64_t)log2i(shape->dims[d])));
+    oxi_instr *base = bin(L, OXI_SHL, OX_U64, coord[d], cu64(L, (uint64_t)log2i(shape->dims[d])));
+    g[d] = bin(L, OXI_ADD, OX_U64, base, coord_at(L, shape, d, fb));
     dim[d] = param_info(L, OXI_DIM, param, d);
     stride[d] = param_info(L, OXI_STRIDE, param, d);
+    oxi_instr *term = bin(L, OXI_MUL, OX_U64, g[d], stride[d]);
+    i0 = i0 ? bin(L, OXI_ADD, OX_U64, i0, term) : term;
   }
-  oxi_instr *tv = bin(L, OXI_MUL, OX_U64, L->t, cu64(L, (uint64_t)y.VEC));
-  int n = 0;
-  for (int j = 0; j < y.J; j++)
-    for (int v = 0; v < y.VEC; v++, n++) {
-      oxi_instr *f = bin(L, OXI_ADD, OX_U64, tv, cu64(L, (uint64_t)((int64_t)j * L->T * y.VEC + v)));
-      oxi_instr *inb = y.guard ? bin(L, LT, OX_U64, f, cu64(L, (uint64_t)y.E)) : NULL;
-      oxi_instr *index = NULL;
-      int64_t after = y.E;
-      for (int d = 0; d < rank; d++) {
-        after /= shape->dims[d];
-        oxi_instr *c = bin(L, OXI_AND, OX_U64, bin(L, OXI_SHR, OX_U64, f, cu64(L, (uint64_t)log2i(after))),
-                           cu64(L, (uint64_t)(shape->dims[d] - 1)));
-        oxi_instr *g = bin(L, OXI_ADD, OX_U64, base[d], c);
-        oxi_instr *in = bin(L, LT, OX_U64, g, dim[d]);
-        inb = inb ? bin(L, OXI_AND, OX_BOOL, inb, in) : in;
-        oxi_instr *term = bin(L, OXI_MUL, OX_U64, g, stride[d]);
-        index = index ? bin(L, OXI_ADD, OX_U64, index, term) : term;
-      }
-      out[n].inb = inb;
-      out[n].index = index;
+  for (int e = 0; e < n; e++) {
+    oxi_instr *inb = guard ? bin(L, LT, OX_U64, bin(L, OXI_ADD, OX_U64, fb, cu64(L, (uint64_t)off[e])),
+                                 cu64(L, (uint64_t)elems(shape)))
+                           : NULL;
+    oxi_instr *index = i0;
+    for (int d = 0; d < rank; d++) {
+      int64_t k = coord_of(shape, d, off[e]);
+      oxi_instr *gd = k ? bin(L, OXI_ADD, OX_U64, g[d], cu64(L, (uint64_t)k)) : g[d];
+      oxi_instr *in = bin(L, LT, OX_U64, gd, dim[d]);
+      inb = inb ? bin(L, OXI_AND, OX_BOOL, inb, in) : in;
+      if (k)
+        index = bin(L, OXI_ADD, OX_U64, index, bin(L, OXI_MUL, OX_U64, cu64(L, (uint64_t)k), stride[d]));
     }
+    out[e].inb = inb;
+    out[e].index = index;
+  }
+  free(off);
 }
 
 /* Tile coordinates made safe for address arithmetic: a coordinate past the
@@ -224,9 +365,10 @@ static void clamp_coords(lowerer *L, const oxi_tshape *shape, oxi_instr **coord,
  * thread's chunks exist): then no element needs a predicate. The test is the
  * same for every thread of the block, so the branch on it does not diverge.
  * NULL when the layout always needs predicates. */
-static oxi_instr *whole_tile_inside(lowerer *L, const oxi_tshape *shape, oxi_instr *const *coord,
-                                    int param) {
-  if (layout_of(L, shape).guard)
+static oxi_instr *whole_tile_inside(lowerer *L, const oxi_tshape *shape, bool mma,
+                                    oxi_instr *const *coord, int param) {
+  mma_layout ml;
+  if (!(mma && mma_layout_of(L, shape, &ml)) && layout_of(L, shape).guard)
     return NULL;
   oxi_instr *all = NULL;
   for (int d = 0; d < shape->rank; d++) {
@@ -259,9 +401,10 @@ static void end_if(lowerer *L, oxi_block *join) {
 
 /* ------------------------------------------------------------ tile ops */
 
+/* Room for a tile value's elements in either layout (a splat fills both). */
 static oxi_instr **new_elements(lowerer *L, const oxi_tshape *s) {
-  layout y = layout_of(L, s);
-  return oxb_alloc(L->m->arena, sizeof(oxi_instr *) * (size_t)(y.J * y.VEC));
+  int a = count_in(L, s, false), b = count_in(L, s, true);
+  return oxb_alloc(L->m->arena, sizeof(oxi_instr *) * (size_t)(a > b ? a : b));
 }
 
 static oxi_instr *load_at(lowerer *L, const oxi_instr *in, oxi_instr *index) {
@@ -291,8 +434,8 @@ static void lower_load(lowerer *L, const oxi_instr *in) {
   element_site *es = malloc(sizeof *es * (size_t)n);
   int *slot = malloc(sizeof *slot * (size_t)n);
   clamp_coords(L, in->tshape, coord, in->mem.index);
-  sites(L, in->tshape, coord, in->mem.index, es);
-  oxi_instr *full = whole_tile_inside(L, in->tshape, coord, in->mem.index);
+  sites(L, in->tshape, false, coord, in->mem.index, es);
+  oxi_instr *full = whole_tile_inside(L, in->tshape, false, coord, in->mem.index);
   for (int e = 0; e < n; e++)
     slot[e] = oxi_slot_new(L->m, L->nk, in->type);
   oxi_block *done = oxi_block_new(L->m, L->nk), *slow;
@@ -337,16 +480,16 @@ static void store_at(lowerer *L, const oxi_instr *in, oxi_instr *index, oxi_inst
 static void lower_store(lowerer *L, const oxi_instr *in) {
   const oxi_param *p = L->k->params.items[in->mem.index];
   const oxi_tshape *s = in->ops[0]->tshape;
-  layout y = layout_of(L, s);
-  int n = y.J * y.VEC;
+  bool mma = is_mma(L, in->ops[0]); /* stored from the layout it is held in */
+  int n = count_in(L, s, mma);
   oxi_instr *coord[OXI_MAX_RANK];
   for (int d = 0; d < p->rank; d++)
     coord[d] = tile_id(L, in->mem.index, d);
   element_site *es = malloc(sizeof *es * (size_t)n);
   clamp_coords(L, s, coord, in->mem.index);
-  sites(L, s, coord, in->mem.index, es);
-  oxi_instr *full = whole_tile_inside(L, s, coord, in->mem.index);
-  oxi_instr **v = elements(L, in->ops[0]);
+  sites(L, s, mma, coord, in->mem.index, es);
+  oxi_instr *full = whole_tile_inside(L, s, mma, coord, in->mem.index);
+  oxi_instr **v = held(L, in->ops[0]);
   oxi_block *done = oxi_block_new(L->m, L->nk), *slow;
   if (full) {
     begin_if(L, full, &slow); /* the fast path: straight-line stores */
@@ -365,15 +508,21 @@ static void lower_store(lowerer *L, const oxi_instr *in) {
   free(es);
 }
 
+/* Elementwise: in the result's layout (mma when the layout analysis says so),
+ * operands moved to it if they are held in the other one. */
 static void lower_elementwise(lowerer *L, const oxi_instr *in) {
-  layout y = layout_of(L, in->tshape);
+  bool mma = L->mma[in->id];
+  oxi_instr **ops[4] = {0};
+  for (int i = 0; i < in->nops; i++)
+    if (in->ops[i]->tshape)
+      ops[i] = in_layout(L, in->ops[i], mma);
   oxi_instr **out = new_elements(L, in->tshape);
-  for (int e = 0; e < y.J * y.VEC; e++) {
+  for (int e = 0; e < count_in(L, in->tshape, mma); e++) {
     oxi_instr *c = emit(L, in->op, in->type);
     c->sub = in->sub;
     c->nops = in->nops;
     for (int i = 0; i < in->nops; i++)
-      c->ops[i] = in->ops[i]->tshape ? elements(L, in->ops[i])[e] : mapped(L, in->ops[i]);
+      c->ops[i] = ops[i] ? ops[i][e] : mapped(L, in->ops[i]);
     out[e] = c;
   }
   L->tval[in->id] = out;
@@ -387,28 +536,25 @@ static void lower_elementwise(lowerer *L, const oxi_instr *in) {
  * elements of the result need. One scratch array per dtype serves every such
  * step of the kernel; a barrier after each step frees it for the next. */
 
-static oxi_mem scratch(lowerer *L, oxi_type t) {
+/* The scratch array of dtype t, made or grown to hold `count` elements; the
+ * offsets of the shared arrays are laid out after the lowering. */
+static oxi_mem scratch(lowerer *L, oxi_type t, int64_t count) {
+  if (!L->scratch[t]) {
+    oxi_shared *sh = oxb_alloc(L->m->arena, sizeof *sh);
+    sh->dtype = (ox_dtype)t;
+    oxb_vec_push(L->m->arena, &L->nk->shared, sh);
+    L->scratch[t] = L->nk->shared.len;
+  }
   oxi_mem m = {OXI_MEM_SHARED, L->scratch[t] - 1};
-  assert(L->scratch[t] > 0);
+  oxi_shared *sh = L->nk->shared.items[m.index];
+  if (sh->count < count)
+    sh->count = count;
   return m;
 }
 
 static void barrier(lowerer *L) {
   emit(L, OXI_BARRIER, OXI_VOID);
   L->nk->uses_sync = true;
-}
-
-/* f, the row-major position of each element this thread holds of a tile of
- * `shape`, and whether it exists. */
-static void positions(lowerer *L, const oxi_tshape *shape, oxi_instr **f, oxi_instr **ok) {
-  layout y = layout_of(L, shape);
-  oxi_instr *tv = bin(L, OXI_MUL, OX_U64, L->t, cu64(L, (uint64_t)y.VEC));
-  int n = 0;
-  for (int j = 0; j < y.J; j++)
-    for (int v = 0; v < y.VEC; v++, n++) {
-      f[n] = bin(L, OXI_ADD, OX_U64, tv, cu64(L, (uint64_t)((int64_t)j * L->T * y.VEC + v)));
-      ok[n] = y.guard ? bin(L, LT, OX_U64, f[n], cu64(L, (uint64_t)y.E)) : NULL;
-    }
 }
 
 static void shared_store(lowerer *L, oxi_mem m, oxi_instr *index, oxi_instr *v, oxi_instr *ok) {
@@ -449,14 +595,35 @@ static oxi_instr *existing(lowerer *L, oxi_instr *f, oxi_instr *ok) {
 /* Writes the elements this thread holds of tile value `old` to scratch. */
 static void spill(lowerer *L, const oxi_instr *old) {
   const oxi_tshape *s = old->tshape;
-  layout y = layout_of(L, s);
-  int n = y.J * y.VEC;
+  bool mma = is_mma(L, old);
+  int n = count_in(L, s, mma);
   oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
-  positions(L, s, f, ok);
-  oxi_instr **v = elements(L, old);
+  positions_in(L, s, mma, f, ok);
+  oxi_instr **v = held(L, old);
+  oxi_mem m = scratch(L, old->type, elems(s) > L->T ? elems(s) : L->T);
   for (int e = 0; e < n; e++)
-    shared_store(L, scratch(L, old->type), f[e], v[e], ok[e]);
+    shared_store(L, m, f[e], v[e], ok[e]);
   free(f);
+}
+
+/* `old`'s elements in the wanted layout: moved through scratch when it is
+ * held in the other one. */
+static oxi_instr **in_layout(lowerer *L, const oxi_instr *old, bool mma) {
+  if (L->splat[old->id] || is_mma(L, old) == mma)
+    return held(L, old);
+  const oxi_tshape *s = old->tshape;
+  spill(L, old);
+  barrier(L);
+  int n = count_in(L, s, mma);
+  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  positions_in(L, s, mma, f, ok);
+  oxi_instr **out = new_elements(L, s);
+  oxi_mem m = scratch(L, old->type, 0);
+  for (int e = 0; e < n; e++)
+    out[e] = shared_load(L, m, old->type, existing(L, f[e], ok[e]));
+  free(f);
+  barrier(L);
+  return out;
 }
 
 /* A broadcast: each result element reads the source element at its
@@ -497,7 +664,7 @@ static void lower_broadcast(lowerer *L, const oxi_instr *in) {
       g = g ? bin(L, OXI_ADD, OX_U64, g, term) : term;
     }
     /* a nonexistent element (the layout's guard) reads position 0: harmless */
-    out[e] = shared_load(L, scratch(L, in->type), in->type, g ? g : cu64(L, 0));
+    out[e] = shared_load(L, scratch(L, in->type, 0), in->type, g ? g : cu64(L, 0));
   }
   free(f);
   barrier(L);
@@ -543,7 +710,7 @@ static void lower_move(lowerer *L, const oxi_instr *in) {
       }
       g = pos;
     }
-    out[e] = shared_load(L, scratch(L, in->type), in->type, g);
+    out[e] = shared_load(L, scratch(L, in->type, 0), in->type, g);
   }
   free(f);
   barrier(L);
@@ -681,7 +848,7 @@ static void reduce_all(lowerer *L, const oxi_instr *in) {
     acc = combine(L, sub, t, acc, sh);
   }
   L->nk->uses_sync = true;
-  oxi_mem m = scratch(L, t);
+  oxi_mem m = scratch(L, t, L->T / 32);
   oxi_instr *first = bin(L, 100 + OXI_EQ, OX_U64, bin(L, OXI_AND, OX_U64, L->t, cu64(L, 31)), cu64(L, 0));
   shared_store(L, m, bin(L, OXI_SHR, OX_U64, L->t, cu64(L, 5)), acc, first);
   barrier(L);
@@ -705,7 +872,6 @@ static void lower_reduce(lowerer *L, const oxi_instr *in) {
   const oxi_tshape *src = in->ops[0]->tshape, *dst = in->tshape;
   int a = in->index, sub = in->sub;
   oxi_type t = in->type;
-  oxi_mem m = scratch(L, t);
   int64_t len = src->dims[a], inner = 1, R = elems(dst);
   for (int d = a + 1; d < src->rank; d++)
     inner *= src->dims[d];
@@ -713,6 +879,7 @@ static void lower_reduce(lowerer *L, const oxi_instr *in) {
     reduce_all(L, in);
     return;
   }
+  oxi_mem m = scratch(L, t, elems(src) > L->T ? elems(src) : L->T);
   spill(L, in->ops[0]);
   barrier(L);
   /* the position in the source of result r's first element */
@@ -760,18 +927,261 @@ static void lower_reduce(lowerer *L, const oxi_instr *in) {
   L->tval[in->id] = out;
 }
 
+/* ---------------------------------------------------- `let mut` tiles */
+
+/* A tile slot becomes one slot per element a thread holds of it (in the
+ * slot's layout); LLVM turns them into registers, so a loop carrying a tile
+ * (a K loop's accumulator) keeps it in registers. */
+static void tile_var(lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *s = in->op == OXI_VAR_GET ? in->tshape : in->ops[0]->tshape;
+  bool mma = L->slot_mma[in->index];
+  int n = count_in(L, s, mma);
+  if (!L->tslots[in->index]) {
+    L->tslots[in->index] = oxb_alloc(L->m->arena, sizeof(int) * (size_t)n);
+    for (int e = 0; e < n; e++)
+      L->tslots[in->index][e] = oxi_slot_new(L->m, L->nk, in->type == OXI_VOID ? in->ops[0]->type : in->type);
+  }
+  int *slots = L->tslots[in->index];
+  if (in->op == OXI_VAR_SET) {
+    oxi_instr **v = in_layout(L, in->ops[0], mma);
+    for (int e = 0; e < n; e++)
+      set_slot(L, slots[e], v[e]);
+    return;
+  }
+  oxi_instr **out = new_elements(L, s);
+  for (int e = 0; e < n; e++) {
+    out[e] = emit(L, OXI_VAR_GET, in->type);
+    out[e]->index = slots[e];
+  }
+  L->tval[in->id] = out;
+}
+
+/* ------------------------------------------------------------------ dot */
+
+static oxi_instr *cast(lowerer *L, oxi_instr *v, oxi_type t) {
+  if (v->type == t)
+    return v;
+  oxi_instr *c = emit(L, OXI_CAST, t);
+  c->ops[0] = v;
+  c->nops = 1;
+  return c;
+}
+
+/* Writes the blocked elements of a [R, C] tile to shared memory `m` at
+ * `base` + row * `pitch` + col: one address per thread plus constants. */
+static void stage(lowerer *L, const oxi_instr *old, oxi_mem m, int64_t base, int64_t pitch) {
+  const oxi_tshape *s = old->tshape;
+  int n = count_in(L, s, false);
+  int64_t *off = malloc(sizeof *off * (size_t)n);
+  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  positions(L, s, f, ok); /* for the guard */
+  oxi_instr *fb = position_parts(L, s, false, off);
+  oxi_instr **v = elements(L, old);
+  oxi_instr *a0 = bin(L, OXI_ADD, OX_U64, bin(L, OXI_MUL, OX_U64, coord_at(L, s, 0, fb), cu64(L, (uint64_t)pitch)),
+                      bin(L, OXI_ADD, OX_U64, coord_at(L, s, 1, fb), cu64(L, (uint64_t)base)));
+  for (int e = 0; e < n; e++) {
+    int64_t k = coord_of(s, 0, off[e]) * pitch + coord_of(s, 1, off[e]);
+    shared_store(L, m, bin(L, OXI_ADD, OX_U64, a0, cu64(L, (uint64_t)k)), v[e], ok[e]);
+  }
+  free(off);
+  free(f);
+}
+
+/* Whether dot `in` runs on tensor cores: bf16/f16 operands on the CUDA target,
+ * K a multiple of 16 and a result the block's warps can tile (mma layout). */
+static bool dot_on_tensor_cores(const lowerer *L, const oxi_instr *in) {
+  mma_layout ml;
+  oxi_type t = in->ops[0]->type;
+  return (t == OX_BF16 || t == OX_F16) && in->ops[0]->tshape->dims[1] % 16 == 0 &&
+         mma_layout_of(L, in->tshape, &ml);
+}
+
+/* dot on tensor cores. a [M, K] and b [K, N] are staged in shared memory with
+ * rows padded by 8 elements (16 bytes), so the eight 16-byte rows that one
+ * ldmatrix phase reads fall in distinct banks. Each warp then computes its
+ * warp tile: per step of 16 along K, ldmatrix.x4 fragments of A (one per 16
+ * rows), ldmatrix.x4.trans fragments of B (two n8 tiles each), and one
+ * mma.sync.m16n8k16 per 16 x 8 mma tile into the f32 accumulator registers. */
+static void dot_tc(lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *as = in->ops[0]->tshape, *bs = in->ops[1]->tshape;
+  int64_t M = as->dims[0], K = as->dims[1], N = bs->dims[1], pa = K + 8, pb = N + 8;
+  oxi_type t = in->ops[0]->type;
+  mma_layout ml;
+  mma_layout_of(L, in->tshape, &ml);
+  oxi_mem m = scratch(L, t, M * pa + K * pb);
+  stage(L, in->ops[0], m, 0, pa);
+  stage(L, in->ops[1], m, M * pa, pb);
+  barrier(L);
+  int tiles = (int)(ml.wm / 16 * (ml.wn / 8));
+  oxi_instr **acc = malloc(sizeof *acc * (size_t)tiles);
+  oxi_instr **c = in->nops == 3 ? in_layout(L, in->ops[2], true) : NULL;
+  oxi_instr *zero = NULL;
+  for (int i = 0; i < tiles; i++) {
+    oxi_instr *p = emit(L, OXI_PACK, OXI_V4);
+    p->nops = 4;
+    for (int r = 0; r < 4; r++) {
+      if (!c && !zero) {
+        zero = emit(L, OXI_CONST, OX_F32);
+        zero->fimm = 0;
+      }
+      p->ops[r] = c ? c[i * 4 + r] : zero;
+    }
+    acc[i] = p;
+  }
+  oxi_instr *warp = bin(L, OXI_SHR, OX_U64, L->t, cu64(L, 5));
+  oxi_instr *lane = bin(L, OXI_AND, OX_U64, L->t, cu64(L, 31));
+  oxi_instr *r16 = bin(L, OXI_AND, OX_U64, lane, cu64(L, 15));
+  oxi_instr *c8 = bin(L, OXI_SHL, OX_U64, bin(L, OXI_SHR, OX_U64, lane, cu64(L, 4)), cu64(L, 3));
+  oxi_instr *wrow = bin(L, OXI_SHL, OX_U64, bin(L, OXI_SHR, OX_U64, warp, cu64(L, (uint64_t)log2i(ml.WN))),
+                        cu64(L, (uint64_t)log2i(ml.wm)));
+  oxi_instr *wcol = bin(L, OXI_SHL, OX_U64, bin(L, OXI_AND, OX_U64, warp, cu64(L, (uint64_t)(ml.WN - 1))),
+                        cu64(L, (uint64_t)log2i(ml.wn)));
+  /* this lane's row addresses: A at (wrow + r16) * pa + c8, B at M * pa + r16 * pb + wcol + c8 */
+  oxi_instr *abase = bin(L, OXI_ADD, OX_U64,
+                         bin(L, OXI_MUL, OX_U64, bin(L, OXI_ADD, OX_U64, wrow, r16), cu64(L, (uint64_t)pa)), c8);
+  oxi_instr *bbase = bin(L, OXI_ADD, OX_U64, bin(L, OXI_MUL, OX_U64, r16, cu64(L, (uint64_t)pb)),
+                         bin(L, OXI_ADD, OX_U64, wcol, bin(L, OXI_ADD, OX_U64, c8, cu64(L, (uint64_t)(M * pa)))));
+  int mt = (int)(ml.wm / 16), nt = (int)(ml.wn / 8);
+  oxi_instr **fa = malloc(sizeof *fa * (size_t)(mt + nt / 2)), **fb = fa + mt;
+  for (int64_t ks = 0; ks < K / 16; ks++) {
+    for (int i = 0; i < mt + nt / 2; i++) {
+      bool isb = i >= mt;
+      int64_t off = isb ? ks * 16 * pb + (i - mt) * 16 : i * 16 * pa + ks * 16;
+      oxi_instr *at = bin(L, OXI_ADD, OX_U64, isb ? bbase : abase, cu64(L, (uint64_t)off));
+      fa[i] = emit(L, OXI_LDMATRIX, OXI_V4);
+      fa[i]->sub = isb; /* B: transposed, from its [K, N] rows */
+      fa[i]->mem = m;
+      fa[i]->ops[0] = at;
+      fa[i]->nops = 1;
+    }
+    for (int i = 0; i < mt; i++)
+      for (int j = 0; j < nt; j++) {
+        oxi_instr *d = emit(L, OXI_MMA, OXI_V4);
+        d->sub = t;
+        d->index = j & 1;
+        d->ops[0] = fa[i];
+        d->ops[1] = fb[j / 2];
+        d->ops[2] = acc[i * nt + j];
+        d->nops = 3;
+        acc[i * nt + j] = d;
+      }
+  }
+  barrier(L); /* the staging area is free for the next dot */
+  oxi_instr **out = new_elements(L, in->tshape);
+  for (int i = 0; i < tiles; i++)
+    for (int r = 0; r < 4; r++) {
+      oxi_instr *u = emit(L, OXI_UNPACK, OX_F32);
+      u->ops[0] = acc[i];
+      u->nops = 1;
+      u->index = r;
+      out[i * 4 + r] = u;
+    }
+  free(fa);
+  free(acc);
+  L->nk->uses_sync = true;
+  L->tval[in->id] = out;
+}
+
+/* dot anywhere else (the CPU, f32, small tiles): a and b go to scratch, and
+ * each thread accumulates its result elements (blocked layout) in f32 over
+ * K, in one loop for all of them. */
+static void dot_simple(lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *as = in->ops[0]->tshape, *bs = in->ops[1]->tshape;
+  int64_t M = as->dims[0], K = as->dims[1], N = bs->dims[1];
+  oxi_type t = in->ops[0]->type;
+  oxi_mem m = scratch(L, t, M * K + K * N);
+  stage(L, in->ops[0], m, 0, K);
+  stage(L, in->ops[1], m, M * K, N);
+  barrier(L);
+  int n = count_in(L, in->tshape, false);
+  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  positions(L, in->tshape, f, ok);
+  oxi_instr **c = in->nops == 3 ? elements(L, in->ops[2]) : NULL;
+  int *acc = malloc(sizeof *acc * (size_t)n);
+  oxi_instr **arow = malloc(sizeof *arow * (size_t)n * 2), **bcol = arow + n;
+  for (int e = 0; e < n; e++) {
+    acc[e] = oxi_slot_new(L->m, L->nk, OX_F32);
+    oxi_instr *z = emit(L, OXI_CONST, OX_F32);
+    z->fimm = 0;
+    set_slot(L, acc[e], c ? c[e] : z);
+    oxi_instr *g = existing(L, f[e], ok[e]);
+    arow[e] = bin(L, OXI_MUL, OX_U64, bin(L, OXI_SHR, OX_U64, g, cu64(L, (uint64_t)log2i(N))), cu64(L, (uint64_t)K));
+    bcol[e] = bin(L, OXI_ADD, OX_U64, bin(L, OXI_AND, OX_U64, g, cu64(L, (uint64_t)(N - 1))), cu64(L, (uint64_t)(M * K)));
+  }
+  int ks = oxi_slot_new(L->m, L->nk, OX_U64);
+  set_slot(L, ks, cu64(L, 0));
+  oxi_block *head = oxi_block_new(L->m, L->nk), *body = oxi_block_new(L->m, L->nk),
+            *done = oxi_block_new(L->m, L->nk);
+  end_if(L, head);
+  oxi_instr *k = emit(L, OXI_VAR_GET, OX_U64);
+  k->index = ks;
+  oxi_instr *more = bin(L, LT, OX_U64, k, cu64(L, (uint64_t)K));
+  oxi_instr *br = emit(L, OXI_CONDBR, OXI_VOID);
+  br->ops[0] = more;
+  br->nops = 1;
+  br->target[0] = body;
+  br->target[1] = done;
+  L->cur = body;
+  k = emit(L, OXI_VAR_GET, OX_U64);
+  k->index = ks;
+  oxi_instr *kn = bin(L, OXI_MUL, OX_U64, k, cu64(L, (uint64_t)N));
+  for (int e = 0; e < n; e++) {
+    oxi_instr *x = cast(L, shared_load(L, m, t, bin(L, OXI_ADD, OX_U64, arow[e], k)), OX_F32);
+    oxi_instr *y = cast(L, shared_load(L, m, t, bin(L, OXI_ADD, OX_U64, bcol[e], kn)), OX_F32);
+    oxi_instr *a = emit(L, OXI_VAR_GET, OX_F32);
+    a->index = acc[e];
+    oxi_instr *fma = emit(L, OXI_MATH, OX_F32);
+    fma->sub = OXI_M_FMA;
+    fma->ops[0] = x;
+    fma->ops[1] = y;
+    fma->ops[2] = a;
+    fma->nops = 3;
+    set_slot(L, acc[e], fma);
+  }
+  oxi_instr *k1 = bin(L, OXI_ADD, OX_U64, k, cu64(L, 1));
+  k1->nuw = true;
+  set_slot(L, ks, k1);
+  end_if(L, head);
+  L->cur = done;
+  barrier(L);
+  oxi_instr **out = new_elements(L, in->tshape);
+  for (int e = 0; e < n; e++) {
+    out[e] = emit(L, OXI_VAR_GET, OX_F32);
+    out[e]->index = acc[e];
+  }
+  free(f);
+  free(acc);
+  free(arow);
+  L->tval[in->id] = out;
+}
+
+static void lower_dot(lowerer *L, const oxi_instr *in) {
+  if (L->mma[in->id])
+    dot_tc(L, in);
+  else
+    dot_simple(L, in);
+}
+
 static void lower_instr(lowerer *L, const oxi_instr *in) {
   switch (in->op) {
   case OXI_T_LOAD: lower_load(L, in); return;
   case OXI_T_STORE: lower_store(L, in); return;
   case OXI_T_SPLAT: {
-    layout y = layout_of(L, in->tshape);
     oxi_instr **out = new_elements(L, in->tshape);
-    for (int e = 0; e < y.J * y.VEC; e++)
+    int a = count_in(L, in->tshape, false), b = count_in(L, in->tshape, true);
+    for (int e = 0; e < (a > b ? a : b); e++)
       out[e] = mapped(L, in->ops[0]);
     L->tval[in->id] = out;
     return;
   }
+  case OXI_T_DOT: lower_dot(L, in); return;
+  case OXI_VAR_GET:
+  case OXI_VAR_SET:
+    if (in->tshape || (in->op == OXI_VAR_SET && in->ops[0]->tshape)) {
+      tile_var(L, in);
+      return;
+    }
+    break;
   case OXI_T_REDUCE: lower_reduce(L, in); return;
   case OXI_T_BROADCAST: lower_broadcast(L, in); return;
   case OXI_T_RESHAPE:
@@ -790,7 +1200,51 @@ static void lower_instr(lowerer *L, const oxi_instr *in) {
     L->sval[in->id] = c;
 }
 
-ox_status oxt_lower(oxi_module *m, oxi_kernel *k) {
+static bool is_elementwise(const oxi_instr *in) {
+  return in->tshape && (in->op == OXI_BIN || in->op == OXI_CMP || in->op == OXI_NEG || in->op == OXI_NOT ||
+                        in->op == OXI_CAST || in->op == OXI_SELECT || in->op == OXI_MATH);
+}
+
+/* Which values and tile slots live in the mma layout: dots on tensor cores,
+ * elementwise ops whose tile operands all do (or are splats), and slots that
+ * such a value is assigned to, with what is read from them; to a fixed
+ * point, since a loop reads a slot before the assignment that sets it. */
+static void choose_layouts(lowerer *L) {
+  const oxi_kernel *k = L->k;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int bi = 0; bi < k->blocks.len; bi++) {
+      const oxi_block *b = k->blocks.items[bi];
+      for (int ii = 0; ii < b->instrs.len; ii++) {
+        const oxi_instr *in = b->instrs.items[ii];
+        if (in->op == OXI_T_SPLAT)
+          L->splat[in->id] = 1;
+        if (in->op == OXI_VAR_SET && in->ops[0]->tshape && is_mma(L, in->ops[0]) && !L->slot_mma[in->index])
+          L->slot_mma[in->index] = changed = true;
+        if (in->id < 0 || L->mma[in->id])
+          continue;
+        bool mma = false;
+        if (in->op == OXI_T_DOT)
+          mma = L->cuda && dot_on_tensor_cores(L, in);
+        else if (in->op == OXI_VAR_GET && in->tshape)
+          mma = L->slot_mma[in->index];
+        else if (is_elementwise(in)) {
+          bool any = false, all = true;
+          for (int i = 0; i < in->nops; i++)
+            if (in->ops[i]->tshape) {
+              any |= is_mma(L, in->ops[i]);
+              all &= L->mma[in->ops[i]->id] || L->splat[in->ops[i]->id];
+            }
+          mma = any && all;
+        }
+        if (mma)
+          L->mma[in->id] = changed = true;
+      }
+    }
+  }
+}
+
+ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda) {
   assert(k->is_tile);
   /* the block size: from the largest tile, so that each thread holds a few
    * 16-byte chunks of it */
@@ -820,51 +1274,23 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k) {
   L.m = m;
   L.k = k;
   L.T = (int)T;
+  L.cuda = cuda;
   oxi_kernel *nk = oxb_alloc(m->arena, sizeof *nk);
   *nk = *k;
   nk->blocks.items = NULL;
   nk->blocks.len = nk->blocks.cap = 0;
   L.nk = nk;
-  L.sval = calloc((size_t)k->next_id + 1, sizeof *L.sval);
-  L.tval = calloc((size_t)k->next_id + 1, sizeof *L.tval);
-  L.everywhere = calloc((size_t)k->next_id + 1, sizeof *L.everywhere);
+  size_t nv = (size_t)k->next_id + 1, ns = (size_t)k->slots.len + 1;
+  L.sval = calloc(nv, sizeof *L.sval);
+  L.tval = calloc(nv, sizeof *L.tval);
+  L.everywhere = calloc(nv, sizeof *L.everywhere);
+  L.mma = calloc(nv, 1);
+  L.splat = calloc(nv, 1);
+  L.slot_mma = calloc(ns, 1);
+  L.tslots = calloc(ns, sizeof *L.tslots);
   L.nb = calloc((size_t)k->blocks.len, sizeof *L.nb);
-  /* scratch for reductions and broadcasts: per dtype, the most elements one
-   * step spills (at least one per thread, for partial results) */
-  int64_t need[OX_DTYPE_COUNT] = {0};
-  for (int bi = 0; bi < k->blocks.len; bi++) {
-    const oxi_block *b = k->blocks.items[bi];
-    for (int ii = 0; ii < b->instrs.len; ii++) {
-      const oxi_instr *in = b->instrs.items[ii];
-      if (in->op != OXI_T_REDUCE && in->op != OXI_T_BROADCAST && in->op != OXI_T_RESHAPE &&
-          in->op != OXI_T_PERMUTE)
-        continue;
-      int64_t e = elems(in->ops[0]->tshape);
-      e = e > T ? e : T;
-      need[in->type] = need[in->type] > e ? need[in->type] : e;
-    }
-  }
-  for (int t = 0; t < OX_DTYPE_COUNT; t++) {
-    if (!need[t])
-      continue;
-    oxi_shared *sh = oxb_alloc(m->arena, sizeof *sh);
-    sh->dtype = (ox_dtype)t;
-    sh->count = need[t];
-    sh->offset = (nk->shared_bytes + 15) & ~(int64_t)15;
-    nk->shared_bytes = sh->offset + sh->count * (int64_t)ox_dtype_size((ox_dtype)t);
-    oxb_vec_push(m->arena, &nk->shared, sh);
-    L.scratch[t] = nk->shared.len;
-  }
-  if (nk->shared_bytes > 48 * 1024) {
-    free(L.sval);
-    free(L.tval);
-    free(L.everywhere);
-    free(L.nb);
-    return oxb_set_error(OX_ERR_UNSUPPORTED,
-                         "%s:%d:%d: kernel '%s' needs %lld bytes of shared memory for its reductions "
-                         "and broadcasts; this version of the tile lowering has 48 KiB",
-                         m->filename, k->line, k->col, k->name, (long long)nk->shared_bytes);
-  }
+  choose_layouts(&L);
+  int user_shared = k->shared.len;
   for (int bi = 0; bi < k->blocks.len; bi++)
     L.nb[bi] = oxi_block_new(m, nk);
   for (int bi = 0; bi < k->blocks.len; bi++) {
@@ -878,7 +1304,23 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k) {
   free(L.sval);
   free(L.tval);
   free(L.everywhere);
+  free(L.mma);
+  free(L.splat);
+  free(L.slot_mma);
+  free(L.tslots);
   free(L.nb);
+  /* the scratch arrays, after what the kernel had */
+  for (int i = user_shared; i < nk->shared.len; i++) {
+    oxi_shared *sh = nk->shared.items[i];
+    sh->offset = (nk->shared_bytes + 15) & ~(int64_t)15;
+    nk->shared_bytes = sh->offset + sh->count * (int64_t)ox_dtype_size(sh->dtype);
+  }
+  if (nk->shared_bytes > 48 * 1024)
+    return oxb_set_error(OX_ERR_UNSUPPORTED,
+                         "%s:%d:%d: kernel '%s' needs %lld bytes of shared memory for its reductions, "
+                         "layout changes and dot operands; this version of the tile lowering has 48 KiB "
+                         "(use smaller tiles)",
+                         m->filename, k->line, k->col, k->name, (long long)nk->shared_bytes);
   k->blocks = nk->blocks;
   k->slots = nk->slots;
   k->next_id = nk->next_id;

@@ -3,18 +3,18 @@
  * ops into thread-level IR (what SIMT kernels are from the start), choosing a
  * layout for every tile and the block size. Prefix: oxt_.
  *
- * docs/tile-design.md is the plan; this is milestone 1: one blocked layout for
- * all tiles of a kernel (no reductions or layout conversions yet).
+ * docs/tile-design.md is the plan; lower.c says which parts of it exist.
  */
 #ifndef OXIDE_TILE_H
 #define OXIDE_TILE_H
 
 #include "ir/ir.h"
 
-/* Lowers tile kernel `k` of `m` in place. Afterwards k->is_tile is false,
- * k->block holds the block shape the launch must use, and no tile value or
- * tile op is left. Errors (a tile too large for this lowering) set the last
- * error; `filename` names the source in messages. */
-ox_status oxt_lower(oxi_module *m, oxi_kernel *k);
+/* Lowers tile kernel `k` of `m` in place, for the CUDA target (`cuda`: dot
+ * on tensor cores) or the CPU. Afterwards k->is_tile is false, k->block holds
+ * the block shape the launch must use, and no tile value or tile op is left.
+ * Errors (a tile too large for this lowering) set the last error, naming the
+ * source file of `m`. */
+ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda);
 
 #endif
