@@ -1,5 +1,5 @@
-/* ptx_test - the PTX of every example kernel is accepted by ptxas (from the
- * CUDA toolkit) for sm_80 and sm_90. Without ptxas the test fails, unless
+/* ptx_test - the PTX of every example kernel, and of tile kernels on tensor
+ * cores, is accepted by ptxas (from the CUDA toolkit) for sm_80 and sm_90. Without ptxas the test fails, unless
  * OXIDE_NO_PTXAS=1 says the machine has no CUDA toolkit on purpose. */
 #include <dirent.h>
 #include <stdlib.h>
@@ -25,6 +25,69 @@ static char *slurp(const char *path) {
   return s;
 }
 
+/* Tile kernels with static tiles big enough for tensor cores (the examples'
+ * generics are compiled at a placeholder of 16, which is too small for the
+ * warps' mma tiles): their PTX must hold ldmatrix and mma.sync. */
+static const char *TENSOR_CORES =
+    "#[tile]\n"
+    "fn mm_bf16(c: &mut Tensor<f32, [128, 128]>, a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>) {\n"
+    "    let mut acc = full([128, 128], 0.0f32);\n"
+    "    for k in 0..(a.dim(1) + 31) / 32 {\n"
+    "        acc = mma(a.partition([128, 32]).load([tile_id(0), k]), b.partition([32, 128]).load([k, tile_id(1)]), acc);\n"
+    "    }\n"
+    "    c.store(acc * 2.0 + 1.0);\n"
+    "}\n"
+    "#[tile]\n"
+    "fn mm_f16(c: &mut Tensor<f32, [64, 1]>, a: &Tensor<f16, [-1, -1]>, b: &Tensor<f16, [-1, -1]>) {\n"
+    "    let d = dot(a.partition([64, 32]).load([tile_id(0), 0]), b.partition([32, 64]).load([0, 0]));\n"
+    "    c.store(reduce_sum(d, 1));\n"
+    "}\n";
+
+/* Emits `text` as PTX for sm_80 and sm_90 and has ptxas assemble it; calls
+ * `look` on each PTX for the caller's own checks. */
+static void check_ptx(const char *ptxas, const char *name, const char *text,
+                      void (*look)(const char *name, const char *ptx)) {
+  static const int archs[] = {80, 90};
+  for (int i = 0; i < 2; i++) {
+    ox_compile_options o = {.filename = name, .sm = archs[i]};
+    char *ptx = NULL;
+    CHECK_OK(ox_emit(text, &o, OX_TARGET_CUDA, OX_EMIT_PTX, &ptx));
+    if (!ptx)
+      continue;
+    if (look)
+      look(name, ptx);
+    char tmp[] = "/tmp/oxide-ptx-XXXXXX";
+    int fd = mkstemp(tmp);
+    CHECK(fd >= 0, "mkstemp");
+    size_t n = strlen(ptx);
+    CHECK(write(fd, ptx, n) == (ssize_t)n, "write");
+    close(fd);
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "%s -arch=sm_%d %s -o /dev/null", ptxas, archs[i], tmp);
+    int rc = system(cmd);
+    CHECK(rc == 0, "ptxas rejected %s for sm_%d", name, archs[i]);
+    unlink(tmp);
+    ox_free(ptx);
+  }
+}
+
+static void look_vecadd(const char *name, const char *ptx) {
+  if (strcmp(name, "vecadd.oxk"))
+    return;
+  /* the contract's exact block shape, and read-only slices on the
+   * non-coherent read-only path with their bounds checks proven away */
+  CHECK(strstr(ptx, ".reqntid 256, 1, 1") != NULL, "vecadd PTX lacks .reqntid");
+  CHECK(strstr(ptx, "ld.global.nc.f32") != NULL, "vecadd PTX lacks ld.global.nc");
+  CHECK(strstr(ptx, "__oxide_check_failed") == NULL || strstr(ptx, "call") == NULL,
+        "vecadd PTX still calls the bounds-check failure path");
+}
+
+static void look_tensor_cores(const char *name, const char *ptx) {
+  CHECK(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != NULL, "%s: no bf16 mma.sync", name);
+  CHECK(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != NULL, "%s: no f16 mma.sync", name);
+  CHECK(strstr(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") != NULL, "%s: no ldmatrix.trans", name);
+}
+
 int main(void) {
   const char *src_dir = getenv("OXIDE_SOURCE_DIR");
   char ptxas[4096] = "ptxas";
@@ -37,6 +100,7 @@ int main(void) {
       return skip ? 0 : 1;
     }
   }
+  check_ptx(ptxas, "tensor_cores.oxk", TENSOR_CORES, look_tensor_cores);
   char dir[4200];
   snprintf(dir, sizeof dir, "%s/examples", src_dir ? src_dir : ".");
   DIR *d = opendir(dir);
@@ -56,34 +120,7 @@ int main(void) {
     if (!text)
       continue;
     files++;
-    static const int archs[] = {80, 90};
-    for (int i = 0; i < 2; i++) {
-      ox_compile_options o = {.filename = path, .sm = archs[i]};
-      char *ptx = NULL;
-      CHECK_OK(ox_emit(text, &o, OX_TARGET_CUDA, OX_EMIT_PTX, &ptx));
-      if (!ptx)
-        continue;
-      if (!strcmp(e->d_name, "vecadd.oxk")) {
-        /* the contract's exact block shape, and read-only slices on the
-         * non-coherent read-only path with their bounds checks proven away */
-        CHECK(strstr(ptx, ".reqntid 256, 1, 1") != NULL, "vecadd PTX lacks .reqntid");
-        CHECK(strstr(ptx, "ld.global.nc.f32") != NULL, "vecadd PTX lacks ld.global.nc");
-        CHECK(strstr(ptx, "__oxide_check_failed") == NULL || strstr(ptx, "call") == NULL,
-              "vecadd PTX still calls the bounds-check failure path");
-      }
-      char tmp[] = "/tmp/oxide-ptx-XXXXXX";
-      int fd = mkstemp(tmp);
-      CHECK(fd >= 0, "mkstemp");
-      size_t n = strlen(ptx);
-      CHECK(write(fd, ptx, n) == (ssize_t)n, "write");
-      close(fd);
-      char cmd[9000];
-      snprintf(cmd, sizeof cmd, "%s -arch=sm_%d %s -o /dev/null", ptxas, archs[i], tmp);
-      int rc = system(cmd);
-      CHECK(rc == 0, "ptxas rejected %s for sm_%d", e->d_name, archs[i]);
-      unlink(tmp);
-      ox_free(ptx);
-    }
+    check_ptx(ptxas, e->d_name, text, look_vecadd);
     free(text);
   }
   closedir(d);

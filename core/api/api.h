@@ -27,6 +27,7 @@ typedef struct oxa_code {
  * lowered IR, and the loaded code. */
 typedef struct oxa_spec {
   int64_t generics[OXA_MAX_GENERICS];
+  uint64_t facts; /* bit i: tensor argument i is contiguous16 (oxi_param) */
   oxb_arena arena; /* its IR */
   oxi_module irm;
   const oxi_kernel *ir;

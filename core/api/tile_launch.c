@@ -58,12 +58,29 @@ static ox_status bind_generics(ox_kernel k, const ox_arg *args, int nargs, int64
   return OX_OK;
 }
 
-/* The specialization of k for `gen`, made on first use. */
-static ox_status specialize(ox_kernel k, const int64_t *gen, oxa_spec **out) {
+/* The launch facts the lowering exploits (oxi_param.contiguous16), one bit
+ * per tensor argument: part of the specialization's key. */
+static uint64_t launch_facts(const ox_arg *args, int nargs) {
+  uint64_t facts = 0;
+  for (int i = 0; i < nargs && i < 64; i++) {
+    ox_tensor t = args[i].kind == OX_ARG_TENSOR ? args[i].v.tensor : NULL;
+    if (!oxr_tensor_valid(t) || t->ndim < 1)
+      continue;
+    size_t es = ox_dtype_size(t->dtype);
+    bool ok = (uintptr_t)t->data % 16 == 0 && t->strides[t->ndim - 1] == 1;
+    for (int d = 0; ok && d + 1 < t->ndim; d++)
+      ok = (t->strides[d] * (int64_t)es) % 16 == 0;
+    facts |= (uint64_t)ok << i;
+  }
+  return facts;
+}
+
+/* The specialization of k for `gen` and `facts`, made on first use. */
+static ox_status specialize(ox_kernel k, const int64_t *gen, uint64_t facts, oxa_spec **out) {
   ox_module m = k->mod;
   pthread_mutex_lock(&k->lock);
   for (oxa_spec *sp = k->specs; sp; sp = sp->next)
-    if (!memcmp(sp->generics, gen, sizeof sp->generics)) {
+    if (!memcmp(sp->generics, gen, sizeof sp->generics) && sp->facts == facts) {
       pthread_mutex_unlock(&k->lock);
       *out = sp;
       return OX_OK;
@@ -72,6 +89,7 @@ static ox_status specialize(ox_kernel k, const int64_t *gen, oxa_spec **out) {
   ox_status s = sp ? OX_OK : oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
   if (!s) {
     memcpy(sp->generics, gen, sizeof sp->generics);
+    sp->facts = facts;
     sp->irm.arena = &sp->arena;
     sp->irm.filename = m->ir.filename;
     oxb_source src = {m->ir.filename, m->text, strlen(m->text)};
@@ -85,6 +103,8 @@ static ox_status specialize(ox_kernel k, const int64_t *gen, oxa_spec **out) {
   oxb_str err = {0};
   if (!s && !oxi_verify(&sp->irm, &err))
     s = oxb_set_error(OX_ERR_INTERNAL, "internal error (tile IR): %s", err.buf);
+  for (int i = 0; !s && i < ki->params.len && i < 64; i++)
+    ((oxi_param *)ki->params.items[i])->contiguous16 = (facts >> i) & 1;
   if (!s)
     s = oxt_lower(&sp->irm, ki, m->dev->type == OX_DEVICE_CUDA);
   if (!s && !oxi_verify(&sp->irm, &err))
@@ -95,6 +115,7 @@ static ox_status specialize(ox_kernel k, const int64_t *gen, oxa_spec **out) {
     int n = snprintf(extra, sizeof extra, "tile %s", ki->name);
     for (int g = 0; g < k->ngenerics && n < 400; g++)
       n += snprintf(extra + n, sizeof extra - (size_t)n, " %lld", (long long)gen[g]);
+    snprintf(extra + n, sizeof extra - (size_t)n, " facts %llx", (unsigned long long)facts);
     int from_cache;
     s = oxa_build(m->dev, &sp->irm, m->text, extra, &m->opts, &sp->code, &from_cache);
   }
@@ -183,7 +204,7 @@ ox_status oxa_tile_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
   ox_status st = bind_generics(k, args, nargs, gen);
   oxa_spec *sp = NULL;
   if (!st)
-    st = specialize(k, gen, &sp);
+    st = specialize(k, gen, launch_facts(args, nargs), &sp);
   if (st)
     return st;
   const oxi_kernel *ki = sp->ir;

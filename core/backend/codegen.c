@@ -679,6 +679,20 @@ static void emit_instr(cg_t *C, const oxi_instr *in) {
   }
   case OXI_LDMATRIX: r = ldmatrix(C, in); break;
   case OXI_MMA: r = mma(C, in); break;
+  case OXI_CP_ASYNC: {
+    assert(C->opt->target == OXL_CUDA && "the tile lowering gives cp.async to the CUDA target only");
+    oxi_mem sm = {OXI_MEM_SHARED, in->index};
+    LLVMValueRef args[3] = {elem_ptr(C, sm, val(C, in->ops[1])), elem_ptr(C, in->mem, val(C, in->ops[0])),
+                            val(C, in->ops[2])};
+    oxl_cg_call(C, "llvm.nvvm.cp.async.cg.shared.global.16.s", voidt(C), args, 3);
+    break;
+  }
+  case OXI_CP_WAIT: {
+    oxl_cg_call(C, "llvm.nvvm.cp.async.commit.group", voidt(C), NULL, 0);
+    LLVMValueRef zero = ci32(C, 0);
+    oxl_cg_call(C, "llvm.nvvm.cp.async.wait.group", voidt(C), &zero, 1);
+    break;
+  }
   case OXI_PACK:
     r = LLVMGetUndef(llty(C, OXI_V4));
     for (unsigned i = 0; i < 4; i++)

@@ -75,7 +75,7 @@ const char *oxi_op_name(oxi_op op) {
                                       "dim",    "stride",  "t.load",  "t.store", "t.splat",
                                       "t.id",   "t.count", "t.reduce", "t.broadcast",
                                       "t.reshape", "t.permute", "t.iota", "t.dot",
-                                      "ldmatrix", "mma", "pack", "unpack",
+                                      "ldmatrix", "mma", "cp.async", "cp.wait", "pack", "unpack",
                                       "br",     "condbr",  "ret"};
   _Static_assert(OXB_COUNT(names) == OXI_OP_COUNT, "op names");
   return (unsigned)op < OXI_OP_COUNT ? names[op] : "?";
@@ -161,7 +161,8 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
   }
   if (in->op == OXI_LEN || in->op == OXI_LOAD || in->op == OXI_STORE || in->op == OXI_ATOMIC ||
       in->op == OXI_ALIGNED || in->op == OXI_DIM || in->op == OXI_STRIDE || in->op == OXI_T_LOAD ||
-      in->op == OXI_T_STORE || in->op == OXI_T_ID || in->op == OXI_T_COUNT || in->op == OXI_LDMATRIX) {
+      in->op == OXI_T_STORE || in->op == OXI_T_ID || in->op == OXI_T_COUNT || in->op == OXI_LDMATRIX ||
+      in->op == OXI_CP_ASYNC) {
     oxb_str_add(o, " ", 1);
     print_mem(k, in->mem, o);
   }
@@ -561,6 +562,16 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
         (in->sub != OX_BF16 && in->sub != OX_F16))
       fail(V, b, in, "mma: v4 from three v4 operands, B half 0 or 1, bf16 or f16 inputs");
     break;
+  case OXI_CP_ASYNC: {
+    const oxi_param *p = in->mem.kind == OXI_MEM_PARAM && in->mem.index >= 0 && in->mem.index < k->params.len
+                             ? k->params.items[in->mem.index] : NULL;
+    if (!p || p->kind == OXI_P_SCALAR || in->nops != 3 || t0 != OX_U64 || t1 != OX_U64 ||
+        in->ops[2]->type != OX_U32 || in->index < 0 || in->index >= k->shared.len)
+      fail(V, b, in, "cp.async: from a tensor parameter at a u64 index to a shared array at a u64 "
+                     "index, u32 bytes");
+    break;
+  }
+  case OXI_CP_WAIT: if (in->nops) fail(V, b, in, "cp.wait has no operands"); break;
   case OXI_PACK:
     for (int i = 0; i < 4; i++)
       if (in->nops != 4 || ox_dtype_size((ox_dtype)in->ops[i < in->nops ? i : 0]->type) != 4 ||

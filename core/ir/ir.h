@@ -73,6 +73,11 @@ typedef enum oxi_op {
                    the element index of the 16-byte row this lane supplies */
   OXI_MMA,      /* v4 (4 x f32) = mma.sync.m16n8k16 (sub: OX_BF16 or OX_F16 inputs) of A = ops0
                    (v4), B = registers 2*index, 2*index+1 of ops1 (v4), C = ops2 (v4, 4 x f32) */
+  OXI_CP_ASYNC, /* start copying 16 bytes from tensor parameter `mem` at element index ops0 (u64)
+                   to shared array `index` at element index ops1 (u64), of which the first ops2
+                   (u32, 0 to 16) bytes are read and the rest are zero (cp.async.cg, 16-byte
+                   aligned on both sides) */
+  OXI_CP_WAIT,  /* wait until this thread's copies have landed (before a barrier) */
   OXI_PACK,     /* v4 from ops0..3 (32-bit scalars) */
   OXI_UNPACK,   /* register `index` of ops0 (v4) as `type` (a 32-bit scalar) */
   OXI_BR,      /* to target[0] */
@@ -159,6 +164,10 @@ typedef struct oxi_param {
    * dims[rank], strides[rank]). */
   int rank;
   int64_t dims[OXI_MAX_RANK];
+  /* A launch fact a tile kernel is specialized on: the tensor starts at a
+   * multiple of 16 bytes, its last dim has stride 1 and every other stride is
+   * a multiple of 16 bytes, so rows can be moved in 16-byte pieces. */
+  bool contiguous16;
 } oxi_param;
 
 /* How many values a parameter is passed as (the kernel ABI, see

@@ -44,6 +44,8 @@ typedef struct lowerer {
   char *mma;           /* old value id -> 1: held in the mma layout (below), not the blocked one */
   char *splat;         /* old value id -> 1: every element is one scalar (any layout) */
   char *slot_mma;      /* old slot -> 1: a `let mut` tile slot held in the mma layout */
+  char *direct;        /* old value id -> 1: a load only a tensor-core dot uses, which copies it
+                          to shared memory itself (cp.async) */
   int **tslots;        /* old slot -> its new slots, one per element a thread holds */
 } lowerer;
 
@@ -153,11 +155,20 @@ static oxi_instr *sreg64(lowerer *L, int which) {
   return c;
 }
 
+/* Dim or stride `axis` of tensor parameter `param`. Of a contiguous16 tensor
+ * the last stride is 1 and the others are multiples of 16 bytes, which the
+ * code says (so LLVM sees consecutive, aligned elements and merges their
+ * accesses into 16-byte ones). */
 static oxi_instr *param_info(lowerer *L, oxi_op op, int param, int axis) {
+  const oxi_param *p = L->k->params.items[param];
+  if (op == OXI_STRIDE && p->contiguous16 && axis == p->rank - 1)
+    return cu64(L, 1);
   oxi_instr *in = emit(L, op, OX_U64);
   in->mem.kind = OXI_MEM_PARAM;
   in->mem.index = param;
   in->index = axis;
+  if (op == OXI_STRIDE && p->contiguous16)
+    in = bin(L, OXI_AND, OX_U64, in, cu64(L, ~(uint64_t)(16 / ox_dtype_size(p->dtype) - 1)));
   return in;
 }
 
@@ -426,6 +437,8 @@ static void set_slot(lowerer *L, int slot, oxi_instr *v) {
  * (independent loads the GPU keeps in flight together), else one predicated
  * load per element with the padding outside. */
 static void lower_load(lowerer *L, const oxi_instr *in) {
+  if (L->direct[in->id])
+    return; /* copied straight to shared memory by the dot that uses it */
   layout y = layout_of(L, in->tshape);
   int n = y.J * y.VEC;
   oxi_instr *coord[OXI_MAX_RANK];
@@ -958,6 +971,16 @@ static void tile_var(lowerer *L, const oxi_instr *in) {
 
 /* ------------------------------------------------------------------ dot */
 
+/* c ? a : b, of values already made (operands are made before their user). */
+static oxi_instr *pick(lowerer *L, oxi_instr *c, oxi_instr *a, oxi_instr *b) {
+  oxi_instr *s = emit(L, OXI_SELECT, a->type);
+  s->ops[0] = c;
+  s->ops[1] = a;
+  s->ops[2] = b;
+  s->nops = 3;
+  return s;
+}
+
 static oxi_instr *cast(lowerer *L, oxi_instr *v, oxi_type t) {
   if (v->type == t)
     return v;
@@ -987,6 +1010,52 @@ static void stage(lowerer *L, const oxi_instr *old, oxi_mem m, int64_t base, int
   free(f);
 }
 
+/* A load that only a tensor-core dot uses, copied from the tensor straight to
+ * the dot's staging area in 16-byte pieces (cp.async.cg, no registers): each
+ * row of the [R, C] tile is C/8 pieces of eight 16-bit elements, dealt over
+ * the threads; a piece the tensor's edge cuts reads only its elements inside
+ * and zero-fills the rest, which is the padding a load gives. */
+static void copy_async(lowerer *L, const oxi_instr *ld, oxi_mem m, int64_t base, int64_t pitch) {
+  const oxi_tshape *s = ld->tshape;
+  int64_t R = s->dims[0], C = s->dims[1], per_row = C / 8, pieces = R * per_row;
+  int param = ld->mem.index;
+  oxi_instr *coord[2] = {mapped(L, ld->ops[0]), mapped(L, ld->ops[1])};
+  clamp_coords(L, s, coord, param);
+  oxi_instr *dim0 = param_info(L, OXI_DIM, param, 0), *dim1 = param_info(L, OXI_DIM, param, 1);
+  oxi_instr *stride0 = param_info(L, OXI_STRIDE, param, 0);
+  oxi_instr *row0 = bin(L, OXI_SHL, OX_U64, coord[0], cu64(L, (uint64_t)log2i(R)));
+  oxi_instr *col0 = bin(L, OXI_SHL, OX_U64, coord[1], cu64(L, (uint64_t)log2i(C)));
+  for (int64_t p0 = 0; p0 < pieces; p0 += L->T) {
+    oxi_instr *piece = bin(L, OXI_ADD, OX_U64, L->t, cu64(L, (uint64_t)p0));
+    oxi_block *join = NULL;
+    if (p0 + L->T > pieces)
+      begin_if(L, bin(L, LT, OX_U64, piece, cu64(L, (uint64_t)pieces)), &join);
+    oxi_instr *r = bin(L, OXI_SHR, OX_U64, piece, cu64(L, (uint64_t)log2i(per_row)));
+    oxi_instr *c = bin(L, OXI_SHL, OX_U64, bin(L, OXI_AND, OX_U64, piece, cu64(L, (uint64_t)(per_row - 1))),
+                       cu64(L, 3));
+    oxi_instr *grow = bin(L, OXI_ADD, OX_U64, row0, r), *gcol = bin(L, OXI_ADD, OX_U64, col0, c);
+    /* elements of the piece inside the tensor: 0 to 8 */
+    oxi_instr *inside = bin(L, OXI_AND, OX_BOOL, bin(L, LT, OX_U64, grow, dim0), bin(L, LT, OX_U64, gcol, dim1));
+    oxi_instr *n = combine(L, OXI_MIN, OX_U64, bin(L, OXI_SUB, OX_U64, dim1, gcol), cu64(L, 8));
+    oxi_instr *bytes = pick(L, inside, bin(L, OXI_SHL, OX_U64, n, cu64(L, 1)), cu64(L, 0));
+    /* outside, the tensor's start, read for 0 bytes */
+    oxi_instr *gidx = pick(L, inside, bin(L, OXI_ADD, OX_U64, bin(L, OXI_MUL, OX_U64, grow, stride0), gcol),
+                             cu64(L, 0));
+    oxi_instr *sidx = bin(L, OXI_ADD, OX_U64, bin(L, OXI_MUL, OX_U64, r, cu64(L, (uint64_t)pitch)),
+                          bin(L, OXI_ADD, OX_U64, c, cu64(L, (uint64_t)base)));
+    oxi_instr *b32 = cast(L, bytes, OX_U32);
+    oxi_instr *cp = emit(L, OXI_CP_ASYNC, OXI_VOID);
+    cp->mem = ld->mem;
+    cp->index = m.index;
+    cp->ops[0] = gidx;
+    cp->ops[1] = sidx;
+    cp->ops[2] = b32;
+    cp->nops = 3;
+    if (join)
+      end_if(L, join);
+  }
+}
+
 /* Whether dot `in` runs on tensor cores: bf16/f16 operands on the CUDA target,
  * K a multiple of 16 and a result the block's warps can tile (mma layout). */
 static bool dot_on_tensor_cores(const lowerer *L, const oxi_instr *in) {
@@ -1009,23 +1078,29 @@ static void dot_tc(lowerer *L, const oxi_instr *in) {
   mma_layout ml;
   mma_layout_of(L, in->tshape, &ml);
   oxi_mem m = scratch(L, t, M * pa + K * pb);
-  stage(L, in->ops[0], m, 0, pa);
-  stage(L, in->ops[1], m, M * pa, pb);
+  bool copies = false;
+  for (int i = 0; i < 2; i++) {
+    int64_t base = i ? M * pa : 0, pitch = i ? pb : pa;
+    if (L->direct[in->ops[i]->id]) {
+      copy_async(L, in->ops[i], m, base, pitch);
+      copies = true;
+    } else {
+      stage(L, in->ops[i], m, base, pitch);
+    }
+  }
+  if (copies)
+    emit(L, OXI_CP_WAIT, OXI_VOID);
   barrier(L);
   int tiles = (int)(ml.wm / 16 * (ml.wn / 8));
   oxi_instr **acc = malloc(sizeof *acc * (size_t)tiles);
   oxi_instr **c = in->nops == 3 ? in_layout(L, in->ops[2], true) : NULL;
-  oxi_instr *zero = NULL;
+  oxi_instr *zero = emit(L, OXI_CONST, OX_F32);
+  zero->fimm = 0;
   for (int i = 0; i < tiles; i++) {
     oxi_instr *p = emit(L, OXI_PACK, OXI_V4);
     p->nops = 4;
-    for (int r = 0; r < 4; r++) {
-      if (!c && !zero) {
-        zero = emit(L, OXI_CONST, OX_F32);
-        zero->fimm = 0;
-      }
+    for (int r = 0; r < 4; r++)
       p->ops[r] = c ? c[i * 4 + r] : zero;
-    }
     acc[i] = p;
   }
   oxi_instr *warp = bin(L, OXI_SHR, OX_U64, L->t, cu64(L, 5));
@@ -1244,6 +1319,38 @@ static void choose_layouts(lowerer *L) {
   }
 }
 
+/* Loads whose one use is a tensor-core dot, from a contiguous16 tensor with
+ * rows of whole 16-byte pieces: the dot copies them itself (copy_async). */
+static void choose_direct_loads(lowerer *L) {
+  const oxi_kernel *k = L->k;
+  int *uses = calloc((size_t)k->next_id + 1, sizeof *uses);
+  for (int bi = 0; bi < k->blocks.len; bi++) {
+    const oxi_block *b = k->blocks.items[bi];
+    for (int ii = 0; ii < b->instrs.len; ii++) {
+      const oxi_instr *in = b->instrs.items[ii];
+      for (int i = 0; i < in->nops; i++)
+        if (in->ops[i]->id >= 0)
+          uses[in->ops[i]->id]++;
+    }
+  }
+  for (int bi = 0; bi < k->blocks.len; bi++) {
+    const oxi_block *b = k->blocks.items[bi];
+    for (int ii = 0; ii < b->instrs.len; ii++) {
+      const oxi_instr *in = b->instrs.items[ii];
+      if (in->op != OXI_T_DOT || !L->mma[in->id])
+        continue;
+      for (int i = 0; i < 2; i++) {
+        const oxi_instr *ld = in->ops[i];
+        const oxi_param *p = ld->op == OXI_T_LOAD ? k->params.items[ld->mem.index] : NULL;
+        if (p && p->contiguous16 && uses[ld->id] == 1 && ld->tshape->dims[1] % 8 == 0 &&
+            ld->imm == 0 && ld->fimm == 0) /* zero padding: what cp.async fills in */
+          L->direct[ld->id] = 1;
+      }
+    }
+  }
+  free(uses);
+}
+
 ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda) {
   assert(k->is_tile);
   /* the block size: from the largest tile, so that each thread holds a few
@@ -1287,16 +1394,29 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda) {
   L.mma = calloc(nv, 1);
   L.splat = calloc(nv, 1);
   L.slot_mma = calloc(ns, 1);
+  L.direct = calloc(nv, 1);
   L.tslots = calloc(ns, sizeof *L.tslots);
   L.nb = calloc((size_t)k->blocks.len, sizeof *L.nb);
   choose_layouts(&L);
+  choose_direct_loads(&L);
   int user_shared = k->shared.len;
   for (int bi = 0; bi < k->blocks.len; bi++)
     L.nb[bi] = oxi_block_new(m, nk);
   for (int bi = 0; bi < k->blocks.len; bi++) {
     L.cur = L.nb[bi];
-    if (bi == 0) /* blocks are (T, 1, 1): the thread's index is tid.x */
+    if (bi == 0) { /* blocks are (T, 1, 1): the thread's index is tid.x */
       L.t = sreg64(&L, OXI_SREG_TID_X);
+      for (int i = 0; i < k->params.len; i++) /* contiguous16 tensors start 16-byte aligned */
+        if (((oxi_param *)k->params.items[i])->contiguous16) {
+          oxi_instr *a = emit(&L, OXI_ALIGNED, OX_BOOL);
+          a->mem.kind = OXI_MEM_PARAM;
+          a->mem.index = i;
+          a->imm = 16;
+          oxi_instr *as = emit(&L, OXI_ASSUME, OXI_VOID);
+          as->ops[0] = a;
+          as->nops = 1;
+        }
+    }
     const oxi_block *b = k->blocks.items[bi];
     for (int ii = 0; ii < b->instrs.len; ii++)
       lower_instr(&L, b->instrs.items[ii]);
@@ -1307,6 +1427,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda) {
   free(L.mma);
   free(L.splat);
   free(L.slot_mma);
+  free(L.direct);
   free(L.tslots);
   free(L.nb);
   /* the scratch arrays, after what the kernel had */
