@@ -687,10 +687,10 @@ static void emit_instr(cg_t *C, const oxi_instr *in) {
     oxl_cg_call(C, "llvm.nvvm.cp.async.cg.shared.global.16.s", voidt(C), args, 3);
     break;
   }
+  case OXI_CP_COMMIT: oxl_cg_call(C, "llvm.nvvm.cp.async.commit.group", voidt(C), NULL, 0); break;
   case OXI_CP_WAIT: {
-    oxl_cg_call(C, "llvm.nvvm.cp.async.commit.group", voidt(C), NULL, 0);
-    LLVMValueRef zero = ci32(C, 0);
-    oxl_cg_call(C, "llvm.nvvm.cp.async.wait.group", voidt(C), &zero, 1);
+    LLVMValueRef n = ci32(C, in->imm);
+    oxl_cg_call(C, "llvm.nvvm.cp.async.wait.group", voidt(C), &n, 1);
     break;
   }
   case OXI_PACK:

@@ -75,7 +75,7 @@ const char *oxi_op_name(oxi_op op) {
                                       "dim",    "stride",  "t.load",  "t.store", "t.splat",
                                       "t.id",   "t.count", "t.reduce", "t.broadcast",
                                       "t.reshape", "t.permute", "t.iota", "t.dot",
-                                      "ldmatrix", "mma", "cp.async", "cp.wait", "pack", "unpack",
+                                      "ldmatrix", "mma", "cp.async", "cp.commit", "cp.wait", "pack", "unpack",
                                       "br",     "condbr",  "ret"};
   _Static_assert(OXB_COUNT(names) == OXI_OP_COUNT, "op names");
   return (unsigned)op < OXI_OP_COUNT ? names[op] : "?";
@@ -571,7 +571,8 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
                      "index, u32 bytes");
     break;
   }
-  case OXI_CP_WAIT: if (in->nops) fail(V, b, in, "cp.wait has no operands"); break;
+  case OXI_CP_COMMIT:
+  case OXI_CP_WAIT: if (in->nops || in->imm > 7) fail(V, b, in, "cp.commit/cp.wait: no operands, wait 0 to 7"); break;
   case OXI_PACK:
     for (int i = 0; i < 4; i++)
       if (in->nops != 4 || ox_dtype_size((ox_dtype)in->ops[i < in->nops ? i : 0]->type) != 4 ||

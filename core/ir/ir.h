@@ -77,7 +77,9 @@ typedef enum oxi_op {
                    to shared array `index` at element index ops1 (u64), of which the first ops2
                    (u32, 0 to 16) bytes are read and the rest are zero (cp.async.cg, 16-byte
                    aligned on both sides) */
-  OXI_CP_WAIT,  /* wait until this thread's copies have landed (before a barrier) */
+  OXI_CP_COMMIT, /* close this thread's group of copies started since the last commit */
+  OXI_CP_WAIT,  /* wait until all but the last `imm` groups of this thread's copies have landed
+                   (before a barrier) */
   OXI_PACK,     /* v4 from ops0..3 (32-bit scalars) */
   OXI_UNPACK,   /* register `index` of ops0 (v4) as `type` (a 32-bit scalar) */
   OXI_BR,      /* to target[0] */

@@ -39,13 +39,15 @@ typedef struct lowerer {
   oxi_block **nb;      /* old block -> its first new block */
   oxi_instr *t;        /* this thread's index in the block (u64) */
   int scratch[OX_DTYPE_COUNT]; /* shared array per dtype for layout changes, + 1; 0 = none */
-  bool *everywhere;    /* old value id -> a one-element tile whose value every thread holds */
+  bool *everywhere;    /* old value id -> a tile whose elements are one value, which every
+                          thread holds (a splat, a full reduction, elementwise ops of them) */
   bool cuda;           /* the CUDA target: tensor cores for dot */
   char *mma;           /* old value id -> 1: held in the mma layout (below), not the blocked one */
   char *splat;         /* old value id -> 1: every element is one scalar (any layout) */
   char *slot_mma;      /* old slot -> 1: a `let mut` tile slot held in the mma layout */
   char *direct;        /* old value id -> 1: a load only a tensor-core dot uses, which copies it
                           to shared memory itself (cp.async) */
+  int *pipe;           /* old value id of a dot -> its pipeline's first slot + 1 (dot_pipeline) */
   int **tslots;        /* old slot -> its new slots, one per element a thread holds */
 } lowerer;
 
@@ -523,14 +525,45 @@ static void lower_store(lowerer *L, const oxi_instr *in) {
 
 /* Elementwise: in the result's layout (mma when the layout analysis says so),
  * operands moved to it if they are held in the other one. */
+static bool all_one_value(oxi_instr *const *v, int n) {
+  for (int e = 1; e < n; e++)
+    if (v[e] != v[0])
+      return false;
+  return true;
+}
+
+/* Two shortcuts: operands that are one value in every element (splats,
+ * broadcast reductions) give one result computed once; and a float tile
+ * divided by one value is multiplied by its reciprocal, computed once (one
+ * rounding more than a division, as GPU compilers do by default), which
+ * takes the divisions out of a softmax or a norm. */
 static void lower_elementwise(lowerer *L, const oxi_instr *in) {
   bool mma = L->mma[in->id];
+  int n = count_in(L, in->tshape, mma);
   oxi_instr **ops[4] = {0};
+  bool one = true, everywhere = true;
   for (int i = 0; i < in->nops; i++)
-    if (in->ops[i]->tshape)
+    if (in->ops[i]->tshape) {
       ops[i] = in_layout(L, in->ops[i], mma);
+      one &= all_one_value(ops[i], n);
+      everywhere &= L->everywhere[in->ops[i]->id];
+    }
   oxi_instr **out = new_elements(L, in->tshape);
-  for (int e = 0; e < count_in(L, in->tshape, mma); e++) {
+  oxi_instr *recip = NULL;
+  if (!one && in->op == OXI_BIN && in->sub == OXI_DIV && oxi_is_float(in->type) && all_one_value(ops[1], n)) {
+    oxi_instr *c1 = emit(L, OXI_CONST, in->type);
+    c1->fimm = 1;
+    recip = bin(L, OXI_DIV, in->type, c1, ops[1][0]);
+  }
+  for (int e = 0; e < n; e++) {
+    if (one && e) {
+      out[e] = out[0];
+      continue;
+    }
+    if (recip) {
+      out[e] = bin(L, OXI_MUL, in->type, ops[0][e], recip);
+      continue;
+    }
     oxi_instr *c = emit(L, in->op, in->type);
     c->sub = in->sub;
     c->nops = in->nops;
@@ -539,6 +572,7 @@ static void lower_elementwise(lowerer *L, const oxi_instr *in) {
     out[e] = c;
   }
   L->tval[in->id] = out;
+  L->everywhere[in->id] = one && everywhere;
 }
 
 /* ------------------------------------------------- through shared memory */
@@ -971,6 +1005,12 @@ static void tile_var(lowerer *L, const oxi_instr *in) {
 
 /* ------------------------------------------------------------------ dot */
 
+static oxi_instr *zero_bool(lowerer *L) {
+  oxi_instr *f = emit(L, OXI_CONST, OX_BOOL);
+  f->imm = 0;
+  return f;
+}
+
 /* c ? a : b, of values already made (operands are made before their user). */
 static oxi_instr *pick(lowerer *L, oxi_instr *c, oxi_instr *a, oxi_instr *b) {
   oxi_instr *s = emit(L, OXI_SELECT, a->type);
@@ -1015,11 +1055,12 @@ static void stage(lowerer *L, const oxi_instr *old, oxi_mem m, int64_t base, int
  * row of the [R, C] tile is C/8 pieces of eight 16-bit elements, dealt over
  * the threads; a piece the tensor's edge cuts reads only its elements inside
  * and zero-fills the rest, which is the padding a load gives. */
-static void copy_async(lowerer *L, const oxi_instr *ld, oxi_mem m, int64_t base, int64_t pitch) {
+static void copy_async(lowerer *L, const oxi_instr *ld, oxi_instr *c0, oxi_instr *c1, oxi_mem m,
+                       oxi_instr *base, int64_t pitch) {
   const oxi_tshape *s = ld->tshape;
   int64_t R = s->dims[0], C = s->dims[1], per_row = C / 8, pieces = R * per_row;
   int param = ld->mem.index;
-  oxi_instr *coord[2] = {mapped(L, ld->ops[0]), mapped(L, ld->ops[1])};
+  oxi_instr *coord[2] = {c0, c1};
   clamp_coords(L, s, coord, param);
   oxi_instr *dim0 = param_info(L, OXI_DIM, param, 0), *dim1 = param_info(L, OXI_DIM, param, 1);
   oxi_instr *stride0 = param_info(L, OXI_STRIDE, param, 0);
@@ -1042,7 +1083,7 @@ static void copy_async(lowerer *L, const oxi_instr *ld, oxi_mem m, int64_t base,
     oxi_instr *gidx = pick(L, inside, bin(L, OXI_ADD, OX_U64, bin(L, OXI_MUL, OX_U64, grow, stride0), gcol),
                              cu64(L, 0));
     oxi_instr *sidx = bin(L, OXI_ADD, OX_U64, bin(L, OXI_MUL, OX_U64, r, cu64(L, (uint64_t)pitch)),
-                          bin(L, OXI_ADD, OX_U64, c, cu64(L, (uint64_t)base)));
+                          bin(L, OXI_ADD, OX_U64, c, base));
     oxi_instr *b32 = cast(L, bytes, OX_U32);
     oxi_instr *cp = emit(L, OXI_CP_ASYNC, OXI_VOID);
     cp->mem = ld->mem;
@@ -1065,6 +1106,54 @@ static bool dot_on_tensor_cores(const lowerer *L, const oxi_instr *in) {
          mma_layout_of(L, in->tshape, &ml);
 }
 
+/* A dot in a loop whose operands are both direct loads is pipelined over two
+ * staging areas: while the tensor cores work on this call's operands, the
+ * copies for the next call's are already in flight. The next call's
+ * coordinates are a guess, the next tile along K (A's column of tiles + 1,
+ * B's row + 1), as a K loop has them; the guess is checked at the next call
+ * (the coordinates are the same for the whole block, so the branch does not
+ * diverge), and a miss just copies the operands then, so any loop is correct.
+ * Slots from `slot`: whether a prefetch is in flight, its 4 coordinates, and
+ * the area it lands in. Returns the element offset of this call's area. */
+static oxi_instr *dot_pipeline(lowerer *L, const oxi_instr *in, oxi_mem m, int64_t area, int slot) {
+  const oxi_instr *la = in->ops[0], *lb = in->ops[1];
+  int64_t M = la->tshape->dims[0], pa = la->tshape->dims[1] + 8, pb = lb->tshape->dims[1] + 8;
+  oxi_instr *c[4] = {mapped(L, la->ops[0]), mapped(L, la->ops[1]), mapped(L, lb->ops[0]), mapped(L, lb->ops[1])};
+  oxi_instr *get[6];
+  for (int i = 0; i < 6; i++) {
+    get[i] = emit(L, OXI_VAR_GET, oxi_slot_type(L->nk, slot + i));
+    get[i]->index = slot + i;
+  }
+  oxi_instr *hit = get[0];
+  for (int i = 0; i < 4; i++)
+    hit = bin(L, OXI_AND, OX_BOOL, hit, bin(L, 100 + OXI_EQ, OX_U64, get[1 + i], c[i]));
+  oxi_instr *cur = bin(L, OXI_MUL, OX_U64, get[5], cu64(L, (uint64_t)area));
+  oxi_instr *next = bin(L, OXI_MUL, OX_U64, bin(L, OXI_XOR, OX_U64, get[5], cu64(L, 1)), cu64(L, (uint64_t)area));
+  oxi_instr *miss = emit(L, OXI_NOT, OX_BOOL);
+  miss->ops[0] = hit;
+  miss->nops = 1;
+  oxi_block *join;
+  begin_if(L, miss, &join);
+  copy_async(L, la, c[0], c[1], m, cur, pa);
+  copy_async(L, lb, c[2], c[3], m, bin(L, OXI_ADD, OX_U64, cur, cu64(L, (uint64_t)(M * pa))), pb);
+  end_if(L, join);
+  emit(L, OXI_CP_COMMIT, OXI_VOID); /* this call's operands (empty after a hit) */
+  oxi_instr *ka = bin(L, OXI_ADD, OX_U64, c[1], cu64(L, 1)), *kb = bin(L, OXI_ADD, OX_U64, c[2], cu64(L, 1));
+  copy_async(L, la, c[0], ka, m, next, pa);
+  copy_async(L, lb, kb, c[3], m, bin(L, OXI_ADD, OX_U64, next, cu64(L, (uint64_t)(M * pa))), pb);
+  emit(L, OXI_CP_COMMIT, OXI_VOID); /* the guess for the next call */
+  oxi_instr *w = emit(L, OXI_CP_WAIT, OXI_VOID);
+  w->imm = 1; /* all but the guess have landed */
+  oxi_instr *t = emit(L, OXI_CONST, OX_BOOL);
+  t->imm = 1;
+  set_slot(L, slot, t);
+  oxi_instr *nc[4] = {c[0], ka, kb, c[3]};
+  for (int i = 0; i < 4; i++)
+    set_slot(L, slot + 1 + i, nc[i]);
+  set_slot(L, slot + 5, bin(L, OXI_XOR, OX_U64, get[5], cu64(L, 1)));
+  return cur;
+}
+
 /* dot on tensor cores. a [M, K] and b [K, N] are staged in shared memory with
  * rows padded by 8 elements (16 bytes), so the eight 16-byte rows that one
  * ldmatrix phase reads fall in distinct banks. Each warp then computes its
@@ -1077,19 +1166,30 @@ static void dot_tc(lowerer *L, const oxi_instr *in) {
   oxi_type t = in->ops[0]->type;
   mma_layout ml;
   mma_layout_of(L, in->tshape, &ml);
-  oxi_mem m = scratch(L, t, M * pa + K * pb);
-  bool copies = false;
-  for (int i = 0; i < 2; i++) {
-    int64_t base = i ? M * pa : 0, pitch = i ? pb : pa;
-    if (L->direct[in->ops[i]->id]) {
-      copy_async(L, in->ops[i], m, base, pitch);
-      copies = true;
-    } else {
-      stage(L, in->ops[i], m, base, pitch);
+  int64_t area = M * pa + K * pb; /* one staging area: A, then B */
+  int ps = L->pipe[in->id];
+  oxi_mem m = scratch(L, t, ps ? 2 * area : area);
+  oxi_instr *cur = cu64(L, 0); /* where this dot's operands are staged */
+  if (ps)
+    cur = dot_pipeline(L, in, m, area, ps - 1);
+  else {
+    bool copies = false;
+    for (int i = 0; i < 2; i++) {
+      const oxi_instr *ld = in->ops[i];
+      int64_t pitch = i ? pb : pa;
+      if (L->direct[ld->id]) {
+        copy_async(L, ld, mapped(L, ld->ops[0]), mapped(L, ld->ops[1]), m, cu64(L, (uint64_t)(i ? M * pa : 0)),
+                   pitch);
+        copies = true;
+      } else {
+        stage(L, ld, m, i ? M * pa : 0, pitch);
+      }
+    }
+    if (copies) {
+      emit(L, OXI_CP_COMMIT, OXI_VOID);
+      emit(L, OXI_CP_WAIT, OXI_VOID);
     }
   }
-  if (copies)
-    emit(L, OXI_CP_WAIT, OXI_VOID);
   barrier(L);
   int tiles = (int)(ml.wm / 16 * (ml.wn / 8));
   oxi_instr **acc = malloc(sizeof *acc * (size_t)tiles);
@@ -1113,9 +1213,11 @@ static void dot_tc(lowerer *L, const oxi_instr *in) {
                         cu64(L, (uint64_t)log2i(ml.wn)));
   /* this lane's row addresses: A at (wrow + r16) * pa + c8, B at M * pa + r16 * pb + wcol + c8 */
   oxi_instr *abase = bin(L, OXI_ADD, OX_U64,
-                         bin(L, OXI_MUL, OX_U64, bin(L, OXI_ADD, OX_U64, wrow, r16), cu64(L, (uint64_t)pa)), c8);
+                         bin(L, OXI_MUL, OX_U64, bin(L, OXI_ADD, OX_U64, wrow, r16), cu64(L, (uint64_t)pa)),
+                         bin(L, OXI_ADD, OX_U64, c8, cur));
   oxi_instr *bbase = bin(L, OXI_ADD, OX_U64, bin(L, OXI_MUL, OX_U64, r16, cu64(L, (uint64_t)pb)),
-                         bin(L, OXI_ADD, OX_U64, wcol, bin(L, OXI_ADD, OX_U64, c8, cu64(L, (uint64_t)(M * pa)))));
+                         bin(L, OXI_ADD, OX_U64, wcol,
+                             bin(L, OXI_ADD, OX_U64, c8, bin(L, OXI_ADD, OX_U64, cur, cu64(L, (uint64_t)(M * pa))))));
   int mt = (int)(ml.wm / 16), nt = (int)(ml.wn / 8);
   oxi_instr **fa = malloc(sizeof *fa * (size_t)(mt + nt / 2)), **fb = fa + mt;
   for (int64_t ks = 0; ks < K / 16; ks++) {
@@ -1247,6 +1349,7 @@ static void lower_instr(lowerer *L, const oxi_instr *in) {
     for (int e = 0; e < (a > b ? a : b); e++)
       out[e] = mapped(L, in->ops[0]);
     L->tval[in->id] = out;
+    L->everywhere[in->id] = true; /* tile code is the same in every thread */
     return;
   }
   case OXI_T_DOT: lower_dot(L, in); return;
@@ -1319,8 +1422,33 @@ static void choose_layouts(lowerer *L) {
   }
 }
 
+/* Whether block `b` of the tile kernel is in a loop: it reaches itself. */
+static bool in_loop(const oxi_kernel *k, const oxi_block *b) {
+  char *seen = calloc((size_t)k->blocks.len, 1);
+  int *stack = malloc(sizeof *stack * (size_t)k->blocks.len), n = 0;
+  bool found = false;
+  stack[n++] = b->id;
+  while (n && !found) {
+    const oxi_block *x = k->blocks.items[stack[--n]];
+    const oxi_instr *term = oxi_terminator(x);
+    for (int t = 0; term && t < 2 && !found; t++) {
+      const oxi_block *y = term->target[t];
+      if (!y || seen[y->id])
+        continue;
+      found = y == b;
+      seen[y->id] = 1;
+      stack[n++] = y->id;
+    }
+  }
+  free(seen);
+  free(stack);
+  return found;
+}
+
 /* Loads whose one use is a tensor-core dot, from a contiguous16 tensor with
- * rows of whole 16-byte pieces: the dot copies them itself (copy_async). */
+ * rows of whole 16-byte pieces: the dot copies them itself (copy_async). A
+ * dot in a loop with both operands copied so is pipelined (dot_pipeline): its
+ * slots are made here and cleared at the kernel's entry. */
 static void choose_direct_loads(lowerer *L) {
   const oxi_kernel *k = L->k;
   int *uses = calloc((size_t)k->next_id + 1, sizeof *uses);
@@ -1345,6 +1473,14 @@ static void choose_direct_loads(lowerer *L) {
         if (p && p->contiguous16 && uses[ld->id] == 1 && ld->tshape->dims[1] % 8 == 0 &&
             ld->imm == 0 && ld->fimm == 0) /* zero padding: what cp.async fills in */
           L->direct[ld->id] = 1;
+      }
+      if (L->direct[in->ops[0]->id] && L->direct[in->ops[1]->id] && in_loop(k, b)) {
+        static const oxi_type types[6] = {OX_BOOL, OX_U64, OX_U64, OX_U64, OX_U64, OX_U64};
+        for (int i = 0; i < 6; i++) {
+          int s = oxi_slot_new(L->m, L->nk, types[i]);
+          if (!i)
+            L->pipe[in->id] = s + 1;
+        }
       }
     }
   }
@@ -1395,6 +1531,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda) {
   L.splat = calloc(nv, 1);
   L.slot_mma = calloc(ns, 1);
   L.direct = calloc(nv, 1);
+  L.pipe = calloc(nv, sizeof *L.pipe);
   L.tslots = calloc(ns, sizeof *L.tslots);
   L.nb = calloc((size_t)k->blocks.len, sizeof *L.nb);
   choose_layouts(&L);
@@ -1416,6 +1553,9 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda) {
           as->ops[0] = a;
           as->nops = 1;
         }
+      for (int i = 0; i <= k->next_id; i++) /* no prefetch in flight; staging area 0 */
+        for (int s = 0; L.pipe[i] && s < 6; s++)
+          set_slot(&L, L.pipe[i] - 1 + s, s ? cu64(&L, 0) : zero_bool(&L));
     }
     const oxi_block *b = k->blocks.items[bi];
     for (int ii = 0; ii < b->instrs.len; ii++)
@@ -1428,6 +1568,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda) {
   free(L.splat);
   free(L.slot_mma);
   free(L.direct);
+  free(L.pipe);
   free(L.tslots);
   free(L.nb);
   /* the scratch arrays, after what the kernel had */
