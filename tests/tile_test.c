@@ -1,12 +1,29 @@
 /* tile_test - #[tile] kernels end to end on one device (argv[1]: "cpu" or
  * "cuda"): generics bound from partitions, masked edges, 2-D tiles over
- * strided (transposed) inputs, casts and math, and the launch checks. */
+ * strided (transposed) inputs, casts and math, the launch checks, and
+ * dot/mma matmuls, their epilogues and `let mut` tiles carried by loops. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "check.h"
 
 static ox_device dev;
+
+/* C = A x B for inputs of dtype T, K in steps of BK (string literals) */
+#define MATMUL(name, T, BK)                                                                          \
+  "#[tile]\n"                                                                                       \
+  "fn " name "<const BM: i32, const BN: i32>(c: &mut Tensor<f32, [BM, BN]>, a: &Tensor<" T           \
+  ", [-1, -1]>, b: &Tensor<" T ", [-1, -1]>) {\n"                                                   \
+  "    let pa = a.partition([BM, " BK "]);\n"                                                       \
+  "    let pb = b.partition([" BK ", BN]);\n"                                                       \
+  "    let mut acc = full([BM, BN], 0.0f32);\n"                                                     \
+  "    for k in 0..(a.dim(1) + " BK " - 1) / " BK " {\n"                                            \
+  "        acc = mma(pa.load([tile_id(0), k]), pb.load([k, tile_id(1)]), acc);\n"                   \
+  "    }\n"                                                                                         \
+  "    c.store(acc);\n"                                                                             \
+  "}\n"
 
 static const char *SRC =
     "#[tile]\n"
@@ -58,6 +75,103 @@ static const char *SRC =
     "    let t = load_tile_like(x, a);\n"
     "    a.store(t + 1);\n"
     "    b.store(t * 2);\n"
+    "}\n"
+    /* a K-loop matmul carrying its accumulator tile (tensor cores on CUDA
+     * for bf16/f16 when the warps can tile the result; else shared memory) */
+    MATMUL("mm_bf16", "bf16", "32")
+    MATMUL("mm_f32", "f32", "8")
+    "#[tile]\n"
+    "fn mm_f16<const BM: i32, const BN: i32>(c: &mut Tensor<f32, [BM, BN]>, a: &Tensor<f16, [-1, -1]>, b: &Tensor<f16, [-1, -1]>) {\n"
+    "    let mut acc = full([BM, BN], 0.0f32);\n"
+    "    for k in 0..(a.dim(1) + 15) / 16 {\n"
+    "        acc += dot(a.partition([BM, 16]).load([tile_id(0), k]), b.partition([16, BN]).load([k, tile_id(1)]));\n"
+    "    }\n"
+    "    c.store(acc);\n"
+    "}\n"
+    /* an epilogue that keeps the mma layout (c), then one that needs the
+     * blocked layout (d: a broadcast row added) */
+    "#[tile]\n"
+    "fn mm_epi<const BM: i32, const BN: i32>(c: &mut Tensor<f32, [BM, BN]>, d: &mut Tensor<f32, [BM, BN]>, a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>, bias: &Tensor<f32, [1, -1]>, alpha: f32) {\n"
+    "    let pa = a.partition([BM, 32]);\n"
+    "    let pb = b.partition([32, BN]);\n"
+    "    let mut acc = full([BM, BN], 0.0f32);\n"
+    "    for k in 0..(a.dim(1) + 31) / 32 {\n"
+    "        acc = mma(pa.load([tile_id(0), k]), pb.load([k, tile_id(1)]), acc);\n"
+    "    }\n"
+    "    let r = acc * alpha + 1.0;\n"
+    "    c.store(r);\n"
+    "    d.store(max(r, 0.0) + bias.partition([1, BN]).load([0, tile_id(1)]));\n"
+    "}\n"
+    /* row sums of A x B: a reduction of the accumulator, over column tiles */
+    "#[tile]\n"
+    "fn mm_rowsum<const BM: i32>(s: &mut Tensor<f32, [BM, 1]>, a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>) {\n"
+    "    let pa = a.partition([BM, 32]);\n"
+    "    let pb = b.partition([32, 64]);\n"
+    "    let mut tot = full([BM, 1], 0.0f32);\n"
+    "    let mut acc = full([BM, 64], 0.0f32);\n"
+    "    for j in 0..(b.dim(1) + 63) / 64 {\n"
+    "        acc = full([BM, 64], 0.0f32);\n"
+    "        for k in 0..(a.dim(1) + 31) / 32 {\n"
+    "            acc = mma(pa.load([tile_id(0), k]), pb.load([k, j]), acc);\n"
+    "        }\n"
+    "        tot += reduce_sum(acc, 1);\n"
+    "    }\n"
+    "    s.store(tot);\n"
+    "}\n"
+    /* two products in one K loop (two tensor-core dots, each pipelined on
+     * CUDA for aligned inputs) */
+    "#[tile]\n"
+    "fn mm_two<const BM: i32, const BN: i32>(c: &mut Tensor<f32, [BM, BN]>, a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>, a2: &Tensor<bf16, [-1, -1]>, b2: &Tensor<bf16, [-1, -1]>) {\n"
+    "    let pa = a.partition([BM, 32]);\n"
+    "    let pb = b.partition([32, BN]);\n"
+    "    let pa2 = a2.partition([BM, 32]);\n"
+    "    let pb2 = b2.partition([32, BN]);\n"
+    "    let mut acc = full([BM, BN], 0.0f32);\n"
+    "    let mut acc2 = full([BM, BN], 0.0f32);\n"
+    "    for k in 0..(a.dim(1) + 31) / 32 {\n"
+    "        acc = mma(pa.load([tile_id(0), k]), pb.load([k, tile_id(1)]), acc);\n"
+    "        acc2 = mma(pa2.load([tile_id(0), k]), pb2.load([k, tile_id(1)]), acc2);\n"
+    "    }\n"
+    "    c.store(acc - acc2 * 0.5);\n"
+    "}\n"
+    /* the K tiles in reverse order (a prefetch of the next K tile is always
+     * the wrong guess), then (A x B)^T as bf16, through shared memory */
+    "#[tile]\n"
+    "fn mm_rev<const BN: i32, const BM: i32>(ct: &mut Tensor<bf16, [BN, BM]>, a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>) {\n"
+    "    let pa = a.partition([BM, 32]);\n"
+    "    let pb = b.partition([32, BN]);\n"
+    "    let nk = (a.dim(1) + 31) / 32;\n"
+    "    let mut acc = full([BM, BN], 0.0f32);\n"
+    "    for i in 0..nk {\n"
+    "        acc = mma(pa.load([tile_id(1), nk - 1 - i]), pb.load([nk - 1 - i, tile_id(0)]), acc);\n"
+    "    }\n"
+    "    ct.store(transpose(acc as bf16));\n"
+    "}\n"
+    /* `let mut` tiles in a scalar loop, no dot (the `if` comes last: a tile
+     * value such as t defined before an `if` and used after it or inside it,
+     * or defined before a loop and used in it, is not compiled yet) */
+    "#[tile]\n"
+    "fn shiftsum<const B: i32>(z: &mut Tensor<f32, [B]>, bits: &mut Tensor<i32, [B]>, x: &Tensor<f32, [-1]>, n: u64) {\n"
+    "    let p = x.partition([B]);\n"
+    "    let mut s = full([B], 0.0f32);\n"
+    "    let mut m = full([B], 0i32);\n"
+    "    for j in 0..n {\n"
+    "        let t = p.load([tile_id(0) + j]);\n"
+    "        s += t;\n"
+    "        s = s * 0.5;\n"
+    "        m = m * 2 + select(t > 0.0, 1, 0);\n"
+    "        if j == 2 {\n"
+    "            s = s * 0.25;\n"
+    "        }\n"
+    "    }\n"
+    "    s -= 1.0;\n"
+    "    z.store(s);\n"
+    "    bits.store(m);\n"
+    "}\n"
+    /* dot without an accumulator, one K tile */
+    "#[tile]\n"
+    "fn dot1<const BM: i32, const BN: i32>(c: &mut Tensor<f32, [BM, BN]>, a: &Tensor<f16, [-1, -1]>, b: &Tensor<f16, [-1, -1]>) {\n"
+    "    c.store(dot(a.partition([BM, 32]).load([tile_id(0), 0]), b.partition([32, BN]).load([0, tile_id(1)])));\n"
     "}\n";
 
 static ox_tensor host_tensor(ox_dtype dt, int ndim, const int64_t *shape, const void *data) {
@@ -294,6 +408,453 @@ static void test_shapes(ox_kernel tr, ox_kernel shapes) {
   ox_tensor_release(to);
 }
 
+/* ---------------------------------------------------------------- dot, mma and `let mut` tiles
+ * Fresh random inputs each run (TILE_TEST_SEED=n repeats a run; every failure
+ * prints the seed), a double-precision host reference, shapes that the tiles
+ * do not divide. Inputs are views inside a frame of NaN, so a load that read
+ * memory past a view's edge instead of the padding 0 would spread NaN into
+ * the result; outputs are views inside a NaN-poisoned frame, checked after
+ * the launch to be all written, and the frame never.
+ *
+ * Frames are ALIGNED (the view starts 16 bytes into its row and rows are a
+ * multiple of 16 bytes apart: a contiguous16 tensor, whose tiles the CUDA
+ * lowering moves in 16-byte pieces, cp.async for tensor-core operands; the
+ * NaN right after each row then lies in the piece that straddles the edge)
+ * or UNALIGNED (2 elements in, rows cols + 5 apart: the general path). */
+
+enum { ALIGNED, UNALIGNED, TRANSPOSED };
+
+/* The frame around a rows x cols view of elements of `es` bytes: 1 row above
+ * and below, `left` columns before the view, rows `pitch` elements apart. */
+static void frame_of(int how, size_t es, int64_t cols, int64_t *left, int64_t *pitch) {
+  int64_t v = 16 / (int64_t)es; /* elements per 16 bytes */
+  *left = how == ALIGNED ? v : 2;
+  *pitch = how == ALIGNED ? (v + cols + 1 + v - 1) / v * v : cols + 5;
+}
+
+static unsigned seed;
+static uint64_t rng_state;
+
+static double urand(void) { /* uniform in [-1, 1) (xorshift64*) */
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return (double)((rng_state * 0x2545F4914F6CDD1DULL) >> 11) * 0x1p-52 - 1.0;
+}
+
+/* f32 -> bf16 and f16, rounding to nearest even (finite, |f| < 65504) */
+static uint16_t to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+static uint16_t to_f16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+  float a = fabsf(f);
+  if (a < 0x1p-14f) /* subnormal: units of 2^-24 (1024 rounds up to the smallest normal) */
+    return (uint16_t)(sign | (uint16_t)lrintf(a * 0x1p24f));
+  int e;
+  long q = lrintf(frexpf(a, &e) * 2048.0f); /* 1024 .. 2048 */
+  if (q == 2048)
+    q = 1024, e++;
+  return (uint16_t)(sign | (uint16_t)((e + 14) << 10) | (uint16_t)(q - 1024));
+}
+
+static double from_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static double from_f16(uint16_t h) {
+  int e = (h >> 10) & 31;
+  double mant = (h & 1023) / 1024.0, v = e ? ldexp(1 + mant, e - 15) : ldexp(mant, -14);
+  return h & 0x8000 ? -v : v;
+}
+
+/* A rows x cols input of dtype dt (f32, f16 or bf16) of random values in
+ * [-1, 1), rounded to dt; `val` gets them (row-major, as doubles). It is a
+ * view inside a NaN frame, ALIGNED or UNALIGNED, or TRANSPOSED: the
+ * transposed view of a cols x rows tensor in an unaligned frame (strides
+ * (1, rows + 5)). *base is the whole tensor, to release. */
+static ox_tensor framed_input(ox_dtype dt, int64_t rows, int64_t cols, int how, double *val, ox_tensor *base) {
+  int transposed = how == TRANSPOSED;
+  size_t es = ox_dtype_size(dt);
+  int64_t left, bc;
+  frame_of(how, es, transposed ? rows : cols, &left, &bc);
+  int64_t br = (transposed ? cols : rows) + 2, bshape[2] = {br, bc};
+  unsigned char *h = malloc(es * (size_t)(br * bc));
+  for (int64_t i = 0; i < br * bc; i++) {
+    float nan = NAN;
+    uint16_t nan16 = dt == OX_BF16 ? 0x7fc0 : 0x7e00;
+    memcpy(h + es * (size_t)i, es == 4 ? (const void *)&nan : (const void *)&nan16, es);
+  }
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < cols; j++) {
+      float f = (float)urand();
+      uint16_t b16 = dt == OX_BF16 ? to_bf16(f) : to_f16(f);
+      val[i * cols + j] = dt == OX_F32 ? f : dt == OX_BF16 ? from_bf16(b16) : from_f16(b16);
+      int64_t at = transposed ? (j + 1) * bc + i + left : (i + 1) * bc + j + left;
+      memcpy(h + es * (size_t)at, es == 4 ? (const void *)&f : (const void *)&b16, es);
+    }
+  *base = host_tensor(dt, 2, bshape, h);
+  free(h);
+  ox_tensor r = NULL, rc = NULL, v = NULL;
+  CHECK_OK(ox_tensor_slice(*base, 0, 1, br - 1, 1, &r));
+  CHECK_OK(ox_tensor_slice(r, 1, left, left + (transposed ? rows : cols), 1, &rc));
+  ox_tensor_release(r);
+  if (!transposed)
+    return rc;
+  CHECK_OK(ox_tensor_transpose(rc, 0, 1, &v));
+  ox_tensor_release(rc);
+  return v;
+}
+
+/* A rows x cols output of dtype dt (f32 or bf16): a view inside a frame
+ * (ALIGNED or UNALIGNED, as above) of a tensor of NaN, partitioned into tiles
+ * of `tile`. */
+typedef struct framed {
+  ox_tensor base, view, part;
+  ox_dtype dt;
+  int64_t rows, cols, left, pitch;
+} framed;
+
+static framed framed_output(ox_dtype dt, int64_t rows, int64_t cols, const int64_t *tile, int how) {
+  framed o = {NULL, NULL, NULL, dt, rows, cols, 0, 0};
+  frame_of(how, ox_dtype_size(dt), cols, &o.left, &o.pitch);
+  const int64_t bshape[2] = {rows + 2, o.pitch};
+  ox_tensor r = NULL;
+  CHECK_OK(ox_tensor_full(dev, NULL, dt, 2, bshape, NAN, &o.base));
+  CHECK_OK(ox_tensor_slice(o.base, 0, 1, rows + 1, 1, &r));
+  CHECK_OK(ox_tensor_slice(r, 1, o.left, o.left + cols, 1, &o.view));
+  CHECK_OK(ox_tensor_partition(o.view, 2, tile, &o.part));
+  ox_tensor_release(r);
+  return o;
+}
+
+/* Reads the output back: its elements to `got` (row-major, as f32); returns
+ * how many frame elements are no longer NaN. */
+static int framed_read(const framed *o, float *got) {
+  int64_t bc = o->pitch, n = (o->rows + 2) * bc;
+  size_t es = ox_dtype_size(o->dt);
+  unsigned char *h = malloc(es * (size_t)n);
+  CHECK_OK(ox_tensor_to_host(o->base, NULL, h, es * (size_t)n));
+  int frame = 0;
+  for (int64_t i = 0; i < o->rows + 2; i++)
+    for (int64_t j = 0; j < bc; j++) {
+      float v;
+      uint16_t b16;
+      if (es == 4)
+        memcpy(&v, h + 4 * (size_t)(i * bc + j), 4);
+      else
+        memcpy(&b16, h + 2 * (size_t)(i * bc + j), 2), v = (float)from_bf16(b16);
+      int inside = i >= 1 && i <= o->rows && j >= o->left && j < o->left + o->cols;
+      if (inside)
+        got[(i - 1) * o->cols + j - o->left] = v;
+      else
+        frame += !isnan(v);
+    }
+  free(h);
+  return frame;
+}
+
+static void framed_release(framed *o) {
+  ox_tensor_release(o->part);
+  ox_tensor_release(o->view);
+  ox_tensor_release(o->base);
+}
+
+/* Counts the elements of `got` farther than tol[i] from want[i] (NaN is
+ * always wrong) and prints the first few. */
+static int compare(const char *what, const float *got, const double *want, const double *tol, int64_t rows,
+                   int64_t cols) {
+  int bad = 0;
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < cols; j++) {
+      int64_t e = i * cols + j;
+      if (!(fabs(got[e] - want[e]) <= tol[e]) && bad++ < 4)
+        fprintf(stderr, "  %s (seed %u): [%lld][%lld] = %.9g, expected %.9g (tolerance %.3g)\n", what, seed,
+                (long long)i, (long long)j, got[e], want[e], tol[e]);
+    }
+  return bad;
+}
+
+/* C = A x B (M x K by K x N) in double, and sum |a b| per element */
+static void host_matmul(const double *a, const double *b, int64_t M, int64_t N, int64_t K, double *c,
+                        double *mag) {
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) {
+      double s = 0, m = 0;
+      for (int64_t p = 0; p < K; p++) {
+        s += a[i * K + p] * b[p * N + j];
+        m += fabs(a[i * K + p] * b[p * N + j]);
+      }
+      c[i * N + j] = s;
+      mag[i * N + j] = m;
+    }
+}
+
+typedef struct mm_case {
+  int64_t M, N, K;
+  int how; /* the frames: ALIGNED, UNALIGNED, or B TRANSPOSED (A and C unaligned) */
+} mm_case;
+
+static const char *const how_name[] = {"aligned", "unaligned", "B transposed"};
+
+static const mm_case mm_cases[] = {
+    {200, 136, 72, ALIGNED}, {200, 136, 5, ALIGNED}, {67, 300, 100, TRANSPOSED}, {90, 50, 40, UNALIGNED},
+    {1, 1, 1, ALIGNED}};
+
+/* A matmul kernel (mm_bf16, mm_f16, mm_f32) on tiles `tile`, or, with
+ * `dot1`, the single-K-tile dot (K <= 32). */
+static void test_matmul(ox_kernel k, ox_dtype dt, const int64_t *tile, const char *what, const mm_case *cases,
+                        size_t ncases) {
+  for (size_t ci = 0; ci < ncases; ci++) {
+    mm_case cs = cases[ci];
+    int64_t M = cs.M, N = cs.N, K = cs.K;
+    double *a = malloc(sizeof(double) * (size_t)(M * K)), *b = malloc(sizeof(double) * (size_t)(K * N));
+    double *want = malloc(sizeof(double) * (size_t)(M * N)), *tol = malloc(sizeof(double) * (size_t)(M * N));
+    float *got = malloc(sizeof(float) * (size_t)(M * N));
+    int ah = cs.how == TRANSPOSED ? UNALIGNED : cs.how, ch = ah;
+    ox_tensor abase, bbase, ta = framed_input(dt, M, K, ah, a, &abase), tb = framed_input(dt, K, N, cs.how, b, &bbase);
+    framed c = framed_output(OX_F32, M, N, tile, ch);
+    ox_arg args[3] = {ox_arg_tensor(c.part), ox_arg_tensor(ta), ox_arg_tensor(tb)};
+    CHECK_OK(ox_launch(k, NULL, NULL, args, 3));
+    int frame = framed_read(&c, got);
+    host_matmul(a, b, M, N, K, want, tol);
+    /* f32 accumulation of K products: error ~ K * 2^-24 * sum |a b| */
+    for (int64_t e = 0; e < M * N; e++)
+      tol[e] = 1e-5 * tol[e] + 1e-6;
+    int bad = compare(what, got, want, tol, M, N);
+    CHECK(bad == 0 && frame == 0, "%s %lldx%lld tiles, M=%lld N=%lld K=%lld (%s), seed %u: %d wrong, %d frame elements written",
+          what, (long long)tile[0], (long long)tile[1], (long long)M, (long long)N, (long long)K,
+          how_name[cs.how], seed, bad, frame);
+    framed_release(&c);
+    ox_tensor_release(ta);
+    ox_tensor_release(tb);
+    ox_tensor_release(abase);
+    ox_tensor_release(bbase);
+    free(a);
+    free(b);
+    free(want);
+    free(tol);
+    free(got);
+  }
+}
+
+/* Epilogues of a bf16 matmul on 64 x 64 tiles: c = alpha * acc + 1 (stays in
+ * the mma layout, stored from it) and d = max(c, 0) + bias[j] (converted to
+ * the blocked layout for the broadcast row); then the row sums of A x B,
+ * reduce_sum of the accumulator over column tiles of 64. */
+static void test_epilogue(ox_kernel epi, ox_kernel rowsum) {
+  static const mm_case cases[] = {{200, 136, 72, ALIGNED}, {70, 40, 5, TRANSPOSED}, {100, 70, 40, UNALIGNED}};
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    int64_t M = cases[ci].M, N = cases[ci].N, K = cases[ci].K;
+    const int64_t tile[2] = {64, 64}, stile[2] = {64, 1};
+    double *a = malloc(sizeof(double) * (size_t)(M * K)), *b = malloc(sizeof(double) * (size_t)(K * N));
+    double *bias = malloc(sizeof(double) * (size_t)N), *mm = malloc(sizeof(double) * (size_t)(M * N));
+    double *mag = malloc(sizeof(double) * (size_t)(M * N)), *want = malloc(sizeof(double) * (size_t)(M * N));
+    double *tol = malloc(sizeof(double) * (size_t)(M * N));
+    float *got = malloc(sizeof(float) * (size_t)(M * N));
+    ox_tensor abase, bbase, biasbase;
+    int how = cases[ci].how, ah = how == TRANSPOSED ? UNALIGNED : how;
+    ox_tensor ta = framed_input(OX_BF16, M, K, ah, a, &abase), tb = framed_input(OX_BF16, K, N, how, b, &bbase);
+    ox_tensor tbias = framed_input(OX_F32, 1, N, ah, bias, &biasbase);
+    host_matmul(a, b, M, N, K, mm, mag);
+    const float alpha = -1.25f;
+    framed c = framed_output(OX_F32, M, N, tile, ah), d = framed_output(OX_F32, M, N, tile, ah),
+           s = framed_output(OX_F32, M, 1, stile, ah);
+    ox_arg args[6] = {ox_arg_tensor(c.part), ox_arg_tensor(d.part), ox_arg_tensor(ta),
+                      ox_arg_tensor(tb),     ox_arg_tensor(tbias),  ox_arg_f32(alpha)};
+    CHECK_OK(ox_launch(epi, NULL, NULL, args, 6));
+    int frame = framed_read(&c, got);
+    for (int64_t e = 0; e < M * N; e++) {
+      want[e] = alpha * mm[e] + 1.0;
+      tol[e] = 1e-5 * (fabs(alpha) * mag[e] + 1.0) + 1e-6;
+    }
+    int bad = compare("mm_epi c", got, want, tol, M, N);
+    CHECK(bad == 0 && frame == 0, "mm_epi: c = alpha * acc + 1, M=%lld N=%lld K=%lld (%s), seed %u: %d wrong, %d frame elements written",
+          (long long)M, (long long)N, (long long)K, how_name[how], seed, bad, frame);
+    frame = framed_read(&d, got);
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        int64_t e = i * N + j;
+        want[e] = (want[e] > 0 ? want[e] : 0.0) + bias[j];
+        tol[e] += 1e-6 * fabs(bias[j]);
+      }
+    bad = compare("mm_epi d", got, want, tol, M, N);
+    CHECK(bad == 0 && frame == 0, "mm_epi: d = max(c, 0) + bias, M=%lld N=%lld K=%lld (%s), seed %u: %d wrong, %d frame elements written",
+          (long long)M, (long long)N, (long long)K, how_name[how], seed, bad, frame);
+    /* the row sums */
+    ox_arg sargs[3] = {ox_arg_tensor(s.part), ox_arg_tensor(ta), ox_arg_tensor(tb)};
+    CHECK_OK(ox_launch(rowsum, NULL, NULL, sargs, 3));
+    frame = framed_read(&s, got);
+    for (int64_t i = 0; i < M; i++) {
+      double sum = 0, m = 0;
+      for (int64_t j = 0; j < N; j++) {
+        sum += mm[i * N + j];
+        m += mag[i * N + j];
+      }
+      want[i] = sum;
+      tol[i] = 2e-5 * m + 1e-6;
+    }
+    bad = compare("mm_rowsum", got, want, tol, M, 1);
+    CHECK(bad == 0 && frame == 0, "mm_rowsum: M=%lld N=%lld K=%lld (%s), seed %u: %d wrong, %d frame elements written",
+          (long long)M, (long long)N, (long long)K, how_name[how], seed, bad, frame);
+    framed_release(&c);
+    framed_release(&d);
+    framed_release(&s);
+    ox_tensor_release(ta);
+    ox_tensor_release(tb);
+    ox_tensor_release(tbias);
+    ox_tensor_release(abase);
+    ox_tensor_release(bbase);
+    ox_tensor_release(biasbase);
+    free(a);
+    free(b);
+    free(bias);
+    free(mm);
+    free(mag);
+    free(want);
+    free(tol);
+    free(got);
+  }
+}
+
+/* Two dots in one K loop: c = A x B - 0.5 * A2 x B2; and a K loop in
+ * reverse order: ct = (A x B)^T as bf16 (64 x 64 tiles). */
+static void test_two_dots(ox_kernel two, ox_kernel rev) {
+  static const mm_case cases[] = {{200, 136, 72, ALIGNED}, {130, 70, 100, ALIGNED}, {90, 50, 40, UNALIGNED}};
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    int64_t M = cases[ci].M, N = cases[ci].N, K = cases[ci].K;
+    int how = cases[ci].how;
+    const int64_t tile[2] = {64, 64};
+    size_t mn = (size_t)(M * N);
+    double *a = malloc(sizeof(double) * (size_t)(M * K)), *b = malloc(sizeof(double) * (size_t)(K * N));
+    double *a2 = malloc(sizeof(double) * (size_t)(M * K)), *b2 = malloc(sizeof(double) * (size_t)(K * N));
+    double *mm = malloc(sizeof(double) * mn), *mag = malloc(sizeof(double) * mn);
+    double *mm2 = malloc(sizeof(double) * mn), *mag2 = malloc(sizeof(double) * mn);
+    double *want = malloc(sizeof(double) * mn), *tol = malloc(sizeof(double) * mn);
+    float *got = malloc(sizeof(float) * mn);
+    ox_tensor base[4];
+    ox_tensor ta = framed_input(OX_BF16, M, K, how, a, &base[0]), tb = framed_input(OX_BF16, K, N, how, b, &base[1]);
+    ox_tensor ta2 = framed_input(OX_BF16, M, K, how, a2, &base[2]), tb2 = framed_input(OX_BF16, K, N, how, b2, &base[3]);
+    host_matmul(a, b, M, N, K, mm, mag);
+    host_matmul(a2, b2, M, N, K, mm2, mag2);
+    framed c = framed_output(OX_F32, M, N, tile, how);
+    ox_arg args[5] = {ox_arg_tensor(c.part), ox_arg_tensor(ta), ox_arg_tensor(tb), ox_arg_tensor(ta2),
+                      ox_arg_tensor(tb2)};
+    CHECK_OK(ox_launch(two, NULL, NULL, args, 5));
+    int frame = framed_read(&c, got);
+    for (size_t e = 0; e < mn; e++) {
+      want[e] = mm[e] - 0.5 * mm2[e];
+      tol[e] = 1e-5 * (mag[e] + mag2[e]) + 1e-6;
+    }
+    int bad = compare("mm_two", got, want, tol, M, N);
+    CHECK(bad == 0 && frame == 0, "mm_two: M=%lld N=%lld K=%lld (%s), seed %u: %d wrong, %d frame elements written",
+          (long long)M, (long long)N, (long long)K, how_name[how], seed, bad, frame);
+    /* reverse K order, transposed bf16 result */
+    framed ct = framed_output(OX_BF16, N, M, tile, how);
+    ox_arg rargs[3] = {ox_arg_tensor(ct.part), ox_arg_tensor(ta), ox_arg_tensor(tb)};
+    CHECK_OK(ox_launch(rev, NULL, NULL, rargs, 3));
+    frame = framed_read(&ct, got);
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        want[j * M + i] = mm[i * N + j];
+        tol[j * M + i] = 1e-5 * mag[i * N + j] + 0x1p-8 * fabs(mm[i * N + j]) + 1e-6; /* bf16 rounding */
+      }
+    bad = compare("mm_rev", got, want, tol, N, M);
+    CHECK(bad == 0 && frame == 0, "mm_rev: M=%lld N=%lld K=%lld (%s), seed %u: %d wrong, %d frame elements written",
+          (long long)M, (long long)N, (long long)K, how_name[how], seed, bad, frame);
+    framed_release(&c);
+    framed_release(&ct);
+    ox_tensor_release(ta);
+    ox_tensor_release(tb);
+    ox_tensor_release(ta2);
+    ox_tensor_release(tb2);
+    for (int i = 0; i < 4; i++)
+      ox_tensor_release(base[i]);
+    free(a);
+    free(b);
+    free(a2);
+    free(b2);
+    free(mm);
+    free(mag);
+    free(mm2);
+    free(mag2);
+    free(want);
+    free(tol);
+    free(got);
+  }
+}
+
+/* `let mut` tiles carried by a scalar loop: z[i] = the tiles i .. i+n-1 of x
+ * folded as s = (s + t) * 0.5 (and * 0.25 at j = 2, under an `if`), then
+ * s - 1, and bits[i] = their signs as bits; loads past the end read the
+ * padding 0. */
+static void test_let_mut(ox_kernel k) {
+  const int64_t len = 1000, B = 128, tile[2] = {1, B};
+  static const uint64_t ns[] = {0, 1, 5, 9};
+  double *xv = malloc(sizeof(double) * (size_t)len), *want = malloc(sizeof(double) * (size_t)len),
+         *tol = malloc(sizeof(double) * (size_t)len);
+  float *got = malloc(sizeof(float) * (size_t)len);
+  int32_t *bits = malloc(sizeof(int32_t) * (size_t)len);
+  ox_tensor xbase, x2 = framed_input(OX_F32, 1, len, ALIGNED, xv, &xbase), x = NULL;
+  CHECK_OK(ox_tensor_reshape(x2, 1, &len, &x)); /* 1-D, inside the frame */
+  for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
+    uint64_t n = ns[c];
+    framed z = framed_output(OX_F32, 1, len, tile, c % 2 ? ALIGNED : UNALIGNED);
+    ox_tensor zv = NULL, zp = NULL, tb = NULL, tbp = NULL;
+    CHECK_OK(ox_tensor_reshape(z.view, 1, &len, &zv));
+    CHECK_OK(ox_tensor_partition(zv, 1, &B, &zp));
+    CHECK_OK(ox_tensor_full(dev, NULL, OX_I32, 1, &len, -12345, &tb));
+    CHECK_OK(ox_tensor_partition(tb, 1, &B, &tbp));
+    ox_arg args[4] = {ox_arg_tensor(zp), ox_arg_tensor(tbp), ox_arg_tensor(x), ox_arg_u64(n)};
+    CHECK_OK(ox_launch(k, NULL, NULL, args, 4));
+    int frame = framed_read(&z, got);
+    CHECK_OK(ox_tensor_to_host(tb, NULL, bits, sizeof(int32_t) * (size_t)len));
+    int badbits = 0;
+    for (int64_t e = 0; e < len; e++) {
+      double s = 0;
+      int32_t m = 0;
+      for (uint64_t j = 0; j < n; j++) {
+        int64_t at = (e / B + (int64_t)j) * B + e % B;
+        double t = at < len ? xv[at] : 0.0;
+        s = (s + t) * 0.5;
+        if (j == 2)
+          s *= 0.25;
+        m = m * 2 + (t > 0);
+      }
+      want[e] = s - 1.0;
+      tol[e] = 1e-6;
+      if (bits[e] != m && badbits++ < 4)
+        fprintf(stderr, "  shiftsum bits (seed %u, n %llu): [%lld] = %d, expected %d\n", seed,
+                (unsigned long long)n, (long long)e, bits[e], m);
+    }
+    int bad = compare("shiftsum", got, want, tol, 1, len);
+    CHECK(bad == 0 && badbits == 0 && frame == 0, "shiftsum n=%llu, seed %u: %d wrong, %d bits wrong, %d frame elements written",
+          (unsigned long long)n, seed, bad, badbits, frame);
+    ox_tensor_release(tbp);
+    ox_tensor_release(tb);
+    ox_tensor_release(zp);
+    ox_tensor_release(zv);
+    framed_release(&z);
+  }
+  ox_tensor_release(x);
+  ox_tensor_release(x2);
+  ox_tensor_release(xbase);
+  free(xv);
+  free(want);
+  free(tol);
+  free(got);
+  free(bits);
+}
+
 static void test_launch_errors(ox_kernel add, ox_kernel two) {
   const int64_t n = 100, t8 = 8, t16 = 16;
   ox_tensor x, y, z, p8, p16, zi, w;
@@ -344,7 +905,18 @@ int main(int argc, char **argv) {
   CHECK_OK(ox_module_compile(dev, SRC, &o, &m));
   ox_kernel add = NULL, scale = NULL, two = NULL, rms = NULL, ln = NULL, colmax = NULL, far = NULL;
   ox_kernel tr = NULL, shapes = NULL;
+  ox_kernel mm_bf16 = NULL, mm_f16 = NULL, mm_f32 = NULL, mm_epi = NULL, mm_rowsum = NULL, shiftsum = NULL, dot1 = NULL;
+  ox_kernel mm_two = NULL, mm_rev = NULL;
   if (m) {
+    CHECK_OK(ox_module_get_kernel(m, "mm_two", &mm_two));
+    CHECK_OK(ox_module_get_kernel(m, "mm_rev", &mm_rev));
+    CHECK_OK(ox_module_get_kernel(m, "mm_bf16", &mm_bf16));
+    CHECK_OK(ox_module_get_kernel(m, "mm_f16", &mm_f16));
+    CHECK_OK(ox_module_get_kernel(m, "mm_f32", &mm_f32));
+    CHECK_OK(ox_module_get_kernel(m, "mm_epi", &mm_epi));
+    CHECK_OK(ox_module_get_kernel(m, "mm_rowsum", &mm_rowsum));
+    CHECK_OK(ox_module_get_kernel(m, "shiftsum", &shiftsum));
+    CHECK_OK(ox_module_get_kernel(m, "dot1", &dot1));
     CHECK_OK(ox_module_get_kernel(m, "tr", &tr));
     CHECK_OK(ox_module_get_kernel(m, "shapes", &shapes));
     CHECK_OK(ox_module_get_kernel(m, "far", &far));
@@ -369,6 +941,28 @@ int main(int argc, char **argv) {
     test_far(far);
   if (tr && shapes)
     test_shapes(tr, shapes);
+  const char *env = getenv("TILE_TEST_SEED");
+  seed = env ? (unsigned)strtoul(env, NULL, 0) : (unsigned)time(NULL);
+  rng_state = 0x9E3779B97F4A7C15ULL * ((uint64_t)seed + 1);
+  const size_t nmm = sizeof mm_cases / sizeof mm_cases[0];
+  const int64_t t128[2] = {128, 128}, t64[2] = {64, 64}, t32[2] = {32, 32}, t16[2] = {16, 16};
+  if (mm_bf16) /* tensor cores on CUDA (8 warps of 64 x 32) */
+    test_matmul(mm_bf16, OX_BF16, t128, "mm_bf16", mm_cases, nmm);
+  if (mm_f16) /* dot on tensor cores on CUDA (4 warps of 32 x 32); `acc += dot` adds in the blocked layout */
+    test_matmul(mm_f16, OX_F16, t64, "mm_f16", mm_cases, nmm);
+  if (mm_f32) /* shared memory everywhere */
+    test_matmul(mm_f32, OX_F32, t32, "mm_f32", mm_cases, nmm);
+  if (mm_epi && mm_rowsum)
+    test_epilogue(mm_epi, mm_rowsum);
+  if (mm_two && mm_rev)
+    test_two_dots(mm_two, mm_rev);
+  if (shiftsum)
+    test_let_mut(shiftsum);
+  static const mm_case dot_cases[] = {{100, 70, 32, ALIGNED}, {100, 70, 20, ALIGNED}, {100, 70, 20, TRANSPOSED}};
+  if (dot1) { /* 64 x 64: tensor cores on CUDA; 16 x 16: too small for them */
+    test_matmul(dot1, OX_F16, t64, "dot1", dot_cases, 3);
+    test_matmul(dot1, OX_F16, t16, "dot1", dot_cases, 3);
+  }
   ox_module_destroy(m);
   return test_done("tile_test");
 }

@@ -725,12 +725,42 @@ void oxl_cg_body(cg_t *C) {
     C->bbs[i] = LLVMAppendBasicBlockInContext(C->ctx, C->fn, "");
   LLVMPositionBuilderAtEnd(C->b, entry);
   LLVMBuildBr(C->b, C->bbs[0]);
-  for (int bi = 0; bi < k->blocks.len; bi++) {
-    const oxi_block *b = k->blocks.items[bi];
-    LLVMPositionBuilderAtEnd(C->b, C->bbs[bi]);
+  /* Blocks in reverse post-order, so that a value's definition (which
+   * dominates its uses: the IR verifier checks it) is emitted before them,
+   * whatever order the blocks were made in. Unreachable blocks get no code. */
+  int n = k->blocks.len, *order = malloc(sizeof(int) * (size_t)n * 3), *stack = order + n,
+      *next = order + 2 * n, done = 0, sp = 0;
+  char *seen = calloc((size_t)n, 1);
+  stack[sp++] = 0;
+  next[0] = 0;
+  seen[0] = 1;
+  while (sp) {
+    const oxi_block *b = k->blocks.items[stack[sp - 1]];
+    const oxi_instr *term = oxi_terminator(b);
+    int t = next[b->id]++;
+    if (term && t < 2 && term->target[t] && !seen[term->target[t]->id]) {
+      int s = term->target[t]->id;
+      seen[s] = 1;
+      next[s] = 0;
+      stack[sp++] = s;
+    } else if (!term || t >= 1) {
+      order[done++] = b->id; /* post-order */
+      sp--;
+    }
+  }
+  for (int i = done - 1; i >= 0; i--) {
+    const oxi_block *b = k->blocks.items[order[i]];
+    LLVMPositionBuilderAtEnd(C->b, C->bbs[b->id]);
     for (int ii = 0; ii < b->instrs.len; ii++)
       emit_instr(C, b->instrs.items[ii]);
   }
+  for (int bi = 0; bi < n; bi++)
+    if (!seen[bi]) {
+      LLVMPositionBuilderAtEnd(C->b, C->bbs[bi]);
+      LLVMBuildUnreachable(C->b);
+    }
+  free(order);
+  free(seen);
   free(C->vals);
   free(C->slots);
   free(C->bbs);

@@ -1134,6 +1134,8 @@ static oxi_instr *dot_pipeline(lowerer *L, const oxi_instr *in, oxi_mem m, int64
   miss->nops = 1;
   oxi_block *join;
   begin_if(L, miss, &join);
+  oxi_instr *w0 = emit(L, OXI_CP_WAIT, OXI_VOID); /* a wrong guess may still be landing here */
+  w0->imm = 0;
   copy_async(L, la, c[0], c[1], m, cur, pa);
   copy_async(L, lb, c[2], c[3], m, bin(L, OXI_ADD, OX_U64, cur, cu64(L, (uint64_t)(M * pa))), pb);
   end_if(L, join);
@@ -1168,7 +1170,14 @@ static void dot_tc(lowerer *L, const oxi_instr *in) {
   mma_layout_of(L, in->tshape, &ml);
   int64_t area = M * pa + K * pb; /* one staging area: A, then B */
   int ps = L->pipe[in->id];
-  oxi_mem m = scratch(L, t, ps ? 2 * area : area);
+  oxi_mem m = scratch(L, t, area);
+  if (ps) { /* its own two areas: a prefetch stays in flight across other steps */
+    oxi_shared *sh = oxb_alloc(L->m->arena, sizeof *sh);
+    sh->dtype = (ox_dtype)t;
+    sh->count = 2 * area;
+    oxb_vec_push(L->m->arena, &L->nk->shared, sh);
+    m.index = L->nk->shared.len - 1;
+  }
   oxi_instr *cur = cu64(L, 0); /* where this dot's operands are staged */
   if (ps)
     cur = dot_pipeline(L, in, m, area, ps - 1);
@@ -1384,8 +1393,8 @@ static bool is_elementwise(const oxi_instr *in) {
 }
 
 /* Which values and tile slots live in the mma layout: dots on tensor cores,
- * elementwise ops whose tile operands all do (or are splats), and slots that
- * such a value is assigned to, with what is read from them; to a fixed
+ * elementwise ops with an operand that does (so `acc + dot(a, b)` stays in
+ * it; other operands move to it), and slots that such a value is assigned to, with what is read from them; to a fixed
  * point, since a loop reads a slot before the assignment that sets it. */
 static void choose_layouts(lowerer *L) {
   const oxi_kernel *k = L->k;
@@ -1406,15 +1415,9 @@ static void choose_layouts(lowerer *L) {
           mma = L->cuda && dot_on_tensor_cores(L, in);
         else if (in->op == OXI_VAR_GET && in->tshape)
           mma = L->slot_mma[in->index];
-        else if (is_elementwise(in)) {
-          bool any = false, all = true;
+        else if (is_elementwise(in)) /* with any operand in it (the others move to it) */
           for (int i = 0; i < in->nops; i++)
-            if (in->ops[i]->tshape) {
-              any |= is_mma(L, in->ops[i]);
-              all &= L->mma[in->ops[i]->id] || L->splat[in->ops[i]->id];
-            }
-          mma = any && all;
-        }
+            mma |= in->ops[i]->tshape && is_mma(L, in->ops[i]);
         if (mma)
           L->mma[in->id] = changed = true;
       }
