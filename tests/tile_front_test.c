@@ -279,13 +279,31 @@ static const bad bads[] = {
       "('tile' for tile kernels)"}},
     /* signatures */
     {"no output", "#[tile]\nfn k(x: &Tensor<f32, [-1]>) { }\n", 1,
-     {"2:4 error: a tile kernel writes a partitioned output: add a `&mut Tensor<T, [tile]>` "
-      "parameter"}},
+     {"2:4 error: a tile kernel writes a partitioned output (`&mut Tensor<T, [tile]>`) or adds "
+      "into an atomic tensor (`&Tensor<Atomic<T>, [dims]>`): add one"}},
+    {"atomic f16", "#[tile]\nfn k(h: &Tensor<Atomic<f16>, [-1]>) { }\n", 1,
+     {"2:6 error: atomic tensors hold i32, u32, i64, u64, f32 or f64, not f16"}},
+    {"atomic tensors", "#[tile]\nfn k(g: &Tensor<Atomic<f32>, [-1, -1]>, x: &Tensor<i32, [-1]>) {\n"
+     "let p = g.partition([16, 16]);\n"
+     "g.atomic_add_at(x.partition([16]).load([0]), 1.0);\n"
+     "g.atomic_add([0], full([16], 1.0f32));\n"
+     "g.atomic_add([0, 0], full([16, 16], 1i32));\n"
+     "g.store(1.0);\n"
+     "let t = tile_id(3);\n"
+     "}\n", 6,
+     {"3:10 error: 'g' is an atomic tensor: blocks add into it (atomic_add), none reads it",
+      "4:2 error: 'atomic_add_at' scatters into a 1-D atomic tensor; 'g' has 2 dims",
+      "5:14 error: 'atomic_add' takes the tile's coordinates as an array, one usize per dim of 'g' (2)",
+      "6:22 error: 'atomic_add' adds a tile of f32 with 2 dims into 'g', found a tile of i32",
+      "7:2 error: 'g' is an atomic tensor: add tiles into it with g.atomic_add([..], t)",
+      "8:17 error"}},
+    {"mutable atomic tensor", "#[tile]\nfn j(h: &mut Tensor<Atomic<f32>, [-1]>) { }\n", 1,
+     {"2:9 error: atomic tensors are shared: write '&Tensor<Atomic<T>, [..]>', not '&mut'"}},
     {"SIMT parameters", "#[tile]\nfn k(z: &mut Tensor<f32, [4]>, a: &[f32], b: &mut [f32],\n"
      "     c: DisjointSlice<f32>, h: &[Atomic<u32>]) { }\n", 4,
-     {"2:32 error: tile kernel parameters are scalars, &Tensor<T, [dims]> inputs and &mut "
-      "Tensor<T, [tile]> outputs; slices, DisjointSlice and atomics belong to #[kernel] (SIMT) "
-      "functions", "2:43", "3:6", "3:29"}},
+     {"2:32 error: tile kernel parameters are scalars, &Tensor<T, [dims]> inputs, &mut "
+      "Tensor<T, [tile]> outputs and &Tensor<Atomic<T>, [dims]> atomic tensors; slices, "
+      "DisjointSlice and atomic slices belong to #[kernel] (SIMT) functions", "2:43", "3:6", "3:29"}},
     {"dynamic tile shape", "#[tile]\nfn k(z: &mut Tensor<f32, [-1]>) { }\n", 1,
      {"2:6 error: the tile shape of output 'z' must be static: dim 0 is -1 (dynamic); use a const "
       "generic"}},

@@ -172,6 +172,23 @@ static const char *SRC =
     "#[tile]\n"
     "fn dot1<const BM: i32, const BN: i32>(c: &mut Tensor<f32, [BM, BN]>, a: &Tensor<f16, [-1, -1]>, b: &Tensor<f16, [-1, -1]>) {\n"
     "    c.store(dot(a.partition([BM, 32]).load([tile_id(0), 0]), b.partition([32, BN]).load([0, tile_id(1)])));\n"
+    "}\n"
+    /* atomic adds into tensors, with the grid from the launch: a split-K
+     * matmul (blocks (j, i, s) add their part of K into C) and a histogram */
+    "#[tile]\n"
+    "fn splitk(c: &Tensor<Atomic<f32>, [-1, -1]>, a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>, kper: u64) {\n"
+    "    let pa = a.partition([64, 32]);\n"
+    "    let pb = b.partition([32, 64]);\n"
+    "    let mut acc = full([64, 64], 0.0f32);\n"
+    "    let k0 = tile_id(2) * kper;\n"
+    "    for k in k0..k0 + kper {\n"
+    "        acc = mma(pa.load([tile_id(1), k]), pb.load([k, tile_id(0)]), acc);\n"
+    "    }\n"
+    "    c.atomic_add([tile_id(1), tile_id(0)], acc);\n"
+    "}\n"
+    "#[tile]\n"
+    "fn hist(h: &Tensor<Atomic<u32>, [-1]>, x: &Tensor<i32, [-1]>) {\n"
+    "    h.atomic_add_at(x.partition([256]).load_padded([tile_id(0)], -1), 1u32);\n"
     "}\n";
 
 static ox_tensor host_tensor(ox_dtype dt, int ndim, const int64_t *shape, const void *data) {
@@ -895,6 +912,71 @@ static void test_launch_errors(ox_kernel add, ox_kernel two) {
   ox_clear_error();
 }
 
+/* Split-K: C (zeros) += the products of 3 parts of K, added atomically by
+ * blocks whose grid comes from the launch config; a launch without it is
+ * refused. */
+static void test_splitk(ox_kernel k) {
+  static const mm_case cases[] = {{200, 136, 200, ALIGNED}, {70, 90, 75, UNALIGNED}};
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    int64_t M = cases[ci].M, N = cases[ci].N, K = cases[ci].K, splits = 3;
+    double *a = malloc(sizeof(double) * (size_t)(M * K)), *b = malloc(sizeof(double) * (size_t)(K * N));
+    double *want = malloc(sizeof(double) * (size_t)(M * N)), *tol = malloc(sizeof(double) * (size_t)(M * N));
+    float *got = malloc(sizeof(float) * (size_t)(M * N));
+    ox_tensor abase, bbase, ta = framed_input(OX_BF16, M, K, cases[ci].how, a, &abase),
+                            tb = framed_input(OX_BF16, K, N, cases[ci].how, b, &bbase), tc = NULL;
+    const int64_t shape[2] = {M, N};
+    CHECK_OK(ox_tensor_zeros(dev, NULL, OX_F32, 2, shape, &tc));
+    uint64_t kper = (uint64_t)(((K + 31) / 32 + splits - 1) / splits);
+    ox_arg args[4] = {ox_arg_tensor(tc), ox_arg_tensor(ta), ox_arg_tensor(tb), ox_arg_u64(kper)};
+    CHECK(ox_launch(k, NULL, NULL, args, 4) == OX_ERR_LAUNCH, "splitk without a grid: %s", ox_last_error());
+    CHECK(strstr(ox_last_error(), "no partitioned output") != NULL, "message: %s", ox_last_error());
+    ox_launch_config cfg = {{(uint32_t)((N + 63) / 64), (uint32_t)((M + 63) / 64), (uint32_t)splits}, {0, 0, 0}};
+    CHECK_OK(ox_launch(k, NULL, &cfg, args, 4));
+    CHECK_OK(ox_tensor_to_host(tc, NULL, got, sizeof(float) * (size_t)(M * N)));
+    host_matmul(a, b, M, N, K, want, tol);
+    for (int64_t e = 0; e < M * N; e++)
+      tol[e] = 1e-5 * tol[e] + 1e-6;
+    int bad = compare("splitk", got, want, tol, M, N);
+    CHECK(bad == 0, "splitk M=%lld N=%lld K=%lld (%s), seed %u: %d wrong", (long long)M, (long long)N,
+          (long long)K, how_name[cases[ci].how], seed, bad);
+    ox_tensor_release(tc);
+    ox_tensor_release(ta);
+    ox_tensor_release(tb);
+    ox_tensor_release(abase);
+    ox_tensor_release(bbase);
+    free(a);
+    free(b);
+    free(want);
+    free(tol);
+    free(got);
+  }
+}
+
+/* A histogram of 10007 values, some below 0 or past the last bin (skipped). */
+static void test_hist(ox_kernel k) {
+  const int64_t n = 10007, bins = 100;
+  int32_t *x = malloc(sizeof(int32_t) * (size_t)n);
+  uint32_t want[100] = {0}, got[100];
+  for (int64_t i = 0; i < n; i++) {
+    x[i] = (int32_t)floor((urand() + 1) * 0.5 * (double)(bins + 6)) - 3;
+    if (x[i] >= 0 && x[i] < bins)
+      want[x[i]]++;
+  }
+  ox_tensor tx = host_tensor(OX_I32, 1, &n, x), th = NULL;
+  CHECK_OK(ox_tensor_zeros(dev, NULL, OX_U32, 1, &bins, &th));
+  ox_arg args[2] = {ox_arg_tensor(th), ox_arg_tensor(tx)};
+  ox_launch_config cfg = {{(uint32_t)((n + 255) / 256), 0, 0}, {0, 0, 0}};
+  CHECK_OK(ox_launch(k, NULL, &cfg, args, 2));
+  CHECK_OK(ox_tensor_to_host(th, NULL, got, sizeof got));
+  int bad = 0;
+  for (int64_t i = 0; i < bins; i++)
+    bad += got[i] != want[i];
+  CHECK(bad == 0, "hist, seed %u: %d bins wrong (bin 0: %u, expected %u)", seed, bad, got[0], want[0]);
+  ox_tensor_release(tx);
+  ox_tensor_release(th);
+  free(x);
+}
+
 int main(int argc, char **argv) {
   const char *d = argc > 1 ? argv[1] : "cpu";
   CHECK_OK(ox_device_get(strcmp(d, "cpu") ? OX_DEVICE_CUDA : OX_DEVICE_CPU, 0, &dev));
@@ -906,8 +988,10 @@ int main(int argc, char **argv) {
   ox_kernel add = NULL, scale = NULL, two = NULL, rms = NULL, ln = NULL, colmax = NULL, far = NULL;
   ox_kernel tr = NULL, shapes = NULL;
   ox_kernel mm_bf16 = NULL, mm_f16 = NULL, mm_f32 = NULL, mm_epi = NULL, mm_rowsum = NULL, shiftsum = NULL, dot1 = NULL;
-  ox_kernel mm_two = NULL, mm_rev = NULL;
+  ox_kernel mm_two = NULL, mm_rev = NULL, splitk = NULL, hist = NULL;
   if (m) {
+    CHECK_OK(ox_module_get_kernel(m, "splitk", &splitk));
+    CHECK_OK(ox_module_get_kernel(m, "hist", &hist));
     CHECK_OK(ox_module_get_kernel(m, "mm_two", &mm_two));
     CHECK_OK(ox_module_get_kernel(m, "mm_rev", &mm_rev));
     CHECK_OK(ox_module_get_kernel(m, "mm_bf16", &mm_bf16));
@@ -963,6 +1047,10 @@ int main(int argc, char **argv) {
     test_matmul(dot1, OX_F16, t64, "dot1", dot_cases, 3);
     test_matmul(dot1, OX_F16, t16, "dot1", dot_cases, 3);
   }
+  if (splitk)
+    test_splitk(splitk);
+  if (hist)
+    test_hist(hist);
   ox_module_destroy(m);
   return test_done("tile_test");
 }

@@ -16,12 +16,14 @@ static const char *pkind_name(oxi_pkind k) {
   case OXI_P_DISJOINT: return "DisjointSlice<T>";
   case OXI_P_TENSOR: return "&Tensor";
   case OXI_P_TILE: return "&mut Tensor";
+  case OXI_P_ATENSOR: return "&Tensor<Atomic<T>>";
   default: return "scalar";
   }
 }
 
 static bool mutable_kind(oxi_pkind k) {
-  return k == OXI_P_MUTSLICE || k == OXI_P_DISJOINT || k == OXI_P_ATOMIC || k == OXI_P_TILE;
+  return k == OXI_P_MUTSLICE || k == OXI_P_DISJOINT || k == OXI_P_ATOMIC || k == OXI_P_TILE ||
+         k == OXI_P_ATENSOR;
 }
 
 /* A mutable argument must not overlap any other argument: the kernel was

@@ -165,7 +165,10 @@ static ox_status check_args(ox_kernel k, const oxi_kernel *ki, ox_stream s, cons
                            "got a %s tensor of rank %d on %s",
                            kn, i + 1, p->name, ox_dtype_name(p->dtype), p->rank, ox_device_name(s->dev),
                            ox_dtype_name(t->dtype), t->ndim, ox_device_name(t->dev));
-    if (p->kind == OXI_P_TENSOR) {
+    if (p->kind == OXI_P_ATENSOR && (t->flags & OXR_T_READ_ONLY))
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s', argument %d ('%s'): the tensor is read-only",
+                           kn, i + 1, p->name);
+    if (p->kind == OXI_P_TENSOR || p->kind == OXI_P_ATENSOR) {
       for (int d = 0; d < p->rank; d++)
         if (p->dims[d] != -1 && t->shape[d] != p->dims[d])
           return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
@@ -212,11 +215,27 @@ ox_status oxa_tile_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
   int r;
   if ((st = check_args(k, ki, s, args, nargs, g, &r)))
     return st;
-  /* the grid: last tile axis on x, the one before on y, the rest on z */
-  uint64_t grid[3] = {(uint64_t)g[r - 1], r >= 2 ? (uint64_t)g[r - 2] : 1, 1};
-  for (int d = 0; d + 2 < r; d++)
-    grid[2] *= (uint64_t)g[d];
+  /* the grid: last tile axis on x, the one before on y, the rest on z; a
+   * kernel without partitioned outputs (atomic tensors only) takes the
+   * launch config's */
+  uint64_t grid[3] = {1, 1, 1};
   uint32_t block[3] = {(uint32_t)ki->block[0], 1, 1};
+  if (r == 0) {
+    if (!cfg || !cfg->grid[0] || (cfg->block[0] && cfg->block[0] != block[0]) ||
+        (cfg->block[1] ? cfg->block[1] : 1) != 1 || (cfg->block[2] ? cfg->block[2] : 1) != 1)
+      return oxb_set_error(OX_ERR_LAUNCH,
+                           "kernel '%s' has no partitioned output to give its grid: pass the grid "
+                           "in the launch config (block (0, 0, 0) or (%u, 1, 1), the tile lowering's)",
+                           ki->name, block[0]);
+    for (int i = 0; i < 3; i++)
+      grid[i] = cfg->grid[i] ? cfg->grid[i] : 1;
+    cfg = NULL;
+  } else {
+    grid[0] = (uint64_t)g[r - 1];
+    grid[1] = r >= 2 ? (uint64_t)g[r - 2] : 1;
+    for (int d = 0; d + 2 < r; d++)
+      grid[2] *= (uint64_t)g[d];
+  }
   for (int i = 0; i < 3; i++)
     if (grid[i] == 0 || grid[i] > (uint64_t)s->dev->max_grid_dim[i])
       return oxb_set_error(grid[i] ? OX_ERR_LAUNCH : OX_ERR_INVALID_ARGUMENT,
@@ -251,7 +270,7 @@ ox_status oxa_tile_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
       vals[j++] = (uint64_t)t->shape[d];
     for (int d = 0; d < p->rank; d++)
       vals[j++] = (uint64_t)t->strides[d];
-    if ((st = oxr_tensor_use(t, s, p->kind == OXI_P_TILE)))
+    if ((st = oxr_tensor_use(t, s, p->kind == OXI_P_TILE || p->kind == OXI_P_ATENSOR)))
       return st;
   }
   for (int i = 0; i < j; i++)

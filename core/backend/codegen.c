@@ -785,7 +785,7 @@ void oxl_cg_map_params(cg_t *C, LLVMValueRef *params) {
     } else {
       C->ptrs[i] = params[j++];
       C->lens[i] = params[j++];
-      if (p->kind == OXI_P_TENSOR || p->kind == OXI_P_TILE) {
+      if (oxi_is_tensor_kind(p->kind)) {
         for (int d = 0; d < p->rank; d++)
           C->dims[i][d] = params[j++];
         for (int d = 0; d < p->rank; d++)
@@ -828,7 +828,7 @@ void oxl_cg_param_attrs(cg_t *C, LLVMValueRef fn, int first) {
       continue;
     }
     unsigned idx = (unsigned)j + 1; /* attribute indices of parameters start at 1 */
-    if (p->kind != OXI_P_ATOMIC)
+    if (p->kind != OXI_P_ATOMIC && p->kind != OXI_P_ATENSOR)
       LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(C->ctx, noalias, 0));
     if (p->kind == OXI_P_SLICE || p->kind == OXI_P_TENSOR)
       LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(C->ctx, readonly, 0));

@@ -52,7 +52,8 @@ typedef enum oxf_tykind {
   OXF_TY_SHARED,   /* SharedArray<T, N>: block-shared memory */
   OXF_TY_UNIT,     /* () */
   OXF_TY_TENSOR,   /* &Tensor<T, [dims]>: a whole tensor, read-only (#[tile] kernels) */
-  OXF_TY_MUTTENSOR /* &mut Tensor<T, [tile]>: the block's tile of an output (#[tile] kernels) */
+  OXF_TY_MUTTENSOR, /* &mut Tensor<T, [tile]>: the block's tile of an output (#[tile] kernels) */
+  OXF_TY_ATOMICTENSOR /* &Tensor<Atomic<T>, [dims]>: a whole tensor blocks add into atomically */
 } oxf_tykind;
 
 /* A tensor dim as written: >= 1 a literal, OXF_DIM_DYNAMIC (-1, bound at

@@ -223,7 +223,17 @@ static oxf_typeexpr *type(parser *P) {
     if (consume(P, "Tensor")) { /* &Tensor<T, [dims]>, &mut Tensor<T, [dims]> */
       t->kind = m ? OXF_TY_MUTTENSOR : OXF_TY_TENSOR;
       expect(P, "<");
-      t->elem = elem_type(P, t->loc);
+      if (at(P, "Atomic")) { /* &Tensor<Atomic<T>, [dims]> */
+        advance(P);
+        expect(P, "<");
+        t->elem = elem_type(P, t->loc);
+        expect(P, ">");
+        t->kind = OXF_TY_ATOMICTENSOR;
+        if (m)
+          perr(P, t->loc, "atomic tensors are shared: write '&Tensor<Atomic<T>, [..]>', not '&mut'");
+      } else {
+        t->elem = elem_type(P, t->loc);
+      }
       expect(P, ",");
       tensor_dims(P, t);
       expect(P, ">");
@@ -961,9 +971,12 @@ static const char *tyname(const oxf_typeexpr *t, const oxf_fn *fn, char *buf, si
   const char *e = ox_dtype_name(t->elem);
   switch (t->kind) {
   case OXF_TY_TENSOR:
-  case OXF_TY_MUTTENSOR: {
+  case OXF_TY_MUTTENSOR:
+  case OXF_TY_ATOMICTENSOR: {
     oxb_str s = {0};
-    oxb_str_addf(&s, "&%sTensor<%s, [", t->kind == OXF_TY_MUTTENSOR ? "mut " : "", e);
+    oxb_str_addf(&s, "&%sTensor<%s%s%s, [", t->kind == OXF_TY_MUTTENSOR ? "mut " : "",
+                 t->kind == OXF_TY_ATOMICTENSOR ? "Atomic<" : "", e,
+                 t->kind == OXF_TY_ATOMICTENSOR ? ">" : "");
     for (int i = 0; i < t->rank; i++) {
       int64_t d = t->dims[i];
       int g = OXF_DIM_IS_GENERIC(d) ? OXF_DIM_GENERIC_INDEX(d) : -1;

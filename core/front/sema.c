@@ -254,6 +254,7 @@ static const char *vdesc(sema *S, val v) {
     case OXF_TY_SHARED: return "a shared array";
     case OXF_TY_TENSOR: return "a tensor (&Tensor)";
     case OXF_TY_MUTTENSOR: return "an output tile (&mut Tensor)";
+    case OXF_TY_ATOMICTENSOR: return "an atomic tensor (&Tensor<Atomic<T>, ..>)";
     default: return "memory";
     }
   case V_OPTION: return "an Option (from get_mut)";
@@ -540,7 +541,7 @@ static val index_read(sema *S, const oxf_node *n) {
     return VERR;
   }
   binding *mb = base.b;
-  if (mb->mkind == OXF_TY_TENSOR || mb->mkind == OXF_TY_MUTTENSOR) {
+  if (mb->mkind == OXF_TY_TENSOR || mb->mkind == OXF_TY_MUTTENSOR || mb->mkind == OXF_TY_ATOMICTENSOR) {
     ERR(S, n->loc, "a tensor is not indexed element by element; load tiles of it with "
                    "load_tile_like(x, out) or x.partition([..]).load([..])");
     return VERR;
@@ -1072,7 +1073,8 @@ static val method(sema *S, const oxf_node *n, oxi_type hint) {
     return VERR;
   }
   if (recv.k == V_PART ||
-      (recv.k == V_MEM && (recv.b->mkind == OXF_TY_TENSOR || recv.b->mkind == OXF_TY_MUTTENSOR)))
+      (recv.k == V_MEM && (recv.b->mkind == OXF_TY_TENSOR || recv.b->mkind == OXF_TY_MUTTENSOR ||
+                           recv.b->mkind == OXF_TY_ATOMICTENSOR)))
     return oxs_tile_method(S, n, recv, hint);
   if (recv.k != V_MEM) {
     ERR(S, n->loc, "%s has no method '%s'", vdesc(S, recv), name);
@@ -1658,6 +1660,7 @@ static void assign(sema *S, const oxf_node *n) {
       return;
     case OXF_TY_TENSOR:
     case OXF_TY_MUTTENSOR:
+    case OXF_TY_ATOMICTENSOR:
       ERR(S, l->loc, "a tensor is not written element by element; store a whole tile into an "
                      "output with '%s.store(t)'", mb->name);
       return;
@@ -2316,7 +2319,8 @@ static void check_kernel(sema *S, const oxf_fn *fn) {
             ox_dtype_name(p->type->elem), ox_dtype_name(p->type->elem));
       break;
     default:
-      if (p->type->kind == OXF_TY_TENSOR || p->type->kind == OXF_TY_MUTTENSOR)
+      if (p->type->kind == OXF_TY_TENSOR || p->type->kind == OXF_TY_MUTTENSOR ||
+          p->type->kind == OXF_TY_ATOMICTENSOR)
         ERR(S, p->loc, "Tensor parameters belong to #[tile] kernels; a #[kernel] takes "
                        "scalars, &[T], &mut [T], &[Atomic<T>] or DisjointSlice<T>");
       else

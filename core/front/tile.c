@@ -549,8 +549,19 @@ val oxs_tile_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) {
     return dot_call(S, n, !strcmp(name, "mma"));
   bool id = !strcmp(name, "tile_id");
   if (id || !strcmp(name, "num_tiles")) {
-    if (!nargs(S, n, 1, name) || !S->out)
+    if (!nargs(S, n, 1, name))
       return err;
+    if (!S->out) { /* no partitioned output: the launch's grid, axes as CUDA's x, y, z */
+      int axis;
+      if (!axis_arg(S, arg(n, 0), 3, name, "the launch grid", &axis))
+        return err;
+      oxi_instr *r = oxs_emit(S, OXI_SREG, OX_U32);
+      r->sub = (id ? OXI_SREG_CTAID_X : OXI_SREG_NCTAID_X) + axis;
+      oxi_instr *c = oxs_emit(S, OXI_CAST, OX_U64);
+      c->ops[0] = r;
+      c->nops = 1;
+      return oxs_value(c);
+    }
     int axis;
     if (!axis_arg(S, arg(n, 0), param_of(S, S->out)->rank, name, S->out->name, &axis))
       return err;
@@ -620,6 +631,11 @@ bad:
  * static powers of two, one per dim of x. */
 static val partition(sema *S, const oxf_node *n, binding *x) {
   static const val err = {V_ERR, NULL, NULL, NULL};
+  if (x->mkind == OXF_TY_ATOMICTENSOR) {
+    ERR(S, n->loc, "'%s' is an atomic tensor: blocks add into it (atomic_add), none reads it",
+        x->name);
+    return err;
+  }
   if (x->mkind == OXF_TY_MUTTENSOR) {
     ERR(S, n->loc, "'%s' is an output tile (&mut Tensor), which cannot be partitioned again: "
                    "read this block's tile of it with load_tile_like(%s, %s)", x->name, x->name,
@@ -729,6 +745,11 @@ static val part_load(sema *S, const oxf_node *n, binding *p) {
 /* z.store(t): t a tile of z's tile shape and dtype, or a scalar of its dtype. */
 static val store(sema *S, const oxf_node *n, binding *z) {
   static const val err = {V_ERR, NULL, NULL, NULL}, unit = {V_UNIT, NULL, NULL, NULL};
+  if (z->mkind == OXF_TY_ATOMICTENSOR) {
+    ERR(S, n->loc, "'%s' is an atomic tensor: add tiles into it with %s.atomic_add([..], t)", z->name,
+        z->name);
+    return err;
+  }
   if (z->mkind != OXF_TY_MUTTENSOR) {
     ERR(S, n->loc, "'%s' is a read-only tensor (&Tensor); tiles are stored into &mut Tensor "
                    "outputs", z->name);
@@ -765,6 +786,101 @@ static val store(sema *S, const oxf_node *n, binding *z) {
   return unit;
 }
 
+/* t.atomic_add([i, j, ..], tile): adds the tile into the atomic tensor at
+ * those tile coordinates (as a partition's load would read them), skipping
+ * elements outside; t.atomic_add_at(index, v) (rank 1): adds element e of v
+ * (a tile, or a scalar for every element) at index element e of the integer
+ * tile `index`, skipping indices outside (negative ones too). */
+static val atomic_add(sema *S, const oxf_node *n, binding *b, bool at) {
+  static const val err = {V_ERR, NULL, NULL, NULL};
+  const char *name = at ? "atomic_add_at" : "atomic_add";
+  const oxi_param *p = param_of(S, b);
+  if (!nargs(S, n, 2, name))
+    return err;
+  oxi_instr *in;
+  if (at) {
+    if (p->rank != 1) {
+      ERR(S, n->loc, "'atomic_add_at' scatters into a 1-D atomic tensor; '%s' has %d dims", b->name,
+          p->rank);
+      return err;
+    }
+    val idx = oxs_expr(S, arg(n, 0), OXI_VOID);
+    if (idx.k == V_ERR)
+      return err;
+    if (idx.k != V_TILE || !oxi_is_int(idx.v->type)) {
+      ERR(S, arg(n, 0)->loc, "'atomic_add_at' takes a tile of integer indices, found %s", oxs_vdesc(S, idx));
+      return err;
+    }
+    oxi_instr *v = oxs_operand(S, arg(n, 1), p->dtype, "the added value", true);
+    if (!v)
+      return err;
+    if (v->type != (oxi_type)p->dtype) {
+      ERR(S, arg(n, 1)->loc, "'%s' holds %s, found %s", b->name, ox_dtype_name(p->dtype), oxi_type_name(v->type));
+      return err;
+    }
+    oxi_instr *ops[2] = {idx.v, v};
+    if (!oxs_tile_unify_to(S, n->loc, ops + 1, 1, idx.v->tshape))
+      return err;
+    oxi_instr *i64 = idx.v;
+    if (i64->type != OX_U64) { /* negative indices become huge: outside */
+      oxi_instr *c = oxs_emit(S, OXI_CAST, oxi_is_signed(i64->type) ? OX_I64 : OX_U64);
+      c->ops[0] = i64;
+      c->nops = 1;
+      c->tshape = i64->tshape;
+      i64 = c;
+      if (i64->type != OX_U64) {
+        c = oxs_emit(S, OXI_CAST, OX_U64);
+        c->ops[0] = i64;
+        c->nops = 1;
+        c->tshape = i64->tshape;
+        i64 = c;
+      }
+    }
+    in = oxs_emit(S, OXI_T_ATOMIC_ADD, OXI_VOID);
+    in->sub = 1;
+    in->ops[0] = i64;
+    in->ops[1] = ops[1];
+    in->nops = 2;
+  } else {
+    if (p->rank > MAX_LOAD_RANK - 1) {
+      ERR(S, n->loc, "'atomic_add' takes tensors of up to %d dims; '%s' has %d", MAX_LOAD_RANK - 1,
+          b->name, p->rank);
+      return err;
+    }
+    const oxf_node *a = arg(n, 0);
+    if (a->kind != OXF_ARRAY || a->args.len != p->rank) {
+      ERR(S, a->loc, "'atomic_add' takes the tile's coordinates as an array, one usize per dim of '%s' (%d)",
+          b->name, p->rank);
+      return err;
+    }
+    oxi_instr *coords[OXI_MAX_RANK];
+    for (int d = 0; d < p->rank; d++)
+      if (!(coords[d] = oxs_operand(S, a->args.items[d], OX_U64, "a tile coordinate", false)))
+        return err;
+    for (int d = 0; d < p->rank; d++)
+      if (coords[d]->type != OX_U64) {
+        ERR(S, ((oxf_node *)a->args.items[d])->loc, "a tile coordinate is a usize, found %s",
+            oxi_type_name(coords[d]->type));
+        return err;
+      }
+    val v = oxs_expr(S, arg(n, 1), p->dtype);
+    if (v.k == V_ERR)
+      return err;
+    if (v.k != V_TILE || v.v->tshape->rank != p->rank || v.v->type != (oxi_type)p->dtype) {
+      ERR(S, arg(n, 1)->loc, "'atomic_add' adds a tile of %s with %d dims into '%s', found %s",
+          ox_dtype_name(p->dtype), p->rank, b->name, oxs_vdesc(S, v));
+      return err;
+    }
+    in = oxs_emit(S, OXI_T_ATOMIC_ADD, OXI_VOID);
+    for (int d = 0; d < p->rank; d++)
+      in->ops[d] = coords[d];
+    in->ops[p->rank] = v.v;
+    in->nops = p->rank + 1;
+  }
+  in->mem = b->mem;
+  return (val){V_UNIT, NULL, NULL, NULL};
+}
+
 val oxs_tile_method(sema *S, const oxf_node *n, val recv, oxi_type hint) {
   static const val err = {V_ERR, NULL, NULL, NULL};
   (void)hint;
@@ -772,6 +888,8 @@ val oxs_tile_method(sema *S, const oxf_node *n, val recv, oxi_type hint) {
   if (recv.k == V_PART)
     return part_load(S, n, b);
   const char *name = n->name;
+  if (b->mkind == OXF_TY_ATOMICTENSOR && (!strcmp(name, "atomic_add") || !strcmp(name, "atomic_add_at")))
+    return atomic_add(S, n, b, name[10] == '_');
   if (!strcmp(name, "partition"))
     return partition(S, n, b);
   if (!strcmp(name, "store"))
@@ -790,6 +908,9 @@ val oxs_tile_method(sema *S, const oxf_node *n, val recv, oxi_type hint) {
   if (b->mkind == OXF_TY_MUTTENSOR)
     ERR(S, n->loc, "an output tile (&mut Tensor) has methods store(t), dim(k) and stride(k), "
                    "not '%s'", name);
+  else if (b->mkind == OXF_TY_ATOMICTENSOR)
+    ERR(S, n->loc, "an atomic tensor has methods atomic_add([..], t), atomic_add_at(index, v), "
+                   "dim(k) and stride(k), not '%s'", name);
   else
     ERR(S, n->loc, "a tensor (&Tensor) has methods partition([..]), dim(k) and stride(k), not "
                    "'%s'%s", name, !strcmp(name, "load") ? "; partition it first: "
@@ -846,16 +967,20 @@ static void tile_params(sema *S, const oxf_fn *fn, const int64_t *gen) {
       b->type = ip->dtype;
       continue;
     }
-    if (kind != OXF_TY_TENSOR && kind != OXF_TY_MUTTENSOR) {
-      ERR(S, p->loc, "tile kernel parameters are scalars, &Tensor<T, [dims]> inputs and &mut "
-                     "Tensor<T, [tile]> outputs; slices, DisjointSlice and atomics belong to "
-                     "#[kernel] (SIMT) functions");
+    if (kind != OXF_TY_TENSOR && kind != OXF_TY_MUTTENSOR && kind != OXF_TY_ATOMICTENSOR) {
+      ERR(S, p->loc, "tile kernel parameters are scalars, &Tensor<T, [dims]> inputs, &mut "
+                     "Tensor<T, [tile]> outputs and &Tensor<Atomic<T>, [dims]> atomic tensors; "
+                     "slices, DisjointSlice and atomic slices belong to #[kernel] (SIMT) functions");
       ip->kind = OXI_P_SCALAR;
       oxb_vec_push(S->a, &k->params, ip);
       continue;
     }
     bool out = kind == OXF_TY_MUTTENSOR;
-    ip->kind = out ? OXI_P_TILE : OXI_P_TENSOR;
+    ip->kind = out ? OXI_P_TILE : kind == OXF_TY_ATOMICTENSOR ? OXI_P_ATENSOR : OXI_P_TENSOR;
+    if (kind == OXF_TY_ATOMICTENSOR && ip->dtype != OX_I32 && ip->dtype != OX_U32 && ip->dtype != OX_I64 &&
+        ip->dtype != OX_U64 && ip->dtype != OX_F32 && ip->dtype != OX_F64)
+      ERR(S, p->loc, "atomic tensors hold i32, u32, i64, u64, f32 or f64, not %s",
+          ox_dtype_name(ip->dtype));
     ip->rank = p->type->rank;
     int64_t elems = 1;
     bool ok = ip->rank >= 1;
@@ -932,9 +1057,12 @@ void oxs_tile_kernel(sema *S, const oxf_fn *fn, const int64_t *gen) {
     b->type = oxi_is_int(t->elem) ? t->elem : OX_I32;
   }
   tile_params(S, fn, gen);
-  if (!S->out && S->d->errors == errors_before)
-    ERR(S, fn->loc, "a tile kernel writes a partitioned output: add a `&mut Tensor<T, [tile]>` "
-                    "parameter");
+  bool atomics = false;
+  for (int i = 0; i < S->k->params.len; i++)
+    atomics |= ((oxi_param *)S->k->params.items[i])->kind == OXI_P_ATENSOR;
+  if (!S->out && !atomics && S->d->errors == errors_before)
+    ERR(S, fn->loc, "a tile kernel writes a partitioned output (`&mut Tensor<T, [tile]>`) or adds "
+                    "into an atomic tensor (`&Tensor<Atomic<T>, [dims]>`): add one");
   if (S->d->errors == errors_before) { /* a bad signature: the body's errors would mislead */
     val v = oxs_block_expr(S, fn->body, OXI_VOID);
     if ((v.k == V_SCALAR || v.k == V_TILE) && fn->body->value)

@@ -74,7 +74,7 @@ const char *oxi_op_name(oxi_op op) {
                                       "barrier", "shfl",   "vote",    "math",   "assume", "aligned",
                                       "dim",    "stride",  "t.load",  "t.store", "t.splat",
                                       "t.id",   "t.count", "t.reduce", "t.broadcast",
-                                      "t.reshape", "t.permute", "t.iota", "t.dot",
+                                      "t.reshape", "t.permute", "t.iota", "t.dot", "t.atomic_add",
                                       "ldmatrix", "mma", "cp.async", "cp.commit", "cp.wait", "pack", "unpack",
                                       "br",     "condbr",  "ret"};
   _Static_assert(OXB_COUNT(names) == OXI_OP_COUNT, "op names");
@@ -162,7 +162,7 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
   if (in->op == OXI_LEN || in->op == OXI_LOAD || in->op == OXI_STORE || in->op == OXI_ATOMIC ||
       in->op == OXI_ALIGNED || in->op == OXI_DIM || in->op == OXI_STRIDE || in->op == OXI_T_LOAD ||
       in->op == OXI_T_STORE || in->op == OXI_T_ID || in->op == OXI_T_COUNT || in->op == OXI_LDMATRIX ||
-      in->op == OXI_CP_ASYNC) {
+      in->op == OXI_CP_ASYNC || in->op == OXI_T_ATOMIC_ADD) {
     oxb_str_add(o, " ", 1);
     print_mem(k, in->mem, o);
   }
@@ -459,7 +459,7 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
     const oxi_param *p = in->mem.kind == OXI_MEM_PARAM && in->mem.index >= 0 && in->mem.index < k->params.len
                              ? k->params.items[in->mem.index] : NULL;
     bool tile_op = in->op == OXI_T_ID || in->op == OXI_T_COUNT;
-    if (!p || (tile_op ? p->kind != OXI_P_TILE : (p->kind != OXI_P_TENSOR && p->kind != OXI_P_TILE)) ||
+    if (!p || (tile_op ? p->kind != OXI_P_TILE : !oxi_is_tensor_kind(p->kind)) ||
         in->index < 0 || in->index >= p->rank || in->type != OX_U64 || in->nops)
       fail(V, b, in, "dim/stride/t.id/t.count need a tensor (t.*: an output tile) parameter and an axis below its rank");
     break;
@@ -584,6 +584,26 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
         ox_dtype_size((ox_dtype)in->type) != 4)
       fail(V, b, in, "unpack: a 32-bit scalar from a v4");
     break;
+  case OXI_T_ATOMIC_ADD: {
+    const oxi_param *p = in->mem.kind == OXI_MEM_PARAM && in->mem.index >= 0 && in->mem.index < k->params.len
+                             ? k->params.items[in->mem.index] : NULL;
+    bool ok = p && p->kind == OXI_P_ATENSOR && in->type == OXI_VOID;
+    if (ok && in->sub == 0) {
+      const oxi_instr *v = in->nops == p->rank + 1 ? in->ops[p->rank] : NULL;
+      ok = v && v->tshape && v->tshape->rank == p->rank && v->type == (oxi_type)p->dtype;
+      for (int d = 0; ok && d < p->rank; d++)
+        ok = in->ops[d]->type == OX_U64 && !in->ops[d]->tshape;
+    } else if (ok) {
+      const oxi_tshape *a = in->nops == 2 ? in->ops[0]->tshape : NULL, *v = a ? in->ops[1]->tshape : NULL;
+      ok = in->sub == 1 && p->rank == 1 && v && t0 == OX_U64 && t1 == (oxi_type)p->dtype && a->rank == v->rank;
+      for (int d = 0; ok && d < a->rank; d++)
+        ok = a->dims[d] == v->dims[d];
+    }
+    if (!ok)
+      fail(V, b, in, "t.atomic_add: an atomic tensor, and a tile of its dtype at u64 tile coordinates "
+                     "(or at a u64 index tile of its shape, rank 1)");
+    break;
+  }
   case OXI_BR: if (!in->target[0]) fail(V, b, in, "branch without target"); break;
   case OXI_CONDBR:
     if (!in->target[0] || !in->target[1] || t0 != OX_BOOL) fail(V, b, in, "condbr needs bool and 2 targets");
@@ -598,7 +618,7 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
   bool elementwise = in->op == OXI_BIN || in->op == OXI_CMP || in->op == OXI_NEG || in->op == OXI_NOT ||
                      in->op == OXI_CAST || in->op == OXI_SELECT || in->op == OXI_MATH;
   if (!k->is_tile) {
-    if (in->tshape || (in->op >= OXI_T_LOAD && in->op <= OXI_T_DOT))
+    if (in->tshape || (in->op >= OXI_T_LOAD && in->op <= OXI_T_ATOMIC_ADD))
       fail(V, b, in, "tile value or op outside a tile kernel (or after the tile lowering)");
   } else if (elementwise) {
     for (int i = 0; i < in->nops; i++) {
@@ -614,7 +634,7 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
       if (!same)
         fail(V, b, in, "elementwise operands must have the result's tile shape");
     }
-  } else if (in->tshape && (in->op < OXI_T_LOAD || in->op > OXI_T_DOT) && in->op != OXI_VAR_GET) {
+  } else if (in->tshape && (in->op < OXI_T_LOAD || in->op > OXI_T_ATOMIC_ADD) && in->op != OXI_VAR_GET) {
     fail(V, b, in, "only tile ops and elementwise ops make tile values");
   }
 }

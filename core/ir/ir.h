@@ -66,6 +66,9 @@ typedef enum oxi_op {
   OXI_T_IOTA,      /* a tile of `tshape` whose elements are their coordinate along axis `index` */
   OXI_T_DOT,       /* f32 [M, N] = ops[0] [M, K] x ops[1] [K, N] (+ ops[2], f32 [M, N], if given):
                       a matrix product accumulated in f32 */
+  OXI_T_ATOMIC_ADD, /* atomic tensor `mem` += a tile. sub 0: the tile ops[rank] at tile coordinates
+                      ops[0..rank) (u64); sub 1 (rank 1): element e of tile ops[1] at index
+                      element e of tile ops[0] (u64). Elements outside the tensor are skipped */
   /* Warp-wide matrix ops that the tile lowering emits for tensor cores (CUDA
    * target only; the lowering never gives them to the CPU target). Every lane
    * of the warp must execute them together. */
@@ -146,8 +149,14 @@ typedef enum oxi_pkind {
   OXI_P_ATOMIC,   /* &[Atomic<T>] */
   OXI_P_DISJOINT, /* DisjointSlice<T> */
   OXI_P_TENSOR,   /* &Tensor<T, [dims]>: read-only, any strides */
-  OXI_P_TILE      /* &mut Tensor<T, [tile]>: this block's tile of a partitioned output */
+  OXI_P_TILE,     /* &mut Tensor<T, [tile]>: this block's tile of a partitioned output */
+  OXI_P_ATENSOR   /* &Tensor<Atomic<T>, [dims]>: a whole tensor, atomic adds only */
 } oxi_pkind;
+
+/* Tensor parameters, passed with their dims and strides. */
+static inline bool oxi_is_tensor_kind(oxi_pkind k) {
+  return k == OXI_P_TENSOR || k == OXI_P_TILE || k == OXI_P_ATENSOR;
+}
 
 #define OXI_MAX_RANK 4
 
@@ -178,7 +187,7 @@ typedef struct oxi_param {
 static inline int oxi_param_width(const oxi_param *p) {
   if (p->kind == OXI_P_SCALAR)
     return 1;
-  return (p->kind == OXI_P_TENSOR || p->kind == OXI_P_TILE) ? 2 + 2 * p->rank : 2;
+  return oxi_is_tensor_kind(p->kind) ? 2 + 2 * p->rank : 2;
 }
 #define OXI_MAX_PARAMS 64
 #define OXI_MAX_PARAM_VALUES (OXI_MAX_PARAMS * (2 + 2 * OXI_MAX_RANK) + 2)

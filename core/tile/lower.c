@@ -1348,6 +1348,59 @@ static void lower_dot(lowerer *L, const oxi_instr *in) {
     dot_simple(L, in);
 }
 
+/* ---------------------------------------------------------- atomic adds */
+
+static void atomic_at(lowerer *L, const oxi_instr *in, oxi_instr *cond, oxi_instr *index, oxi_instr *v) {
+  oxi_block *join = NULL;
+  if (cond)
+    begin_if(L, cond, &join);
+  oxi_instr *a = emit(L, OXI_ATOMIC, v->type);
+  a->sub = OXI_ADD;
+  a->mem = in->mem;
+  a->ops[0] = index;
+  a->ops[1] = v;
+  a->nops = 2;
+  if (cond)
+    end_if(L, join);
+}
+
+/* An atomic add of a tile into an atomic tensor: one atomic add per element
+ * this thread holds (in the tile's layout), predicated like a store on the
+ * tensor's bounds; or, for a scatter, on the index being below the dim. */
+static void lower_atomic(lowerer *L, const oxi_instr *in) {
+  const oxi_param *p = L->k->params.items[in->mem.index];
+  if (in->sub == 0) {
+    const oxi_instr *v = in->ops[p->rank];
+    const oxi_tshape *s = v->tshape;
+    bool mma = is_mma(L, v);
+    int n = count_in(L, s, mma);
+    oxi_instr *coord[OXI_MAX_RANK];
+    for (int d = 0; d < p->rank; d++)
+      coord[d] = mapped(L, in->ops[d]);
+    clamp_coords(L, s, coord, in->mem.index);
+    element_site *es = malloc(sizeof *es * (size_t)n);
+    sites(L, s, mma, coord, in->mem.index, es);
+    oxi_instr **vals = held(L, v);
+    for (int e = 0; e < n; e++)
+      atomic_at(L, in, es[e].inb, es[e].index, vals[e]);
+    free(es);
+    return;
+  }
+  const oxi_tshape *s = in->ops[0]->tshape;
+  int n = count_in(L, s, false);
+  oxi_instr **idx = elements(L, in->ops[0]), **vals = elements(L, in->ops[1]);
+  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  positions(L, s, f, ok);
+  oxi_instr *dim = param_info(L, OXI_DIM, in->mem.index, 0), *stride = param_info(L, OXI_STRIDE, in->mem.index, 0);
+  for (int e = 0; e < n; e++) {
+    oxi_instr *cond = bin(L, LT, OX_U64, idx[e], dim);
+    if (ok[e])
+      cond = bin(L, OXI_AND, OX_BOOL, cond, ok[e]);
+    atomic_at(L, in, cond, bin(L, OXI_MUL, OX_U64, idx[e], stride), vals[e]);
+  }
+  free(f);
+}
+
 static void lower_instr(lowerer *L, const oxi_instr *in) {
   switch (in->op) {
   case OXI_T_LOAD: lower_load(L, in); return;
@@ -1362,6 +1415,7 @@ static void lower_instr(lowerer *L, const oxi_instr *in) {
     return;
   }
   case OXI_T_DOT: lower_dot(L, in); return;
+  case OXI_T_ATOMIC_ADD: lower_atomic(L, in); return;
   case OXI_VAR_GET:
   case OXI_VAR_SET:
     if (in->tshape || (in->op == OXI_VAR_SET && in->ops[0]->tshape)) {
