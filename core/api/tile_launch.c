@@ -221,12 +221,15 @@ ox_status oxa_tile_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
   uint64_t grid[3] = {1, 1, 1};
   uint32_t block[3] = {(uint32_t)ki->block[0], 1, 1};
   if (r == 0) {
-    if (!cfg || !cfg->grid[0] || (cfg->block[0] && cfg->block[0] != block[0]) ||
-        (cfg->block[1] ? cfg->block[1] : 1) != 1 || (cfg->block[2] ? cfg->block[2] : 1) != 1)
+    if (!cfg || !cfg->grid[0])
       return oxb_set_error(OX_ERR_LAUNCH,
                            "kernel '%s' has no partitioned output to give its grid: pass the grid "
-                           "in the launch config (block (0, 0, 0) or (%u, 1, 1), the tile lowering's)",
-                           ki->name, block[0]);
+                           "in the launch config", ki->name);
+    if ((cfg->block[0] && cfg->block[0] != block[0]) || (cfg->block[1] ? cfg->block[1] : 1) != 1 ||
+        (cfg->block[2] ? cfg->block[2] : 1) != 1)
+      return oxb_set_error(OX_ERR_LAUNCH,
+                           "kernel '%s': a tile kernel's block is the tile lowering's, (%u, 1, 1): "
+                           "pass a zero block in the launch config", ki->name, block[0]);
     for (int i = 0; i < 3; i++)
       grid[i] = cfg->grid[i] ? cfg->grid[i] : 1;
     cfg = NULL;

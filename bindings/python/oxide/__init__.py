@@ -9,11 +9,17 @@
     dev.default_stream.synchronize()          # out-of-bounds accesses surface here
     c.tolist()
 
+    # a #[tile] kernel: the output is passed as a partition into tiles, whose
+    # tile grid is the launch grid; the const generics are bound from its tile
+    z = oxide.zeros(1000, "f32", dev)
+    mod.add(z.partition((128,)), x, y)        # no grid=/block=: one block per tile
+
 A thin layer over liboxide's C API (oxide.h) through ctypes; the C declarations
 are generated from the header (bindings/gen/gen_decls.py). Every failing call
 raises an OxideError subclass carrying Oxide's message.
 """
 import ctypes as C
+import math
 import numbers
 import os
 import struct
@@ -28,7 +34,8 @@ __all__ = [
     "DriverError", "OutOfMemoryError", "LaunchError", "BoundsError", "FileError",
     "UnsupportedError", "InternalError",
     "Device", "Stream", "Tensor", "Module", "Kernel", "Scalar",
-    "device", "default_device", "device_count", "tensor", "empty", "from_numpy", "from_dlpack",
+    "device", "default_device", "device_count", "tensor", "empty", "zeros", "full", "arange",
+    "from_numpy", "from_dlpack",
     "compile", "compile_file", "emit", "doctor", "version", "cache_dir", "DTYPES",
     "bool_", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
 ]
@@ -364,18 +371,27 @@ def _stream_handle(stream):
 
 
 class Tensor:
-    """A typed, contiguous array in one device's memory. Holds one reference
-    to the C tensor, dropped when the object is garbage-collected."""
+    """A typed, strided array in one device's memory. Holds one reference to
+    the C tensor, dropped when the object is garbage-collected.
 
-    __slots__ = ("_h", "__weakref__")
+    Views (partition, slice, t[...], transpose, permute, reshape,
+    broadcast_to) are new Tensors on the same memory: they keep their parent
+    (`base`) alive, and writes through one are seen through the other."""
+
+    __slots__ = ("_h", "_base", "_tile", "__weakref__")
 
     def __init__(self):
         raise TypeError("use oxide.tensor(), oxide.empty() or oxide.from_numpy()")
 
     @classmethod
-    def _wrap(cls, handle):
+    def _wrap(cls, handle, base=None, tile=None):
         t = object.__new__(cls)
         t._h = handle
+        # the slots stay unset unless used: a plain tensor refers to nothing
+        if base is not None:
+            t._base = base
+        if tile is not None:
+            t._tile = tile
         return t
 
     def __del__(self, _release=_L.ox_tensor_release):
@@ -404,6 +420,7 @@ class Tensor:
 
     @property
     def nbytes(self):
+        """Bytes of the elements (numel times the element size)."""
         return _L.ox_tensor_nbytes(self._h)
 
     @property
@@ -415,6 +432,157 @@ class Tensor:
         """Address of the first element (a device address for CUDA tensors)."""
         return _L.ox_tensor_data(self._h) or 0
 
+    @property
+    def base(self):
+        """The tensor this one is a view of (kept alive by the view), else None."""
+        return getattr(self, "_base", None)
+
+    def stride(self, dim=None):
+        """Strides in elements (as torch's stride(); never negative, 0 along
+        broadcast dimensions): a tuple, or the stride of dimension `dim`."""
+        st = tuple(_L.ox_tensor_strides(self._h)[:self.ndim])
+        return st if dim is None else st[_dim_index(dim, len(st))]
+
+    def is_contiguous(self):
+        """True if the elements are dense and row-major."""
+        return bool(_L.ox_tensor_is_contiguous(self._h))
+
+    @property
+    def is_read_only(self):
+        """True if the tensor may not be written (a broadcast view, or a
+        DLPack import marked read-only): never a kernel's mutable argument."""
+        return bool(_L.ox_tensor_is_read_only(self._h))
+
+    # ---- views: new handles on the same memory
+
+    def _view(self, fn, *args, tile=None):
+        h = C.c_void_p()
+        _check(fn(self._h, *args, C.byref(h)))
+        return Tensor._wrap(h.value, self, tile)
+
+    def partition(self, tile):
+        """This tensor cut into exclusive tiles of shape `tile` (a tuple of
+        ints, one per dimension; an int for a 1-D tensor): the argument of a
+        #[tile] kernel's `&mut Tensor<T, [tile]>` output. The kernel's const
+        generics are bound from the tile, and its launch grid is the tile
+        grid, ceil(shape / tile) per dimension (`tile_grid`). The last tiles
+        of a dimension the tile does not divide are cut at the edge. Tile
+        kernels take tiles of powers of two: another size is refused by the
+        launch (CompileError)."""
+        tile = _int_tuple(tile, "tile")
+        if len(tile) != self.ndim:
+            raise InvalidArgumentError(
+                f"partition: tile {list(tile)} has {len(tile)} size{'s' if len(tile) != 1 else ''} "
+                f"for a tensor of {self.ndim} dimension{'s' if self.ndim != 1 else ''} (shape "
+                f"{list(self.shape)}); give one size per dimension", D.OX_ERR_INVALID_ARGUMENT)
+        dims = (C.c_int64 * max(len(tile), 1))(*tile)
+        return self._view(_L.ox_tensor_partition, len(tile), dims, tile=tile)
+
+    @property
+    def tile(self):
+        """The tile shape of a partition (see partition), else None."""
+        return getattr(self, "_tile", None)
+
+    @property
+    def tile_grid(self):
+        """The tile grid of a partition, ceil(shape / tile) per dimension: the
+        launch grid of a tile kernel it is the output of. None if this is not
+        a partition (a view of a partition is a plain tensor again)."""
+        g = (C.c_int64 * D.OX_MAX_DIMS)()
+        n = _L.ox_tensor_partition_grid(self._h, g)
+        return tuple(g[:n]) if n else None
+
+    def slice(self, dim, start=None, stop=None, step=1):
+        """Elements start, start+step, ... below stop along `dim`, as
+        t[start:stop:step] along that dimension (negative and out-of-range
+        bounds are clipped as in Python; step must be > 0)."""
+        dim = _dim_index(dim, self.ndim)
+        if step is None:
+            step = 1
+        if not isinstance(step, numbers.Integral) or step <= 0:
+            raise ValueError(f"slice step must be a positive int (negative strides are not "
+                             f"supported), got {step!r}")
+        start, stop, step = slice(start, stop, step).indices(self.shape[dim])
+        return self._view(_L.ox_tensor_slice, dim, start, max(stop, start), step)
+
+    def __getitem__(self, key):
+        """Basic indexing: ints, slices with a positive step and `...`;
+        always a view (an int drops its dimension, as in numpy)."""
+        key = key if isinstance(key, tuple) else (key,)
+        if sum(k is Ellipsis for k in key) > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        if Ellipsis in key:
+            i = key.index(Ellipsis)
+            key = key[:i] + (slice(None),) * (self.ndim - len(key) + 1) + key[i + 1:]
+        if len(key) > self.ndim:
+            raise IndexError(f"too many indices for a tensor of {self.ndim} dimensions")
+        t, drop = self, []
+        for d, k in enumerate(key):
+            if isinstance(k, slice):
+                if k != slice(None):
+                    t = t.slice(d, k.start, k.stop, k.step)
+            elif isinstance(k, numbers.Integral) and not isinstance(k, bool):
+                n = self.shape[d]
+                if not -n <= k < n:
+                    raise IndexError(f"index {k} is out of range for dimension {d} of size {n}")
+                k = int(k) % n
+                t = t.slice(d, k, k + 1)
+                drop.append(d)
+            else:
+                raise IndexError(f"tensor indices are ints, slices and '...', got {k!r}")
+        if drop:
+            t = t.reshape(tuple(n for d, n in enumerate(t.shape) if d not in drop))
+        if t is self:
+            t = self.slice(0) if self.ndim else self.reshape(())
+        t._base = self  # the intermediate views need not live on
+        return t
+
+    def reshape(self, *shape):
+        """The same elements in another shape (one dimension may be -1), as a
+        view: InvalidArgumentError when the strides do not allow it without a
+        copy (then reshape t.contiguous())."""
+        shape = _int_tuple(shape[0] if len(shape) == 1 else shape, "shape", negative=True)
+        dims = (C.c_int64 * max(len(shape), 1))(*shape)
+        return self._view(_L.ox_tensor_reshape, len(shape), dims)
+
+    def permute(self, *dims):
+        """Dimensions reordered: result.shape[i] == self.shape[dims[i]]."""
+        dims = _int_tuple(dims[0] if len(dims) == 1 else dims, "dims", negative=True)
+        if len(dims) != self.ndim:
+            raise ValueError(f"permute: {len(dims)} dims for a tensor of {self.ndim} dimensions")
+        dims = tuple(_dim_index(d, self.ndim) for d in dims)
+        return self._view(_L.ox_tensor_permute, (C.c_int * max(len(dims), 1))(*dims))
+
+    def transpose(self, dim0, dim1):
+        """Dimensions dim0 and dim1 swapped."""
+        return self._view(_L.ox_tensor_transpose, _dim_index(dim0, self.ndim),
+                          _dim_index(dim1, self.ndim))
+
+    @property
+    def T(self):
+        """The dimensions in reverse order (the transpose of a matrix)."""
+        return self.permute(tuple(range(self.ndim))[::-1])
+
+    def broadcast_to(self, shape):
+        """Size-1 dimensions (and missing leading ones) repeated by stride 0;
+        the result is read-only."""
+        shape = _int_tuple(shape, "shape")
+        dims = (C.c_int64 * max(len(shape), 1))(*shape)
+        return self._view(_L.ox_tensor_broadcast_to, len(shape), dims)
+
+    # ---- copies
+
+    def to(self, device, stream=None):
+        """A new contiguous copy on `device` (always a copy, even on this device)."""
+        h = C.c_void_p()
+        _check(_L.ox_tensor_to(self._h, _as_device(device)._h, _stream_handle(stream),
+                               C.byref(h)))
+        return Tensor._wrap(h.value)
+
+    def contiguous(self, stream=None):
+        """This tensor if it is contiguous, else a contiguous copy."""
+        return self if self.is_contiguous() else self.to(self.device, stream)
+
     def __len__(self):
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
@@ -422,8 +590,9 @@ class Tensor:
 
     def tobytes(self, stream=None):
         """The elements' bytes, copied after the work queued on `stream`."""
-        buf = (C.c_char * self.nbytes)()
-        _check(_L.ox_tensor_to_host(self._h, _stream_handle(stream), buf, self.nbytes))
+        t = self.contiguous(stream)
+        buf = (C.c_char * t.nbytes)()
+        _check(_L.ox_tensor_to_host(t._h, _stream_handle(stream), buf, t.nbytes))
         return bytes(buf)
 
     def tolist(self, stream=None):
@@ -440,19 +609,31 @@ class Tensor:
 
         if self.dtype == "bf16":
             raise TypeError("numpy has no bf16; use .tolist() or convert in a kernel")
+        t = self.contiguous(stream)
         arr = np.empty(self.shape, dtype=_NUMPY[self.dtype])
-        _check(_L.ox_tensor_to_host(self._h, _stream_handle(stream), arr.ctypes.data, arr.nbytes))
+        _check(_L.ox_tensor_to_host(t._h, _stream_handle(stream), arr.ctypes.data, arr.nbytes))
         return arr
 
     def copy_from(self, data, stream=None):
-        """Overwrites the elements from a buffer or (nested) list of the same size."""
+        """Overwrites the elements from another Tensor (same dtype and shape;
+        any device and strides), or from a buffer or (nested) list of the
+        same size."""
+        if isinstance(data, Tensor):
+            _check(_L.ox_tensor_copy(self._h, data._h, _stream_handle(stream)))
+            return
         raw = _pack(data, self.dtype)[0]
         if len(raw) != self.nbytes:
             raise ValueError(f"{len(raw)} bytes of data for a tensor of {self.nbytes} bytes")
+        if not self.is_contiguous():  # through a contiguous copy on the device
+            src = _new_tensor(self.device, self.dtype, self.shape, raw, stream)
+            _check(_L.ox_tensor_copy(self._h, src._h, _stream_handle(stream)))
+            return
         _check(_L.ox_tensor_copy_from_host(self._h, _stream_handle(stream), raw, len(raw)))
 
     def __repr__(self):
-        return f"oxide.Tensor(shape={self.shape}, dtype={self.dtype!r}, device={str(self.device)!r})"
+        tile = f", tile={self.tile}" if self.tile is not None else ""
+        return (f"oxide.Tensor(shape={self.shape}, dtype={self.dtype!r}, "
+                f"device={str(self.device)!r}{tile})")
 
     def __dlpack__(self, stream=None, *, max_version=None, dl_device=None, copy=None):
         """A DLPack capsule sharing the tensor's memory (Python array API).
@@ -477,6 +658,27 @@ _NUMPY = {"bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "
 _BUFFER_DTYPE = {"?": "bool", "b": "i8", "h": "i16", "i": "i32", "l": "i64", "q": "i64",
                  "B": "u8", "H": "u16", "I": "u32", "L": "u64", "Q": "u64", "e": "f16",
                  "f": "f32", "d": "f64"}
+
+
+def _int_tuple(v, what, negative=False):
+    """A tuple of ints from an int or a sequence of ints (>= 0, or any sign)."""
+    vals = (v,) if isinstance(v, numbers.Integral) else tuple(v)
+    for x in vals:
+        if not isinstance(x, numbers.Integral) or isinstance(x, bool):
+            raise TypeError(f"{what} must be an int or a tuple of ints, got {v!r}")
+        if not negative and x < 0:
+            raise ValueError(f"{what} must not be negative, got {v!r}")
+    if len(vals) > D.OX_MAX_DIMS:
+        raise ValueError(f"{what} has {len(vals)} dimensions; Oxide has at most {D.OX_MAX_DIMS}")
+    return tuple(int(x) for x in vals)
+
+
+def _dim_index(dim, ndim):
+    if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
+        raise TypeError(f"a dimension is an int, got {dim!r}")
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"dimension {dim} is out of range for a tensor of {ndim} dimensions")
+    return int(dim) % ndim
 
 
 def _nest(flat, shape):
@@ -565,8 +767,12 @@ def _new_tensor(dev, dtype, shape, src, stream):
 def tensor(data, dtype=None, device=None, stream=None):
     """A tensor holding a copy of `data`: a (nested) list, a number, a buffer
     (bytes, array.array, memoryview) or a numpy array. dtype: "f32" for
-    lists, the buffer's own type for typed buffers."""
+    lists, the buffer's own type for typed buffers; a numpy array is
+    converted to `dtype` (to bf16 by rounding to nearest even)."""
     if "numpy" in sys.modules and isinstance(data, sys.modules["numpy"].ndarray):
+        if dtype is not None and _dtype_name(dtype) == "bf16":
+            # numpy has no bf16: round the values to it, as Oxide does
+            return _new_tensor(device, "bf16", data.shape, _bf16_array(data), stream)
         if dtype is not None:
             data = data.astype(_NUMPY[_dtype_name(dtype)])
         return from_numpy(data, device, stream)
@@ -578,6 +784,70 @@ def empty(shape, dtype="f32", device=None, stream=None):
     """An uninitialized tensor; shape is an int or a tuple."""
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     return _new_tensor(device, _dtype_name(dtype), shape, None, stream)
+
+
+def _shape_tuple(shape):
+    return _int_tuple(shape, "shape")
+
+
+def zeros(shape, dtype="f32", device=None, stream=None):
+    """A tensor of zeros; shape is an int or a tuple."""
+    shape, dev = _shape_tuple(shape), _as_device(device)
+    dims = (C.c_int64 * max(len(shape), 1))(*shape)
+    h = C.c_void_p()
+    _check(_L.ox_tensor_zeros(dev._h, _stream_handle(stream), _CODE[_dtype_name(dtype)],
+                              len(shape), dims, C.byref(h)))
+    return Tensor._wrap(h.value)
+
+
+def _exact_double(value, dtype, what):
+    """`value` as the double the C API takes; refuses what a double would change."""
+    if isinstance(value, Scalar):
+        value = value.value
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"{what} must be a number, got {type(value).__name__}")
+    if dtype not in _FLOATS and isinstance(value, numbers.Integral) and abs(int(value)) > 1 << 53:
+        raise ValueError(f"{what} {value} is not exact as a double, which the C API takes; "
+                         "fill the tensor another way")
+    return float(value)
+
+
+def full(shape, value, dtype="f32", device=None, stream=None):
+    """A tensor with every element `value` (converted to dtype, as the C API
+    does); shape is an int or a tuple."""
+    shape, dev, dtype = _shape_tuple(shape), _as_device(device), _dtype_name(dtype)
+    dims = (C.c_int64 * max(len(shape), 1))(*shape)
+    h = C.c_void_p()
+    _check(_L.ox_tensor_full(dev._h, _stream_handle(stream), _CODE[dtype], len(shape), dims,
+                             _exact_double(value, dtype, "value"), C.byref(h)))
+    return Tensor._wrap(h.value)
+
+
+def arange(start, stop=None, step=1, dtype="f32", device=None, stream=None):
+    """The 1-D tensor start, start + step, ... below stop, as numpy.arange
+    (arange(n) is 0 .. n-1)."""
+    if stop is None:
+        start, stop = 0, start
+    dtype = _dtype_name(dtype)
+    start, stop, step = (_exact_double(v, dtype, w) for v, w in
+                         ((start, "start"), (stop, "stop"), (step, "step")))
+    if step == 0:
+        raise ValueError("arange: step must not be 0")
+    n = max(0, math.ceil((stop - start) / step))
+    h = C.c_void_p()
+    _check(_L.ox_tensor_arange(_as_device(device)._h, _stream_handle(stream), _CODE[dtype], start,
+                               step, n, C.byref(h)))
+    return Tensor._wrap(h.value)
+
+
+def _bf16_array(arr):
+    """The bf16 bits (a uint16 numpy array) of arr's values rounded to nearest
+    even, as _bf16_bits does for one value."""
+    import numpy as np
+
+    u = np.ascontiguousarray(arr, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    bits = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where((u & 0x7FFFFFFF) > 0x7F800000, np.uint16(0x7FC0), bits)
 
 
 def from_numpy(arr, device=None, stream=None):
@@ -723,7 +993,12 @@ def _plain_number_error(kernel, i, x):
 
 class Kernel:
     """One kernel of a module. Call it with tensors and typed scalars:
-    kernel(a, b, c, oxide.f32(2.0), grid=(n_blocks,), block=(256,), stream=None)."""
+    kernel(a, b, c, oxide.f32(2.0), grid=(n_blocks,), block=(256,), stream=None).
+
+    A #[kernel] (SIMT) launch needs grid= and block=. A #[tile] kernel takes
+    neither: pass each `&mut Tensor` output as a partition (t.partition(tile));
+    the grid is its tile grid and the block the compiler's. A tile kernel
+    with atomic tensors and no output takes grid= from the call."""
 
     __slots__ = ("_h", "module", "name")
 
@@ -764,20 +1039,46 @@ class Kernel:
             else:
                 raise TypeError(f"kernel '{self.name}', argument {i + 1}: expected an "
                                 f"oxide.Tensor or a typed scalar, got {type(x).__name__}")
-        cfg = D.ox_launch_config(_dim3(grid, "grid"), _dim3(block, "block"))
+        if grid is None and block is None:
+            # No config at all (a NULL one): a tile kernel takes it as zeros,
+            # while a SIMT kernel refuses it instead of running one thread.
+            return None, argv
+        zero = (C.c_uint32 * 3)()
+        cfg = D.ox_launch_config(zero if grid is None else _dim3(grid, "grid"),
+                                 zero if block is None else _dim3(block, "block"))
         return cfg, argv
 
-    def __call__(self, *args, grid, block, stream=None):
-        """Queues a launch on `stream` (None: the device's default stream).
-        Errors in the arguments or the launch contract raise at once; an
-        out-of-bounds access raises BoundsError at the next synchronize."""
+    def _run(self, fn, args, grid, block, stream):
         cfg, argv = self._prepare(args, grid, block)
-        _check(_L.ox_launch(self._h, _stream_handle(stream), C.byref(cfg), argv, len(args)))
+        status = fn(self._h, _stream_handle(stream), None if cfg is None else C.byref(cfg), argv,
+                    len(args))
+        if status == D.OX_OK:
+            return
+        # The C messages speak of the launch config; say what that is here.
+        msg = _L.ox_last_error().decode(errors="replace")
+        if status == D.OX_ERR_INVALID_ARGUMENT and cfg is None and msg.endswith(
+                "launch config is NULL"):
+            msg = (f"kernel '{self.name}' is a #[kernel] (SIMT) kernel: pass grid= and block= "
+                   "(only #[tile] kernels take them from their output partitions)")
+        elif "pass a NULL or zero launch config" in msg:
+            msg += " (from Python: leave out grid= and block=)"
+        elif "pass the grid in the launch config" in msg:
+            msg += " (from Python: pass grid=, and leave out block=)"
+        raise _ERRORS.get(status, OxideError)(msg, status)
 
-    def check(self, *args, grid, block, stream=None):
+    def __call__(self, *args, grid=None, block=None, stream=None):
+        """Queues a launch on `stream` (None: the device's default stream).
+        grid and block: an int or a tuple of 1 to 3 ints; None (for #[tile]
+        kernels) lets the launch choose: the output partition's tile grid and
+        the compiler's block. Errors in the arguments or the launch contract
+        raise at once (a tile kernel's first launch with new tile sizes
+        compiles it, and may raise CompileError); an out-of-bounds access of
+        a SIMT kernel raises BoundsError at the next synchronize."""
+        self._run(_L.ox_launch, args, grid, block, stream)
+
+    def check(self, *args, grid=None, block=None, stream=None):
         """Checks a launch like __call__ would, without running it."""
-        cfg, argv = self._prepare(args, grid, block)
-        _check(_L.ox_launch_check(self._h, _stream_handle(stream), C.byref(cfg), argv, len(args)))
+        self._run(_L.ox_launch_check, args, grid, block, stream)
 
     def __repr__(self):
         return f"<oxide.Kernel {self.name!r} ({self.num_params} params) on {self.module.device}>"

@@ -500,6 +500,29 @@ impl Tensor {
     pub fn as_raw(&self) -> ffi::ox_tensor {
         self.raw
     }
+
+    /// This tensor cut into exclusive tiles of shape `tile` (one size per
+    /// dimension): the argument of a `#[tile]` kernel's `&mut Tensor<T,
+    /// [tile]>` output, whose const generics are bound from the tile and
+    /// whose launch grid is [`Tensor::partition_grid`]. A view: it shares the
+    /// memory, which lives while any view of it does (dropping `self` first
+    /// is fine). Tile kernels take tiles of powers of two; another size is
+    /// refused by the launch.
+    pub fn partition(&self, tile: &[i64]) -> Result<Tensor> {
+        let mut t = ptr::null_mut();
+        check(unsafe {
+            ffi::ox_tensor_partition(self.raw, tile.len() as i32, tile.as_ptr(), &mut t)
+        })?;
+        Ok(Tensor { raw: t })
+    }
+
+    /// The tile grid of a partition, `ceil(shape / tile)` per dimension;
+    /// None for a tensor that is not a partition.
+    pub fn partition_grid(&self) -> Option<Vec<i64>> {
+        let mut g = [0i64; ffi::OX_MAX_DIMS as usize];
+        let n = unsafe { ffi::ox_tensor_partition_grid(self.raw, g.as_mut_ptr()) };
+        (n > 0).then(|| g[..n as usize].to_vec())
+    }
 }
 
 impl Clone for Tensor {
@@ -632,7 +655,11 @@ impl Drop for Module {
 // ------------------------------------------------------------------ launches
 
 /// Grid and block shape of a launch (zero dimensions count as 1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `LaunchConfig::default()` (all zero) is the config of a `#[tile]` kernel:
+/// its grid is its output partition's tile grid and its block the
+/// compiler's (a tile kernel with only atomic tensors takes `grid` from the
+/// config).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LaunchConfig {
     pub grid: [u32; 3],
     pub block: [u32; 3],

@@ -1,0 +1,258 @@
+"""#[tile] kernels from Python (docs/language.md section 12): outputs passed as
+partitions (Tensor.partition), launches without grid= and block=, atomic
+tensors with grid= from the call, and the errors of each."""
+import gc
+import weakref
+
+import pytest
+
+import oxide
+from kernels import VECADD
+
+np = pytest.importorskip("numpy")
+
+ADD = """\
+#[tile]
+fn add<const B: i32>(z: &mut Tensor<f32, [B]>, x: &Tensor<f32, [-1]>, y: &Tensor<f32, [-1]>) {
+    z.store(load_tile_like(x, z) + load_tile_like(y, z));
+}
+"""
+
+# examples/tile_softmax.oxk
+SOFTMAX = """\
+#[tile]
+fn softmax<const BN: i32>(y: &mut Tensor<f32, [1, BN]>, x: &Tensor<f32, [-1, -1]>) {
+    let t = x.partition([1, BN]).load_padded([tile_id(0), 0], f32::NEG_INFINITY);
+    let e = exp(t - reduce_max(t, 1));
+    y.store(e / reduce_sum(e, 1));
+}
+"""
+
+# examples/tile_matmul.oxk
+MATMUL = """\
+#[tile]
+fn matmul<const BM: i32, const BN: i32>(c: &mut Tensor<f32, [BM, BN]>, a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>) {
+    let pa = a.partition([BM, 32]);
+    let pb = b.partition([32, BN]);
+    let mut acc = full([BM, BN], 0.0f32);
+    for k in 0..(a.dim(1) + 31) / 32 {
+        acc = mma(pa.load([tile_id(0), k]), pb.load([k, tile_id(1)]), acc);
+    }
+    c.store(acc);
+}
+"""
+
+HIST = """\
+#[tile]
+fn hist(h: &Tensor<Atomic<u32>, [-1]>, x: &Tensor<i32, [-1]>) {
+    h.atomic_add_at(x.partition([256]).load_padded([tile_id(0)], -1), 1u32);
+}
+"""
+
+
+def _add(dev):
+    return oxide.compile(ADD, device=dev, filename="add.oxk").add
+
+
+# ------------------------------------------------------------------ results
+
+
+def test_tile_add(dev):
+    n = 1000  # not a multiple of the tile: the last tile is cut at the edge
+    x = oxide.arange(n, dtype="f32", device=dev)
+    y = oxide.full(n, 0.5, device=dev)
+    k = _add(dev)
+    for tile in (128, 256):  # each tile size binds B anew (and specializes the kernel)
+        z = oxide.full(n, float("nan"), device=dev)
+        p = z.partition((tile,))
+        assert p.tile == (tile,) and p.tile_grid == ((n + tile - 1) // tile,)
+        assert p.base is z and p.shape == z.shape and p.data_ptr == z.data_ptr
+        assert z.tile is None and z.tile_grid is None
+        k.check(p, x, y)
+        k(p, x, y)  # no grid= or block=: the partition's tile grid, the compiler's block
+        dev.synchronize()
+        assert z.numpy().tolist() == [i + 0.5 for i in range(n)]
+
+
+def test_tile_add_strided_and_broadcast_inputs(dev):
+    n = 300
+    big = oxide.arange(2 * n, dtype="f32", device=dev)
+    x = big[::2]  # every other element: a strided view
+    y = oxide.tensor([0.25], device=dev).broadcast_to((n,))  # stride 0, read-only
+    assert x.stride() == (2,) and not x.is_contiguous()
+    assert y.stride() == (0,) and y.is_read_only
+    z = oxide.zeros(n, device=dev)
+    _add(dev)(z.partition(64), x, y)
+    assert z.tolist() == [2 * i + 0.25 for i in range(n)]
+    # a strided output: the partition of a view writes only the view's elements
+    out = oxide.zeros(2 * n, device=dev)
+    _add(dev)(out[1::2].partition(64), x, y)
+    got = out.numpy()
+    assert got[1::2].tolist() == [2 * i + 0.25 for i in range(n)]
+    assert not got[::2].any()
+
+
+def test_tile_softmax_rows_not_a_power_of_two(dev):
+    rows, n = 37, 300  # a row is one tile of [1, 512]; the padding is -inf
+    xs = np.random.default_rng(1).standard_normal((rows, n)).astype(np.float32) * 4
+    y = oxide.full((rows, n), float("nan"), device=dev)
+    p = y.partition((1, 512))
+    assert p.tile_grid == (rows, 1)
+    oxide.compile(SOFTMAX, device=dev).softmax(p, oxide.tensor(xs, device=dev))
+    x64 = xs.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    want = e / e.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-5, atol=0)
+
+
+def _bf16_reference(a32):
+    """float64 values of a32 rounded to bf16 (nearest even), computed here
+    independently of the binding."""
+    u = a32.view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
+    return r.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+@pytest.mark.parametrize("b_layout", ["contiguous", "transposed"])
+def test_tile_matmul_bf16(dev, b_layout):
+    M, N, K = 100, 70, 90  # no dimension is a multiple of a tile
+    rng = np.random.default_rng(2)
+    a32 = rng.standard_normal((M, K)).astype(np.float32)
+    b32 = rng.standard_normal((K, N)).astype(np.float32)
+    a = oxide.tensor(a32, dtype="bf16", device=dev)  # rounded to nearest even
+    if b_layout == "contiguous":
+        b = oxide.tensor(b32, dtype=oxide.bf16, device=dev)
+    else:  # b as the transposed view of a [N, K] tensor
+        b = oxide.tensor(np.ascontiguousarray(b32.T), dtype="bf16", device=dev).T
+        assert b.shape == (K, N) and b.stride() == (1, K)
+    assert (a.dtype, b.dtype) == ("bf16", "bf16")
+    av, bv = _bf16_reference(a32), _bf16_reference(b32)
+    # the binding rounded as Oxide does (tolist() reads back the bf16 values)
+    assert np.array_equal(np.array(a.tolist()), av) and np.array_equal(np.array(b.tolist()), bv)
+    c = oxide.full((M, N), float("nan"), device=dev)
+    p = c.partition((64, 32))
+    assert p.tile_grid == (2, 3)
+    oxide.compile(MATMUL, device=dev).matmul(p, a, b)
+    want = av @ bv
+    mag = np.abs(av) @ np.abs(bv)  # f32 accumulation: error ~ K * 2^-24 * sum |a b|
+    err = np.abs(c.numpy().astype(np.float64) - want)
+    assert (err <= 1e-5 * mag + 1e-6).all(), err.max()
+
+
+def test_atomic_histogram(dev):
+    n, bins = 1000, 64  # n is not a multiple of the 256-element tiles: padded with -1
+    xs = np.random.default_rng(3).integers(-5, bins + 6, n).astype(np.int32)  # some outside h
+    x = oxide.tensor(xs, device=dev)
+    h = oxide.zeros(bins, "u32", dev)
+    k = oxide.compile(HIST, device=dev, filename="hist.oxk").hist
+    grid = ((n + 255) // 256,)
+    k.check(h, x, grid=grid)
+    k(h, x, grid=grid)
+    want = np.bincount(xs[(xs >= 0) & (xs < bins)], minlength=bins)
+    assert h.numpy().tolist() == want.tolist()
+    k(h, x, grid=grid)  # atomics add to what is there
+    assert h.numpy().tolist() == (2 * want).tolist()
+
+
+def test_atomic_kernel_without_grid(dev):
+    k = oxide.compile(HIST, device=dev, filename="hist.oxk").hist
+    h, x = oxide.zeros(64, "u32", dev), oxide.tensor(np.arange(10, dtype=np.int32), device=dev)
+    for launch in (k, k.check):
+        with pytest.raises(oxide.LaunchError,
+                           match="'hist' has no partitioned output to give its grid") as e:
+            launch(h, x)
+        assert e.value.status == oxide._decls.OX_ERR_LAUNCH
+        assert "pass grid=" in str(e.value)
+    assert h.numpy().tolist() == [0] * 64  # nothing ran
+
+
+# ------------------------------------------------------------------ lifetime
+
+
+def test_partition_keeps_its_parent_alive(dev):
+    n = 500
+    x, y = oxide.arange(n, device=dev), oxide.full(n, 1.0, device=dev)
+    z = oxide.full(n, -1.0, device=dev)
+    parent = weakref.ref(z)
+    p = z.partition(128)
+    del z
+    gc.collect()
+    assert parent() is not None and p.base is parent()  # the view holds its parent
+    _add(dev)(p, x, y)
+    assert p.tolist() == [i + 1.0 for i in range(n)]  # a partition reads as its tensor
+    del p
+    gc.collect()
+    assert parent() is None  # and nothing else did
+
+
+def test_partition_of_a_released_handle(dev):
+    """The C guarantee under the binding: the memory lives while any view
+    does, even when the parent's own C handle has been released."""
+    n = 300
+    z = oxide.full(n, -1.0, device=dev)
+    p = z.partition(64)
+    h, z._h = z._h, None  # release the parent's handle by hand, as a C user would
+    oxide._L.ox_tensor_release(h)
+    del z
+    gc.collect()
+    _add(dev)(p, oxide.arange(n, device=dev), oxide.full(n, 2.0, device=dev))
+    assert p.tolist() == [i + 2.0 for i in range(n)]
+    assert p.tile_grid == (5,)
+
+
+# ------------------------------------------------------------------ errors
+
+
+def test_bad_tiles(dev):
+    z = oxide.zeros(1000, device=dev)
+    x = oxide.zeros(1000, device=dev)
+    k = _add(dev)
+    # not a power of two: refused by the launch that would bind B = 96
+    with pytest.raises(oxide.CompileError,
+                       match=r"add\.oxk:\d+:\d+: error: tile shapes are static powers of two: "
+                             r"dim 0 of output 'z' is B = 96"):
+        k(z.partition(96), x, x)
+    # one size per dimension
+    with pytest.raises(oxide.InvalidArgumentError, match="2 sizes for a tensor of 1 dimension"):
+        z.partition((128, 1))
+    with pytest.raises(ValueError):  # InvalidArgumentError is a ValueError
+        oxide.zeros((4, 4), device=dev).partition((4,))
+    # a partition of another rank than the kernel's tile
+    z2 = oxide.zeros((8, 1000), device=dev)
+    with pytest.raises(oxide.InvalidArgumentError,
+                       match=r"argument 1 \('z'\): a partition of rank 2 for a tile of rank 1"):
+        k(z2.partition((1, 128)), x, x)
+    with pytest.raises(oxide.InvalidArgumentError, match="tile sizes must be > 0"):
+        z.partition(0)
+    with pytest.raises(ValueError, match="must not be negative"):
+        z.partition(-128)
+    with pytest.raises(TypeError, match="tuple of ints"):
+        z.partition((128.0,))
+    with pytest.raises(oxide.InvalidArgumentError, match="got a plain tensor"):
+        k(z, x, x)  # the output must be a partition
+    # a view of a partition is a plain tensor again
+    assert z.partition(128)[:500].tile_grid is None
+
+
+def test_launch_config_of_tile_kernels(dev):
+    n = 1000
+    z, x = oxide.zeros(n, device=dev), oxide.arange(n, device=dev)
+    k = _add(dev)
+    with pytest.raises(oxide.LaunchError,
+                       match=r"grid is its output partition's \(8, 1, 1\).*leave out grid="):
+        k(z.partition(128), x, x, grid=3)
+    assert z.numpy().tolist() == [0.0] * n
+    # zeros are "not given", as in the C API
+    k(z.partition(128), x, x, grid=(0, 0, 0), block=0)
+    assert z.numpy().tolist() == [2.0 * i for i in range(n)]
+
+
+def test_simt_kernels_still_need_grid_and_block(dev):
+    k = oxide.compile(VECADD, device=dev).vecadd
+    a, c = oxide.tensor([1.0] * 4, device=dev), oxide.empty(4, device=dev)
+    with pytest.raises(oxide.InvalidArgumentError, match="pass grid= and block="):
+        k(a, a, c)
+    with pytest.raises(oxide.InvalidArgumentError, match="pass grid= and block="):
+        k.check(a, a, c)
+    k(a, a, c, grid=1, block=256)
+    assert c.tolist() == [2.0] * 4
