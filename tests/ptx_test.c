@@ -45,11 +45,11 @@ static const char *TENSOR_CORES =
 
 /* Emits `text` as PTX for sm_80 and sm_90 and has ptxas assemble it; calls
  * `look` on each PTX for the caller's own checks. */
-static void check_ptx(const char *ptxas, const char *name, const char *text,
+static void check_ptx(const char *ptxas, const char *name, const char *text, int contiguous,
                       void (*look)(const char *name, const char *ptx)) {
   static const int archs[] = {80, 90};
   for (int i = 0; i < 2; i++) {
-    ox_compile_options o = {.filename = name, .sm = archs[i]};
+    ox_compile_options o = {.filename = name, .sm = archs[i], .emit_contiguous = contiguous};
     char *ptx = NULL;
     CHECK_OK(ox_emit(text, &o, OX_TARGET_CUDA, OX_EMIT_PTX, &ptx));
     if (!ptx)
@@ -82,6 +82,14 @@ static void look_vecadd(const char *name, const char *ptx) {
         "vecadd PTX still calls the bounds-check failure path");
 }
 
+/* With contiguous tensors, the operands of the K loop's dot are copied with
+ * cp.async, the next K tile's ahead. */
+static void look_pipelined(const char *name, const char *ptx) {
+  CHECK(strstr(ptx, "cp.async.cg.shared.global") != NULL, "%s: no cp.async", name);
+  CHECK(strstr(ptx, "cp.async.wait_group 1") != NULL, "%s: no pipelined wait", name);
+  CHECK(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != NULL, "%s: no mma.sync", name);
+}
+
 static void look_tensor_cores(const char *name, const char *ptx) {
   CHECK(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != NULL, "%s: no bf16 mma.sync", name);
   CHECK(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != NULL, "%s: no f16 mma.sync", name);
@@ -100,7 +108,8 @@ int main(void) {
       return skip ? 0 : 1;
     }
   }
-  check_ptx(ptxas, "tensor_cores.oxk", TENSOR_CORES, look_tensor_cores);
+  check_ptx(ptxas, "tensor_cores.oxk", TENSOR_CORES, 0, look_tensor_cores);
+  check_ptx(ptxas, "tensor_cores.oxk", TENSOR_CORES, 1, look_pipelined);
   char dir[4200];
   snprintf(dir, sizeof dir, "%s/examples", src_dir ? src_dir : ".");
   DIR *d = opendir(dir);
@@ -120,7 +129,8 @@ int main(void) {
     if (!text)
       continue;
     files++;
-    check_ptx(ptxas, e->d_name, text, look_vecadd);
+    check_ptx(ptxas, e->d_name, text, 0, look_vecadd);
+    check_ptx(ptxas, e->d_name, text, 1, NULL);
     free(text);
   }
   closedir(d);

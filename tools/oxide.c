@@ -1,6 +1,7 @@
 /* oxide - the command-line tool.
  *
  *   oxide compile FILE.oxk [--emit ast|ir|llvm|ptx|asm] [--arch sm_XX] [--target cuda|cpu] [-O N]
+ *                 [--contiguous]   (tile kernels: code for contiguous16 tensors, as most launches) 
  *   oxide doctor
  *   oxide version
  */
@@ -13,7 +14,7 @@
 static int usage(void) {
   fprintf(stderr,
           "usage: oxide compile FILE.oxk [--emit ast|ir|llvm|ptx|asm] [--arch sm_XX] "
-          "[--target cuda|cpu] [-O N]\n"
+          "[--target cuda|cpu] [-O N] [--contiguous]\n"
           "       oxide doctor\n"
           "       oxide version\n");
   return 2;
@@ -45,6 +46,8 @@ static int compile(int argc, char **argv) {
         return 2;
       }
       i++;
+    } else if (!strcmp(a, "--contiguous")) {
+      o.emit_contiguous = 1;
     } else if (!strcmp(a, "-O") && v) {
       o.opt_level = atoi(v);
       i++;

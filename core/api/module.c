@@ -512,8 +512,14 @@ ox_status ox_emit(const char *source, const ox_compile_options *opts, ox_target 
   }
   if (target == OX_TARGET_DEFAULT)
     target = kind == OX_EMIT_PTX ? OX_TARGET_CUDA : OX_TARGET_CPU;
-  for (int i = first_tile; !s && kind != OX_EMIT_AST && kind != OX_EMIT_IR && i < m.kernels.len; i++)
-    s = oxt_lower(&m, m.kernels.items[i], target == OX_TARGET_CUDA);
+  for (int i = first_tile; !s && kind != OX_EMIT_AST && kind != OX_EMIT_IR && i < m.kernels.len; i++) {
+    oxi_kernel *k = m.kernels.items[i];
+    for (int p = 0; p < k->params.len; p++) {
+      oxi_param *ip = k->params.items[p];
+      ip->contiguous16 = o.emit_contiguous && oxi_is_tensor_kind(ip->kind);
+    }
+    s = oxt_lower(&m, k, target == OX_TARGET_CUDA);
+  }
   if (!s && first_tile < m.kernels.len && kind != OX_EMIT_AST) {
     oxb_str err = {0};
     if (!oxi_verify(&m, &err))

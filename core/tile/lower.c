@@ -1170,13 +1170,15 @@ static void dot_tc(lowerer *L, const oxi_instr *in) {
   mma_layout_of(L, in->tshape, &ml);
   int64_t area = M * pa + K * pb; /* one staging area: A, then B */
   int ps = L->pipe[in->id];
-  oxi_mem m = scratch(L, t, area);
+  oxi_mem m = {OXI_MEM_SHARED, 0};
   if (ps) { /* its own two areas: a prefetch stays in flight across other steps */
     oxi_shared *sh = oxb_alloc(L->m->arena, sizeof *sh);
     sh->dtype = (ox_dtype)t;
     sh->count = 2 * area;
     oxb_vec_push(L->m->arena, &L->nk->shared, sh);
     m.index = L->nk->shared.len - 1;
+  } else {
+    m = scratch(L, t, area);
   }
   oxi_instr *cur = cu64(L, 0); /* where this dot's operands are staged */
   if (ps)
@@ -1531,7 +1533,10 @@ static void choose_direct_loads(lowerer *L) {
             ld->imm == 0 && ld->fimm == 0) /* zero padding: what cp.async fills in */
           L->direct[ld->id] = 1;
       }
-      if (L->direct[in->ops[0]->id] && L->direct[in->ops[1]->id] && in_loop(k, b)) {
+      /* two staging areas of A [M, K] and B [K, N], rows padded by 8 */
+      const oxi_tshape *as = in->ops[0]->tshape, *bs = in->ops[1]->tshape;
+      int64_t two = 2 * 2 * (as->dims[0] * (as->dims[1] + 8) + bs->dims[0] * (bs->dims[1] + 8));
+      if (L->direct[in->ops[0]->id] && L->direct[in->ops[1]->id] && in_loop(k, b) && two <= 40 * 1024) {
         static const oxi_type types[6] = {OX_BOOL, OX_U64, OX_U64, OX_U64, OX_U64, OX_U64};
         for (int i = 0; i < 6; i++) {
           int s = oxi_slot_new(L->m, L->nk, types[i]);

@@ -74,6 +74,7 @@ class ox_compile_options(C.Structure):
         ('sm', C.c_int),
         ('opt_level', C.c_int),
         ('no_cache', C.c_int),
+        ('emit_contiguous', C.c_int),
     ]
 
 

@@ -102,6 +102,7 @@ pub struct ox_compile_options {
     pub sm: c_int,
     pub opt_level: c_int,
     pub no_cache: c_int,
+    pub emit_contiguous: c_int,
 }
 
 #[repr(C)]

@@ -284,6 +284,10 @@ typedef struct ox_compile_options {
   int sm;               /**< CUDA architecture as 80, 86, 90...; 0 = the device's */
   int opt_level;        /**< LLVM optimization level 0..3; 0 here means the default 3 */
   int no_cache;         /**< 1: neither read nor write the compiled-kernel cache */
+  int emit_contiguous;  /**< ox_emit of tile kernels: specialize as if every tensor argument
+                             were contiguous16 (16-byte aligned start, unit last stride, other
+                             strides multiples of 16 bytes), as most launches are; 0: as if none
+                             were */
 } ox_compile_options;
 
 /** Compiled kernels of one source text, loaded on one device. */
