@@ -960,14 +960,16 @@ _EMIT = {"ast": D.OX_EMIT_AST, "ir": D.OX_EMIT_IR, "llvm": D.OX_EMIT_LLVM, "ptx"
 _TARGET = {None: D.OX_TARGET_DEFAULT, "cpu": D.OX_TARGET_CPU, "cuda": D.OX_TARGET_CUDA}
 
 
-def emit(source, kind="ptx", target=None, arch=None, filename=None, opt_level=0):
+def emit(source, kind="ptx", target=None, arch=None, filename=None, opt_level=0, contiguous=False):
     """The text of one compilation stage: kind "ast", "ir", "llvm", "ptx" or
     "asm"; target None (CUDA for PTX, else the CPU), "cpu" or "cuda"; arch
-    "sm_90" or 90. Needs no device."""
+    "sm_90" or 90; contiguous: tile kernels as launched on contiguous16
+    tensors (16-byte aligned, unit last stride). Needs no device."""
     if kind not in _EMIT or target not in _TARGET:
         raise ValueError(f"kind must be one of {sorted(_EMIT)} and target None, 'cpu' or 'cuda'")
     out = C.c_void_p()
     opts = _options(filename, arch, opt_level, False)
+    opts.emit_contiguous = int(bool(contiguous))
     _check(_L.ox_emit(source.encode(), C.byref(opts), _TARGET[target], _EMIT[kind], C.byref(out)))
     return _take_string(out)
 

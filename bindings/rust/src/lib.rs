@@ -551,6 +551,9 @@ pub struct CompileOptions {
     pub opt_level: i32,
     /// Neither read nor write the compiled-kernel cache.
     pub no_cache: bool,
+    /// For `emit` of tile kernels: the code for contiguous16 tensors (16-byte
+    /// aligned, unit last stride), as most launches get.
+    pub emit_contiguous: bool,
 }
 
 impl CompileOptions {
@@ -561,6 +564,7 @@ impl CompileOptions {
             sm: self.sm,
             opt_level: self.opt_level,
             no_cache: self.no_cache as i32,
+            emit_contiguous: self.emit_contiguous as i32,
         }
     }
 }
