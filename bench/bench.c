@@ -252,6 +252,7 @@ static void matmul(int64_t M, int64_t N, int64_t K, int64_t T, int iters) {
   OK(ox_module_compile_file(d, OXIDE_SOURCE_DIR "/examples/tile_matmul.oxk", NULL, &m));
   ox_kernel k;
   OK(ox_module_get_kernel(m, "matmul", &k));
+  OK(ox_kernel_set_generic(k, "BK", 32));
   const int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N}, tile[2] = {T, T};
   ox_tensor a, b, c, part;
   OK(ox_tensor_full(d, NULL, OX_BF16, 2, sa, 0.5, &a));

@@ -26,6 +26,7 @@ int main(int argc, char **argv) {
   ox_module m = example_module(dev, "tile_matmul");
   ox_kernel k;
   OX_CHECK(ox_module_get_kernel(m, "matmul", &k));
+  OX_CHECK(ox_kernel_set_generic(k, "BK", 32)); /* K step; BM and BN come from C's partition */
   const int64_t M = 300, N = 200, K = 100;
   const int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N}, tile[2] = {128, 128};
   uint16_t *a = malloc(2 * (size_t)(M * K)), *b = malloc(2 * (size_t)(K * N));

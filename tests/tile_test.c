@@ -977,6 +977,55 @@ static void test_hist(ox_kernel k) {
   free(x);
 }
 
+/* ox_kernel_set_generic: a generic that sizes no output (S, the step) gets
+ * its value only from it; one that does must agree with the partition. */
+static void test_set_generic(void) {
+  static const char *src =
+      "#[tile]\n"
+      "fn steps<const B: i32, const S: i32>(z: &mut Tensor<f32, [B]>, x: &Tensor<f32, [-1]>) {\n"
+      "    z.store(x.partition([B]).load([tile_id(0)]) * (S as f32));\n"
+      "}\n"
+      "#[kernel]\nfn simt(a: &[f32]) { }\n";
+  ox_module m = NULL;
+  CHECK_OK(ox_module_compile(dev, src, NULL, &m));
+  if (!m)
+    return;
+  ox_kernel k = NULL, simt = NULL;
+  CHECK_OK(ox_module_get_kernel(m, "steps", &k));
+  CHECK_OK(ox_module_get_kernel(m, "simt", &simt));
+  const int64_t n = 100, tile = 32;
+  float x[100], y[100];
+  for (int i = 0; i < n; i++)
+    x[i] = (float)i;
+  ox_tensor tx = host_tensor(OX_F32, 1, &n, x), ty = NULL, part = NULL;
+  CHECK_OK(ox_tensor_zeros(dev, NULL, OX_F32, 1, &n, &ty));
+  CHECK_OK(ox_tensor_partition(ty, 1, &tile, &part));
+  ox_arg args[2] = {ox_arg_tensor(part), ox_arg_tensor(tx)};
+  CHECK(ox_launch(k, NULL, NULL, args, 2) == OX_ERR_INVALID_ARGUMENT &&
+            strstr(ox_last_error(), "generic 'S' is not bound") != NULL,
+        "unbound S: %s", ox_last_error());
+  CHECK(ox_kernel_set_generic(k, "Q", 1) == OX_ERR_INVALID_ARGUMENT &&
+            strstr(ox_last_error(), "has no generic 'Q'") != NULL, "%s", ox_last_error());
+  CHECK(ox_kernel_set_generic(simt, "S", 1) == OX_ERR_INVALID_ARGUMENT, "a SIMT kernel has no generics");
+  CHECK(ox_kernel_set_generic(k, "S", 0) == OX_ERR_INVALID_ARGUMENT, "S = 0");
+  CHECK_OK(ox_kernel_set_generic(k, "S", 3));
+  CHECK_OK(ox_launch(k, NULL, NULL, args, 2));
+  CHECK_OK(ox_tensor_to_host(ty, NULL, y, sizeof y));
+  int bad = 0;
+  for (int i = 0; i < n; i++)
+    bad += y[i] != 3.0f * (float)i;
+  CHECK(bad == 0, "steps with S = 3: %d wrong", bad);
+  CHECK_OK(ox_kernel_set_generic(k, "B", 64)); /* the partition says 32 */
+  CHECK(ox_launch(k, NULL, NULL, args, 2) == OX_ERR_INVALID_ARGUMENT &&
+            strstr(ox_last_error(), "is 32 from the output partitions but was set to 64") != NULL,
+        "B conflict: %s", ox_last_error());
+  ox_tensor_release(part);
+  ox_tensor_release(tx);
+  ox_tensor_release(ty);
+  ox_module_destroy(m);
+  ox_clear_error();
+}
+
 int main(int argc, char **argv) {
   const char *d = argc > 1 ? argv[1] : "cpu";
   CHECK_OK(ox_device_get(strcmp(d, "cpu") ? OX_DEVICE_CUDA : OX_DEVICE_CPU, 0, &dev));
@@ -1047,6 +1096,7 @@ int main(int argc, char **argv) {
     test_matmul(dot1, OX_F16, t64, "dot1", dot_cases, 3);
     test_matmul(dot1, OX_F16, t16, "dot1", dot_cases, 3);
   }
+  test_set_generic();
   if (splitk)
     test_splitk(splitk);
   if (hist)

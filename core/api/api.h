@@ -46,6 +46,7 @@ struct ox_kernel_s {
   oxr_cpu_kernel cpu;
   const oxf_fn *fn;     /* tile kernels: the function, specialized at launch */
   int ngenerics;
+  int64_t explicit_generics[OXA_MAX_GENERICS]; /* ox_kernel_set_generic; 0: none */
   oxa_spec *specs;      /* tile kernels: the specializations made so far */
   pthread_mutex_t lock; /* guards specs */
 };

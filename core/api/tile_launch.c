@@ -49,12 +49,22 @@ static ox_status bind_generics(ox_kernel k, const ox_arg *args, int nargs, int64
       }
     }
   }
-  for (int g = 0; g < fn->generics.len; g++)
+  for (int g = 0; g < fn->generics.len; g++) {
+    int64_t x = k->explicit_generics[g];
+    if (x && gen[g] && x != gen[g])
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                           "kernel '%s': generic '%s' is %lld from the output partitions but was "
+                           "set to %lld (ox_kernel_set_generic)",
+                           kn, (const char *)fn->generics.items[g], (long long)gen[g], (long long)x);
+    if (x)
+      gen[g] = x;
     if (!gen[g])
       return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                            "kernel '%s': generic '%s' is not bound: it must size a dim of a "
-                           "`&mut Tensor` output, whose partition gives its value",
+                           "`&mut Tensor` output, whose partition gives its value, or be set "
+                           "with ox_kernel_set_generic",
                            kn, (const char *)fn->generics.items[g]);
+  }
   return OX_OK;
 }
 
@@ -73,6 +83,23 @@ static uint64_t launch_facts(const ox_arg *args, int nargs) {
     facts |= (uint64_t)ok << i;
   }
   return facts;
+}
+
+ox_status ox_kernel_set_generic(ox_kernel k, const char *name, int64_t value) {
+  if (!k || !name)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_kernel_set_generic: %s is NULL", k ? "name" : "k");
+  if (!k->fn)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s' is not a tile kernel: it has no generics",
+                         ox_kernel_name(k));
+  for (int g = 0; g < k->ngenerics; g++)
+    if (!strcmp(k->fn->generics.items[g], name)) {
+      if (value == 0)
+        return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s': generic '%s' cannot be 0",
+                             ox_kernel_name(k), name);
+      k->explicit_generics[g] = value;
+      return OX_OK;
+    }
+  return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s' has no generic '%s'", ox_kernel_name(k), name);
 }
 
 /* The specialization of k for `gen` and `facts`, made on first use. */

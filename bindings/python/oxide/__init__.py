@@ -1018,6 +1018,12 @@ class Kernel:
     def num_params(self):
         return _L.ox_kernel_num_params(self._h)
 
+    def set_generic(self, name, value):
+        """Gives tile-kernel const generic `name` an explicit value for the
+        launches from now on (one that sizes no output dim gets its value only
+        this way; one that does must agree with the partitions)."""
+        _check(_L.ox_kernel_set_generic(self._h, name.encode(), int(value)))
+
     def _prepare(self, args, grid, block):
         argv = (D.ox_arg * max(len(args), 1))()
         for i, x in enumerate(args):

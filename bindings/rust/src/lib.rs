@@ -764,6 +764,15 @@ impl Kernel<'_> {
         unsafe { ffi::ox_kernel_num_params(self.raw) as usize }
     }
 
+    /// Gives a tile kernel's const generic `name` an explicit value for its
+    /// launches from now on (one that sizes no output dim gets its value only
+    /// this way).
+    pub fn set_generic(&self, name: &str, value: i64) -> Result<()> {
+        let n = CString::new(name)
+            .map_err(|_| Error::new(ffi::OX_ERR_INVALID_ARGUMENT, "name has a NUL"))?;
+        check(unsafe { ffi::ox_kernel_set_generic(self.raw, n.as_ptr(), value) })
+    }
+
     /// Queues a launch on the device's default stream. Argument, contract and
     /// limit errors return at once; an out-of-bounds access is reported by the
     /// next synchronization of the stream.

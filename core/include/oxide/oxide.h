@@ -317,7 +317,14 @@ OX_API int ox_module_from_cache(ox_module m);
 
 /** Number of parameters of `k` as written in the kernel. */
 OX_API int ox_kernel_num_params(ox_kernel k);
+/** The kernel's name. */
 OX_API const char *ox_kernel_name(ox_kernel k);
+
+/** Gives const generic `name` of tile kernel `k` an explicit value for its
+ *  launches from now on (a generic that sizes no output dim gets its value
+ *  only this way; one that does must agree with the partitions). Call it
+ *  before launching, not concurrently with launches of `k`. */
+OX_API ox_status ox_kernel_set_generic(ox_kernel k, const char *name, int64_t value);
 
 /* ---------------------------------------------------------------- launch */
 
