@@ -7,7 +7,8 @@ bash tools/setup.sh
 BUILD=${OXIDE_BUILD_DIR:-build}
 "$BUILD/oxide" doctor
 fail=0
-for ex in vecadd saxpy reduce transpose histogram tile_add tile_saxpy tile_softmax; do
+for ex in vecadd saxpy reduce transpose histogram tile_add tile_saxpy tile_softmax tile_rmsnorm \
+  tile_layernorm tile_matmul; do
   "$BUILD/examples/example_$ex" || fail=1
 done
 exit $fail
