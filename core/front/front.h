@@ -100,7 +100,8 @@ typedef enum oxf_node_kind {
   OXF_IF_LET,  /* if let Some(name) = lhs then [else els] */
   OXF_UNSAFE,  /* unsafe { body } */
   /* expressions, continued */
-  OXF_ARRAY    /* [e0, e1, ...]: args (sizes and indices of tile partitions and loads) */
+  OXF_ARRAY,   /* [e0, e1, ...]: args (sizes and indices of tile partitions and loads) */
+  OXF_TYPE     /* a type as a generic argument of a call path: type */
 } oxf_node_kind;
 
 typedef struct oxf_node oxf_node;
@@ -112,7 +113,7 @@ struct oxf_node {
   oxf_node *lhs, *rhs;
   oxf_node *cond, *then, *els, *body, *init, *step;
   oxb_vec args;       /* call arguments; block statements */
-  oxb_vec gen;        /* generic arguments of a call path: oxf_typeexpr* or INT nodes */
+  oxb_vec gen;        /* generic arguments of a call path: OXF_TYPE or OXF_INT nodes */
   oxf_typeexpr *type; /* let annotation, cast target */
   bool is_mut;        /* let mut */
   oxf_node *value;    /* a block's trailing expression */

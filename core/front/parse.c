@@ -309,10 +309,11 @@ static oxf_node *path_or_call(parser *P) {
           oxb_vec_push(P->a, &n->gen, c);
           advance(P);
         } else {
-          oxf_typeexpr *t = type(P);
-          if (!t)
+          oxf_node *c = new_node(P, OXF_TYPE, P->tok->loc);
+          c->type = type(P);
+          if (!c->type)
             break;
-          oxb_vec_push(P->a, &n->gen, t);
+          oxb_vec_push(P->a, &n->gen, c);
         }
         if (!consume(P, ","))
           break;

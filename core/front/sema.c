@@ -751,9 +751,9 @@ static val shared_new(sema *S, const oxf_node *n) {
     ERR(S, n->loc, "write a shared array as 'SharedArray::<T, N>::new()'");
     return VERR;
   }
-  oxf_typeexpr *t = n->gen.items[0];
-  oxf_node *cnt = n->gen.items[1];
-  if (t->kind != OXF_TY_SCALAR || cnt->kind != OXF_INT) {
+  const oxf_node *tn = n->gen.items[0], *cnt = n->gen.items[1];
+  const oxf_typeexpr *t = tn->kind == OXF_TYPE ? tn->type : NULL;
+  if (!t || t->kind != OXF_TY_SCALAR || cnt->kind != OXF_INT) {
     ERR(S, n->loc, "write a shared array as 'SharedArray::<T, N>::new()' with a scalar T and an "
                    "integer N");
     return VERR;
