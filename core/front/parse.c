@@ -207,6 +207,23 @@ static void tensor_dims(parser *P, oxf_typeexpr *t) {
   expect(P, "]");
 }
 
+/* The element type of a slice or tensor, `T` or `Atomic<T>`: returns whether
+ * it is atomic (which `mut` must not be: `mut_error`). */
+static bool element(parser *P, oxf_typeexpr *t, bool mut, const char *mut_error) {
+  bool atomic = at(P, "Atomic");
+  if (atomic) {
+    advance(P);
+    expect(P, "<");
+  }
+  t->elem = elem_type(P, t->loc);
+  if (atomic) {
+    expect(P, ">");
+    if (mut)
+      perr(P, t->loc, "%s", mut_error);
+  }
+  return atomic;
+}
+
 static oxf_typeexpr *type(parser *P) {
   if (++P->depth, too_deep(P, "type")) {
     P->depth--;
@@ -223,17 +240,8 @@ static oxf_typeexpr *type(parser *P) {
     if (consume(P, "Tensor")) { /* &Tensor<T, [dims]>, &mut Tensor<T, [dims]> */
       t->kind = m ? OXF_TY_MUTTENSOR : OXF_TY_TENSOR;
       expect(P, "<");
-      if (at(P, "Atomic")) { /* &Tensor<Atomic<T>, [dims]> */
-        advance(P);
-        expect(P, "<");
-        t->elem = elem_type(P, t->loc);
-        expect(P, ">");
-        t->kind = OXF_TY_ATOMICTENSOR;
-        if (m)
-          perr(P, t->loc, "atomic tensors are shared: write '&Tensor<Atomic<T>, [..]>', not '&mut'");
-      } else {
-        t->elem = elem_type(P, t->loc);
-      }
+      if (element(P, t, m, "atomic tensors are shared: write '&Tensor<Atomic<T>, [..]>', not '&mut'"))
+        t->kind = OXF_TY_ATOMICTENSOR; /* &Tensor<Atomic<T>, [dims]> */
       expect(P, ",");
       tensor_dims(P, t);
       expect(P, ">");
@@ -241,18 +249,9 @@ static oxf_typeexpr *type(parser *P) {
       return t;
     }
     expect(P, "[");
-    if (at(P, "Atomic")) {
-      advance(P);
-      expect(P, "<");
-      t->elem = elem_type(P, t->loc);
-      expect(P, ">");
+    t->kind = m ? OXF_TY_MUTSLICE : OXF_TY_SLICE;
+    if (element(P, t, m, "atomic slices are shared: write '&[Atomic<T>]', not '&mut'"))
       t->kind = OXF_TY_ATOMIC;
-      if (m)
-        perr(P, t->loc, "atomic slices are shared: write '&[Atomic<T>]', not '&mut'");
-    } else {
-      t->elem = elem_type(P, t->loc);
-      t->kind = m ? OXF_TY_MUTSLICE : OXF_TY_SLICE;
-    }
     expect(P, "]");
   } else if (at(P, "DisjointSlice")) {
     advance(P);

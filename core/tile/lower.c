@@ -428,6 +428,12 @@ static oxi_instr *load_at(lowerer *L, const oxi_instr *in, oxi_instr *index) {
   return ld;
 }
 
+static oxi_instr *get_slot(lowerer *L, int slot) {
+  oxi_instr *g = emit(L, OXI_VAR_GET, oxi_slot_type(L->nk, slot));
+  g->index = slot;
+  return g;
+}
+
 static void set_slot(lowerer *L, int slot, oxi_instr *v) {
   oxi_instr *set = emit(L, OXI_VAR_SET, OXI_VOID);
   set->index = slot;
@@ -473,10 +479,8 @@ static void lower_load(lowerer *L, const oxi_instr *in) {
   }
   end_if(L, done);
   oxi_instr **out = new_elements(L, in->tshape);
-  for (int e = 0; e < n; e++) {
-    out[e] = emit(L, OXI_VAR_GET, in->type);
-    out[e]->index = slot[e];
-  }
+  for (int e = 0; e < n; e++)
+    out[e] = get_slot(L, slot[e]);
   free(es);
   free(slot);
   L->tval[in->id] = out;
@@ -820,39 +824,53 @@ static oxi_instr *combine(lowerer *L, int sub, oxi_type t, oxi_instr *a, oxi_ins
   return m;
 }
 
-/* acc = fold of scratch[base + k * stride] for k = first, first + step, ...
- * below `count`, as an IR loop. */
-static oxi_instr *fold_loop(lowerer *L, int sub, oxi_type t, oxi_mem m, oxi_instr *base,
-                            int64_t stride, oxi_instr *first, int64_t step, int64_t count) {
-  int ks = oxi_slot_new(L->m, L->nk, OX_U64), as = oxi_slot_new(L->m, L->nk, t);
-  set_slot(L, ks, first);
-  set_slot(L, as, identity(L, sub, t));
-  oxi_block *head = oxi_block_new(L->m, L->nk), *body = oxi_block_new(L->m, L->nk),
-            *done = oxi_block_new(L->m, L->nk);
-  end_if(L, head);
-  oxi_instr *k = emit(L, OXI_VAR_GET, OX_U64);
-  k->index = ks;
-  oxi_instr *more = bin(L, LT, OX_U64, k, cu64(L, (uint64_t)count));
+/* A counted IR loop: `for k = first; k < count; k += step`. begin_loop
+ * leaves the builder in the body and returns k; end_loop closes it and
+ * continues after it. */
+typedef struct counted_loop {
+  int slot;
+  int64_t step;
+  oxi_block *head, *done;
+} counted_loop;
+
+static oxi_instr *begin_loop(lowerer *L, counted_loop *lp, oxi_instr *first, int64_t step, int64_t count) {
+  lp->slot = oxi_slot_new(L->m, L->nk, OX_U64);
+  lp->step = step;
+  set_slot(L, lp->slot, first);
+  oxi_block *body = oxi_block_new(L->m, L->nk);
+  lp->head = oxi_block_new(L->m, L->nk);
+  lp->done = oxi_block_new(L->m, L->nk);
+  end_if(L, lp->head);
+  oxi_instr *more = bin(L, LT, OX_U64, get_slot(L, lp->slot), cu64(L, (uint64_t)count));
   oxi_instr *br = emit(L, OXI_CONDBR, OXI_VOID);
   br->ops[0] = more;
   br->nops = 1;
   br->target[0] = body;
-  br->target[1] = done;
+  br->target[1] = lp->done;
   L->cur = body;
-  oxi_instr *k2 = emit(L, OXI_VAR_GET, OX_U64);
-  k2->index = ks;
-  oxi_instr *idx = bin(L, OXI_ADD, OX_U64, base, bin(L, OXI_MUL, OX_U64, k2, cu64(L, (uint64_t)stride)));
-  oxi_instr *acc = emit(L, OXI_VAR_GET, t);
-  acc->index = as;
-  set_slot(L, as, combine(L, sub, t, acc, shared_load(L, m, t, idx)));
-  oxi_instr *nk = bin(L, OXI_ADD, OX_U64, k2, cu64(L, (uint64_t)step));
-  nk->nuw = true;
-  set_slot(L, ks, nk);
-  end_if(L, head);
-  L->cur = done;
-  oxi_instr *r = emit(L, OXI_VAR_GET, t);
-  r->index = as;
-  return r;
+  return get_slot(L, lp->slot);
+}
+
+static void end_loop(lowerer *L, counted_loop *lp, oxi_instr *k) {
+  oxi_instr *next = bin(L, OXI_ADD, OX_U64, k, cu64(L, (uint64_t)lp->step));
+  next->nuw = true;
+  set_slot(L, lp->slot, next);
+  end_if(L, lp->head);
+  L->cur = lp->done;
+}
+
+/* acc = fold of scratch[base + k * stride] for k = first, first + step, ...
+ * below `count`, as an IR loop. */
+static oxi_instr *fold_loop(lowerer *L, int sub, oxi_type t, oxi_mem m, oxi_instr *base,
+                            int64_t stride, oxi_instr *first, int64_t step, int64_t count) {
+  int as = oxi_slot_new(L->m, L->nk, t);
+  set_slot(L, as, identity(L, sub, t));
+  counted_loop lp;
+  oxi_instr *k = begin_loop(L, &lp, first, step, count);
+  oxi_instr *idx = bin(L, OXI_ADD, OX_U64, base, bin(L, OXI_MUL, OX_U64, k, cu64(L, (uint64_t)stride)));
+  set_slot(L, as, combine(L, sub, t, get_slot(L, as), shared_load(L, m, t, idx)));
+  end_loop(L, &lp, k);
+  return get_slot(L, as);
 }
 
 /* A reduction of a whole tile to one element, the way a row reduction for a
@@ -996,10 +1014,8 @@ static void tile_var(lowerer *L, const oxi_instr *in) {
     return;
   }
   oxi_instr **out = new_elements(L, s);
-  for (int e = 0; e < n; e++) {
-    out[e] = emit(L, OXI_VAR_GET, in->type);
-    out[e]->index = slots[e];
-  }
+  for (int e = 0; e < n; e++)
+    out[e] = get_slot(L, slots[e]);
   L->tval[in->id] = out;
 }
 
@@ -1120,10 +1136,8 @@ static oxi_instr *dot_pipeline(lowerer *L, const oxi_instr *in, oxi_mem m, int64
   int64_t M = la->tshape->dims[0], pa = la->tshape->dims[1] + 8, pb = lb->tshape->dims[1] + 8;
   oxi_instr *c[4] = {mapped(L, la->ops[0]), mapped(L, la->ops[1]), mapped(L, lb->ops[0]), mapped(L, lb->ops[1])};
   oxi_instr *get[6];
-  for (int i = 0; i < 6; i++) {
-    get[i] = emit(L, OXI_VAR_GET, oxi_slot_type(L->nk, slot + i));
-    get[i]->index = slot + i;
-  }
+  for (int i = 0; i < 6; i++)
+    get[i] = get_slot(L, slot + i);
   oxi_instr *hit = get[0];
   for (int i = 0; i < 4; i++)
     hit = bin(L, OXI_AND, OX_BOOL, hit, bin(L, 100 + OXI_EQ, OX_U64, get[1 + i], c[i]));
@@ -1296,28 +1310,13 @@ static void dot_simple(lowerer *L, const oxi_instr *in) {
     arow[e] = bin(L, OXI_MUL, OX_U64, bin(L, OXI_SHR, OX_U64, g, cu64(L, (uint64_t)log2i(N))), cu64(L, (uint64_t)K));
     bcol[e] = bin(L, OXI_ADD, OX_U64, bin(L, OXI_AND, OX_U64, g, cu64(L, (uint64_t)(N - 1))), cu64(L, (uint64_t)(M * K)));
   }
-  int ks = oxi_slot_new(L->m, L->nk, OX_U64);
-  set_slot(L, ks, cu64(L, 0));
-  oxi_block *head = oxi_block_new(L->m, L->nk), *body = oxi_block_new(L->m, L->nk),
-            *done = oxi_block_new(L->m, L->nk);
-  end_if(L, head);
-  oxi_instr *k = emit(L, OXI_VAR_GET, OX_U64);
-  k->index = ks;
-  oxi_instr *more = bin(L, LT, OX_U64, k, cu64(L, (uint64_t)K));
-  oxi_instr *br = emit(L, OXI_CONDBR, OXI_VOID);
-  br->ops[0] = more;
-  br->nops = 1;
-  br->target[0] = body;
-  br->target[1] = done;
-  L->cur = body;
-  k = emit(L, OXI_VAR_GET, OX_U64);
-  k->index = ks;
+  counted_loop lp;
+  oxi_instr *k = begin_loop(L, &lp, cu64(L, 0), 1, K);
   oxi_instr *kn = bin(L, OXI_MUL, OX_U64, k, cu64(L, (uint64_t)N));
   for (int e = 0; e < n; e++) {
     oxi_instr *x = cast(L, shared_load(L, m, t, bin(L, OXI_ADD, OX_U64, arow[e], k)), OX_F32);
     oxi_instr *y = cast(L, shared_load(L, m, t, bin(L, OXI_ADD, OX_U64, bcol[e], kn)), OX_F32);
-    oxi_instr *a = emit(L, OXI_VAR_GET, OX_F32);
-    a->index = acc[e];
+    oxi_instr *a = get_slot(L, acc[e]);
     oxi_instr *fma = emit(L, OXI_MATH, OX_F32);
     fma->sub = OXI_M_FMA;
     fma->ops[0] = x;
@@ -1326,17 +1325,11 @@ static void dot_simple(lowerer *L, const oxi_instr *in) {
     fma->nops = 3;
     set_slot(L, acc[e], fma);
   }
-  oxi_instr *k1 = bin(L, OXI_ADD, OX_U64, k, cu64(L, 1));
-  k1->nuw = true;
-  set_slot(L, ks, k1);
-  end_if(L, head);
-  L->cur = done;
+  end_loop(L, &lp, k);
   barrier(L);
   oxi_instr **out = new_elements(L, in->tshape);
-  for (int e = 0; e < n; e++) {
-    out[e] = emit(L, OXI_VAR_GET, OX_F32);
-    out[e]->index = acc[e];
-  }
+  for (int e = 0; e < n; e++)
+    out[e] = get_slot(L, acc[e]);
   free(f);
   free(acc);
   free(arow);
