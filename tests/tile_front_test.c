@@ -401,7 +401,7 @@ static const bad bads[] = {
         "a <<= 1.0;\n"
         "a += 1.0;\n"
         "a = 2.0;"), 5,
-     {"4:18 error: an 'if' that gives a tile is not yet supported in tile kernels (milestone 2)",
+     {"4:18 error: an 'if' that gives a tile is not supported in tile kernels yet",
       "5:14 error: expected f32, found a tile of f32, shape [16]",
       "6:5 error: 'a' is a tile of f32, found a tile of i32; convert with 'as f32'",
       "7:22 error: 'a' is a tile of shape [16], found shape [32]",

@@ -1267,7 +1267,7 @@ static void join_value(sema *S, join *j, val v, oxb_loc loc) {
     j->has_value = true;
   } else if (v.k == V_TILE) {
     if (!j->tile)
-      ERR(S, loc, "an 'if' that gives a tile is not yet supported in tile kernels (milestone 2); "
+      ERR(S, loc, "an 'if' that gives a tile is not supported in tile kernels yet; "
                   "use select(c, a, b), or store in each branch");
     j->tile = true;
   } else if (v.k != V_UNIT) {

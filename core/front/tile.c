@@ -12,8 +12,8 @@
  * the element dtype. Elementwise operations are the scalar IR ops with a shape
  * (sema.c makes both with the same code); a scalar next to a tile is splatted
  * to the tile's shape first (OXI_T_SPLAT), so that every operand of an
- * elementwise op has the result's shape. Broadcasting between shapes comes in
- * milestone 2. */
+ * elementwise op has the result's shape; tiles of different shapes are
+ * broadcast numpy-style (OXI_T_BROADCAST). */
 #include "front/sema.h"
 
 #include <float.h>
@@ -775,8 +775,8 @@ static val store(sema *S, const oxf_node *n, binding *z) {
   if (!t->tshape) {
     t = splat(S, t, z->tile);
   } else if (!same_shape(t->tshape, z->tile)) {
-    ERR(S, a->loc, "'%s' stores tiles of shape %s, found shape %s (broadcasting comes in "
-                   "milestone 2)", z->name, oxs_shape_text(S, z->tile),
+    ERR(S, a->loc, "'%s' stores tiles of shape %s, found shape %s (a store does not "
+                   "broadcast: broadcast_to the tile's shape first)", z->name, oxs_shape_text(S, z->tile),
         oxs_shape_text(S, t->tshape));
     return err;
   }
