@@ -194,6 +194,13 @@ public:
     return Tensor(t);
   }
 
+  // A tile kernel's output: this tensor cut into tiles of `tile` (a view).
+  Tensor partition(std::vector<int64_t> tile) const {
+    ox_tensor t;
+    detail::check(ox_tensor_partition(h_, (int)tile.size(), tile.data(), &t));
+    return Tensor(t);
+  }
+
   explicit Tensor(ox_tensor adopt) : h_(adopt) {} // takes over one reference
   Tensor(const Tensor &o) : h_(o.h_) { ox_tensor_retain(h_); }
   Tensor(Tensor &&o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
@@ -275,6 +282,11 @@ struct LaunchConfig {
   Dim3 grid, block;
   const Stream *stream = nullptr; // null: the device's default stream
   ox_launch_config c() const { return {{grid.x, grid.y, grid.z}, {block.x, block.y, block.z}}; }
+  // For tile kernels: the partition gives the grid and the tile lowering the
+  // block; a kernel whose only outputs are atomic tensors takes `grid`.
+  static LaunchConfig tile(Dim3 grid = Dim3(0, 0, 0), const Stream *s = nullptr) {
+    return {grid, Dim3(0, 0, 0), s};
+  }
 };
 
 // ---------------------------------------------------------------- modules
@@ -300,6 +312,10 @@ public:
   }
   std::string name() const { return ox_kernel_name(h_); }
   int num_params() const { return ox_kernel_num_params(h_); }
+  // A tile kernel's const generic that sizes no output (ox_kernel_set_generic).
+  void set_generic(const std::string &name, int64_t value) const {
+    detail::check(ox_kernel_set_generic(h_, name.c_str(), value));
+  }
   ox_kernel get() const { return h_; }
 
 private:

@@ -57,6 +57,12 @@ template <class F> static ox_status status_of(F &&fn, std::string *message = nul
   return OX_OK;
 }
 
+static const char *SCALE = R"(#[tile]
+fn scale<const B: i32, const S: i32>(z: &mut Tensor<f32, [B]>, x: &Tensor<f32, [-1]>) {
+    z.store(x.partition([B]).load([tile_id(0)]) * (S as f32));
+}
+)";
+
 static void run(oxide::Device dev) {
   std::printf("cpp_test on %s\n", dev.name().c_str());
   const int64_t n = 1000;
@@ -113,6 +119,17 @@ static void run(oxide::Device dev) {
   oob.launch({{1}, {4}}, oxide::Tensor::from_host(dev, std::vector<float>{1, 2, 3, 4, 5}), out);
   dev.default_stream().synchronize();
   EXPECT(out.to_host<float>() == (std::vector<float>{2, 3, 4, 5}));
+
+  // a tile kernel: the output's partition gives the grid; S is set by hand
+  auto scale = oxide::Module::compile(dev, SCALE, "scale.oxk").kernel("scale");
+  auto y = oxide::Tensor::empty(dev, OX_F32, {n});
+  EXPECT(status_of([&] { scale.launch(oxide::LaunchConfig::tile(), y.partition({128}), ta); }, &msg) == OX_ERR_INVALID_ARGUMENT);
+  EXPECT(msg.find("generic 'S' is not bound") != std::string::npos);
+  scale.set_generic("S", 3);
+  scale.launch(oxide::LaunchConfig::tile(), y.partition({128}), ta);
+  std::vector<float> ys = y.to_host<float>();
+  for (int64_t i = 0; i < n; i++)
+    EXPECT(ys[i] == 3.0f * (float)i);
 }
 
 int main() {
