@@ -8,9 +8,9 @@
  *   bench rmsnorm R C ITERS [DEV]    RMSNorm and LayerNorm of R x C f32, one
  *   bench layernorm R C ITERS [DEV]  row per tile of 1 x next_pow2(C); DEV is
  *                             "cuda" (the default) or "cpu"
- *   bench matmul M N K T ITERS  the tile pipeline's bf16 matmul (f32
+ *   bench matmul M N K T ITERS [BK]  the tile pipeline's bf16 matmul (f32
  *                             accumulate and output, examples/tile_matmul.oxk)
- *                             in T x T tiles: TFLOP/s
+ *                             in T x T tiles, K steps of BK (32): TFLOP/s
  *   bench launch ITERS        host time per launch: ox_launch vs a raw
  *                             cuLaunchKernel of the same cubin
  *   bench compile             cold compile of vecadd to a loaded module
@@ -246,13 +246,13 @@ static void softmax(int64_t rows, int64_t cols, int iters) {
 
 /* C = A x B, bf16 A [M, K] and B [K, N] of 0.5 each, so that every element of
  * C is K / 4 exactly: probed at three places. */
-static void matmul(int64_t M, int64_t N, int64_t K, int64_t T, int iters) {
+static void matmul(int64_t M, int64_t N, int64_t K, int64_t T, int iters, int64_t bk) {
   ox_device d = gpu();
   ox_module m;
   OK(ox_module_compile_file(d, OXIDE_SOURCE_DIR "/examples/tile_matmul.oxk", NULL, &m));
   ox_kernel k;
   OK(ox_module_get_kernel(m, "matmul", &k));
-  OK(ox_kernel_set_generic(k, "BK", 32));
+  OK(ox_kernel_set_generic(k, "BK", bk));
   const int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N}, tile[2] = {T, T};
   ox_tensor a, b, c, part;
   OK(ox_tensor_full(d, NULL, OX_BF16, 2, sa, 0.5, &a));
@@ -269,9 +269,9 @@ static void matmul(int64_t M, int64_t N, int64_t K, int64_t T, int iters) {
   for (int64_t i = 0; i < M * N; i += 4099)
     ok &= h[i] == (float)K / 4;
   ok &= h[M * N - 1] == (float)K / 4;
-  printf("{\"bench\": \"matmul\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"tile\": %lld, "
+  printf("{\"bench\": \"matmul\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"tile\": %lld, \"bk\": %lld, "
          "\"median_s\": %.9f, \"tflops\": %.1f, \"correct\": %s}\n",
-         (long long)M, (long long)N, (long long)K, (long long)T, med,
+         (long long)M, (long long)N, (long long)K, (long long)T, (long long)bk, med,
          2.0 * (double)M * (double)N * (double)K / med / 1e12, ok ? "true" : "false");
   free(h);
   ox_tensor_release(part);
@@ -452,7 +452,8 @@ int main(int argc, char **argv) {
   if (argc >= 4 && !strcmp(argv[1], "vecadd"))
     vecadd(atoll(argv[2]), atoi(argv[3]), argc >= 5, argc >= 5 ? atoi(argv[4]) : 0);
   else if (argc >= 7 && !strcmp(argv[1], "matmul"))
-    matmul(atoll(argv[2]), atoll(argv[3]), atoll(argv[4]), atoll(argv[5]), atoi(argv[6]));
+    matmul(atoll(argv[2]), atoll(argv[3]), atoll(argv[4]), atoll(argv[5]), atoi(argv[6]),
+           argc >= 8 ? atoll(argv[7]) : 32);
   else if (argc >= 5 && !strcmp(argv[1], "softmax"))
     softmax(atoll(argv[2]), atoll(argv[3]), atoi(argv[4]));
   else if (argc >= 5 && (!strcmp(argv[1], "rmsnorm") || !strcmp(argv[1], "layernorm")))
@@ -465,7 +466,7 @@ int main(int argc, char **argv) {
     compile();
   else {
     fprintf(stderr, "usage: bench vecadd N ITERS [W] | tileadd N ITERS T | softmax R C ITERS | rmsnorm R C ITERS [cpu|cuda]\n"
-                    "       | layernorm R C ITERS [cpu|cuda] | launch ITERS | compile\n");
+                    "       | layernorm R C ITERS [cpu|cuda] | matmul M N K T ITERS [BK] | launch ITERS | compile\n");
     return 2;
   }
   return 0;

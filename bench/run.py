@@ -196,12 +196,13 @@ def matmul(S):
         mrows["triton (best of 3 configs)"] = best if best else "WRONG RESULT"
     except Exception as e:
         mrows["triton (best of 3 configs)"] = f"failed: {e}"
-    for tile in (128, 64):
+    for tile, bk in ((128, 32), (64, 32), (64, 64)):
+        name = f"oxide tile matmul, {tile}x{tile}x{bk}"
         try:
-            ox = oxide("matmul", S, S, S, tile, 10)
-            mrows[f"oxide tile matmul, tile {tile}"] = ox["tflops"] if ox["correct"] else "WRONG RESULT"
+            ox = oxide("matmul", S, S, S, tile, 10, bk)
+            mrows[name] = ox["tflops"] if ox["correct"] else "WRONG RESULT"
         except Exception as e:
-            mrows[f"oxide tile matmul, tile {tile}"] = f"failed: {e}"
+            mrows[name] = f"failed: {e}"
     ref = mrows["torch.matmul (cuBLAS)"]
     print(f"\nbf16 matmul {S}^3, f32 accumulate (TFLOP/s, median)")
     for name, v in mrows.items():
