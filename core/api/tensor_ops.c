@@ -47,13 +47,6 @@ static const char *dev_label(ox_device d, char buf[32]) {
   return buf;
 }
 
-static const char *dims_str(int n, const int64_t *d, char buf[200]) {
-  int k = snprintf(buf, 200, "[");
-  for (int i = 0; i < n && k < 170; i++)
-    k += snprintf(buf + k, 200 - (size_t)k, "%s%lld", i ? ", " : "", (long long)d[i]);
-  snprintf(buf + k, 200 - (size_t)k, "]");
-  return buf;
-}
 
 /* The unsigned dtype of an element size. */
 static ox_dtype uint_of(size_t size) {
@@ -653,7 +646,7 @@ ox_status ox_tensor_copy(ox_tensor dst, ox_tensor src, ox_stream s) {
   if (dst->ndim != src->ndim ||
       memcmp(dst->shape, src->shape, sizeof(int64_t) * (size_t)dst->ndim) != 0)
     return INVALID("%s: dst has shape %s but src has shape %s", __func__,
-                   dims_str(dst->ndim, dst->shape, b), dims_str(src->ndim, src->shape, b2));
+                   oxr_dims_str(dst->ndim, dst->shape, b), oxr_dims_str(src->ndim, src->shape, b2));
   if (dst->flags & OXR_T_READ_ONLY)
     return INVALID("%s: dst is read-only (a broadcast view, or marked so by its DLPack producer)",
                    __func__);

@@ -744,6 +744,13 @@ static const struct {
              {"grid_dim_y", OXI_SREG_NCTAID_Y}, {"grid_dim_z", OXI_SREG_NCTAID_Z}};
 
 static val call_fn(sema *S, const oxf_node *n, const oxf_fn *fn, oxi_type hint);
+
+void oxs_check_param_name(sema *S, const oxf_fn *fn, int i) {
+  const oxf_param *p = fn->params.items[i];
+  for (int j = 0; j < i; j++)
+    if (!strcmp(((oxf_param *)fn->params.items[j])->name, p->name))
+      ERR(S, p->loc, "parameter '%s' appears twice", p->name);
+}
 static val inline_body(sema *S, const oxf_fn *fn, binding **argb);
 
 static val shared_new(sema *S, const oxf_node *n) {
@@ -2300,9 +2307,7 @@ static void check_kernel(sema *S, const oxf_fn *fn) {
     const oxf_param *p = fn->params.items[i];
     if (!p->type)
       continue;
-    for (int j = 0; j < i; j++)
-      if (!strcmp(((oxf_param *)fn->params.items[j])->name, p->name))
-        ERR(S, p->loc, "parameter '%s' appears twice", p->name);
+    oxs_check_param_name(S, fn, i);
     oxi_param *ip = oxb_alloc(S->a, sizeof *ip);
     ip->name = p->name;
     ip->dtype = p->type->elem;

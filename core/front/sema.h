@@ -111,6 +111,8 @@ bool oxs_error(sema *S, oxb_loc loc, const char *fmt, ...) __attribute__((format
 
 /* ---- sema.c, for tile.c */
 val oxs_value(oxi_instr *v); /* V_TILE if v has a tile shape, else V_SCALAR */
+/* Reports parameter i of `fn` if an earlier one has its name. */
+void oxs_check_param_name(sema *S, const oxf_fn *fn, int i);
 val oxs_expr(sema *S, const oxf_node *n, oxi_type hint);
 val oxs_block_expr(sema *S, const oxf_node *n, oxi_type hint);
 /* A scalar (tiles are refused), or with `tiles` a scalar or a tile; reports

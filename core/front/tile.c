@@ -947,9 +947,7 @@ static void tile_params(sema *S, const oxf_fn *fn, const int64_t *gen) {
     const oxf_param *p = fn->params.items[i];
     if (!p->type)
       continue;
-    for (int j = 0; j < i; j++)
-      if (!strcmp(((oxf_param *)fn->params.items[j])->name, p->name))
-        ERR(S, p->loc, "parameter '%s' appears twice", p->name);
+    oxs_check_param_name(S, fn, i);
     for (int g = 0; g < fn->generics.len; g++)
       if (!strcmp(fn->generics.items[g], p->name))
         ERR(S, p->loc, "'%s' is both a const generic and a parameter", p->name);

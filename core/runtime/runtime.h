@@ -99,6 +99,8 @@ struct ox_tensor_s {
 
 /* True if `t` looks like a live tensor handle. */
 bool oxr_tensor_valid(ox_tensor t);
+/* Writes "[2, 3]" (n dims of d) into buf, for messages; returns buf. */
+const char *oxr_dims_str(int n, const int64_t *d, char buf[200]);
 /* A new storage of `bytes` on `dev`, allocated by Oxide (stream-ordered on s). */
 ox_status oxr_storage_alloc(ox_device dev, ox_stream s, size_t bytes, oxr_storage **out);
 /* A storage around foreign memory; `release(ctx)` runs once with the last reference. */

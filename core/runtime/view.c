@@ -17,8 +17,7 @@
 
 #define INVALID(...) oxb_set_error(OX_ERR_INVALID_ARGUMENT, __VA_ARGS__)
 
-/* Writes "[2, 3]" into buf, for messages. */
-static const char *dims_str(int n, const int64_t *d, char buf[200]) {
+const char *oxr_dims_str(int n, const int64_t *d, char buf[200]) {
   int k = snprintf(buf, 200, "[");
   for (int i = 0; i < n && k < 170; i++)
     k += snprintf(buf + k, 200 - (size_t)k, "%s%lld", i ? ", " : "", (long long)d[i]);
@@ -54,7 +53,7 @@ ox_status ox_tensor_slice(ox_tensor t, int dim, int64_t start, int64_t stop, int
   char b[200];
   if (dim < 0 || dim >= t->ndim)
     return INVALID("%s: dim %d is out of range for a tensor of %d dimension%s (shape %s)", __func__,
-                   dim, t->ndim, t->ndim == 1 ? "" : "s", dims_str(t->ndim, t->shape, b));
+                   dim, t->ndim, t->ndim == 1 ? "" : "s", oxr_dims_str(t->ndim, t->shape, b));
   if (step <= 0)
     return INVALID("%s: step is %lld; it must be > 0 (negative strides are not supported)",
                    __func__, (long long)step);
@@ -139,13 +138,13 @@ ox_status ox_tensor_reshape(ox_tensor t, int ndim, const int64_t *shape, ox_tens
     }
     if (shape[i] == -1)
       return INVALID("%s: shape %s: only one dimension may be -1", __func__,
-                     dims_str(ndim, shape, b));
+                     oxr_dims_str(ndim, shape, b));
     if (shape[i] < 0)
       return INVALID("%s: shape %s: dimension %d is %lld; dimensions must be >= 0 (or one -1)",
-                     __func__, dims_str(ndim, shape, b), i, (long long)shape[i]);
+                     __func__, oxr_dims_str(ndim, shape, b), i, (long long)shape[i]);
     /* 0 counts as 1 for the overflow bound, as in the strides of an empty tensor */
     if (__builtin_mul_overflow(known, shape[i] ? shape[i] : 1, &known))
-      return INVALID("%s: shape %s has too many elements", __func__, dims_str(ndim, shape, b));
+      return INVALID("%s: shape %s has too many elements", __func__, oxr_dims_str(ndim, shape, b));
   }
   bool zero = false;
   for (int i = 0; i < ndim; i++)
@@ -154,25 +153,25 @@ ox_status ox_tensor_reshape(ox_tensor t, int ndim, const int64_t *shape, ox_tens
     if (zero)
       return INVALID("%s: cannot infer the -1 dimension of %s for %lld elements: with a 0 "
                      "dimension it could be any size",
-                     __func__, dims_str(ndim, shape, b), (long long)t->numel);
+                     __func__, oxr_dims_str(ndim, shape, b), (long long)t->numel);
     if (t->numel % known != 0)
       return INVALID("%s: cannot reshape a tensor of shape %s (%lld elements) into %s",
-                     __func__, dims_str(t->ndim, t->shape, b), (long long)t->numel,
-                     dims_str(ndim, shape, b2));
+                     __func__, oxr_dims_str(t->ndim, t->shape, b), (long long)t->numel,
+                     oxr_dims_str(ndim, shape, b2));
     nshape[infer] = t->numel / known;
   }
   int64_t numel = zero ? 0 : infer >= 0 ? t->numel : known;
   if (numel != t->numel)
     return INVALID("%s: cannot reshape a tensor of shape %s (%lld elements) into %s "
                    "(%lld elements)",
-                   __func__, dims_str(t->ndim, t->shape, b), (long long)t->numel,
-                   dims_str(ndim, nshape, b2), (long long)numel);
+                   __func__, oxr_dims_str(t->ndim, t->shape, b), (long long)t->numel,
+                   oxr_dims_str(ndim, nshape, b2), (long long)numel);
   if (!view_strides(t->ndim, t->shape, t->strides, t->numel, ndim, nshape, nstrides)) {
     char b3[200];
     return INVALID("%s: reshape of a non-contiguous tensor needs a copy (ox_tensor_to): shape %s "
                    "with strides %s cannot be viewed as %s",
-                   __func__, dims_str(t->ndim, t->shape, b), dims_str(t->ndim, t->strides, b3),
-                   dims_str(ndim, nshape, b2));
+                   __func__, oxr_dims_str(t->ndim, t->shape, b), oxr_dims_str(t->ndim, t->strides, b3),
+                   oxr_dims_str(ndim, nshape, b2));
   }
   return make_view(t, ndim, nshape, nstrides, t->offset, 0, out);
 }
@@ -238,7 +237,7 @@ ox_status ox_tensor_broadcast_to(ox_tensor t, int ndim, const int64_t *shape, ox
   for (int i = 0; i < ndim; i++) {
     if (shape[i] < 0)
       return INVALID("%s: shape %s: dimension %d is %lld; dimensions must be >= 0", __func__,
-                     dims_str(ndim, shape, b), i, (long long)shape[i]);
+                     oxr_dims_str(ndim, shape, b), i, (long long)shape[i]);
     int j = i - lead;
     if (j < 0 || (t->shape[j] == 1 && shape[i] != 1))
       strides[i] = 0;
@@ -247,7 +246,7 @@ ox_status ox_tensor_broadcast_to(ox_tensor t, int ndim, const int64_t *shape, ox
     else
       return INVALID("%s: cannot broadcast shape %s to %s: dimension %d has size %lld, which "
                      "is neither %lld nor 1",
-                     __func__, dims_str(t->ndim, t->shape, b), dims_str(ndim, shape, b2), j,
+                     __func__, oxr_dims_str(t->ndim, t->shape, b), oxr_dims_str(ndim, shape, b2), j,
                      (long long)t->shape[j], (long long)shape[i]);
   }
   /* Read-only: stride 0 makes many elements one memory location. */
@@ -269,7 +268,7 @@ ox_status ox_tensor_partition(ox_tensor t, int ndim, const int64_t *tile, ox_ten
   for (int i = 0; i < ndim; i++)
     if (tile[i] <= 0)
       return INVALID("%s: tile %s: size %lld along dimension %d; tile sizes must be > 0",
-                     __func__, dims_str(ndim, tile, b), (long long)tile[i], i);
+                     __func__, oxr_dims_str(ndim, tile, b), (long long)tile[i], i);
   ox_tensor p = NULL;
   st = make_view(t, t->ndim, t->shape, t->strides, t->offset, OXR_T_PARTITION, &p);
   if (st != OX_OK)
