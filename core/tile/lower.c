@@ -274,17 +274,24 @@ static oxi_instr *position_parts(lowerer *L, const oxi_tshape *shape, bool mma, 
   return bin(L, OXI_MUL, OX_U64, L->t, cu64(L, (uint64_t)y.VEC));
 }
 
+/* Whether the element at position f exists: NULL (always) unless the layout
+ * is guarded (a blocked tile with fewer chunks than the block has threads). */
+static oxi_instr *exists(lowerer *L, const oxi_tshape *shape, bool mma, oxi_instr *f) {
+  mma_layout ml;
+  if ((mma && mma_layout_of(L, shape, &ml)) || !layout_of(L, shape).guard)
+    return NULL;
+  return bin(L, LT, OX_U64, f, cu64(L, (uint64_t)elems(shape)));
+}
+
 /* f, the row-major position of each element this thread holds of a tile of
  * `shape` in the given layout, and whether it exists (NULL: always). */
 static void positions_in(lowerer *L, const oxi_tshape *shape, bool mma, oxi_instr **f, oxi_instr **ok) {
-  mma_layout ml;
-  bool guard = !(mma && mma_layout_of(L, shape, &ml)) && layout_of(L, shape).guard;
   int n = count_in(L, shape, mma);
   int64_t *off = malloc(sizeof *off * (size_t)n);
   oxi_instr *fb = position_parts(L, shape, mma, off);
   for (int e = 0; e < n; e++) {
     f[e] = bin(L, OXI_ADD, OX_U64, fb, cu64(L, (uint64_t)off[e]));
-    ok[e] = guard ? bin(L, LT, OX_U64, f[e], cu64(L, (uint64_t)elems(shape))) : NULL;
+    ok[e] = exists(L, shape, mma, f[e]);
   }
   free(off);
 }
@@ -323,8 +330,6 @@ static void sites(lowerer *L, const oxi_tshape *shape, bool mma, oxi_instr *cons
   int rank = shape->rank, n = count_in(L, shape, mma);
   int64_t *off = malloc(sizeof *off * (size_t)n);
   oxi_instr *fb = position_parts(L, shape, mma, off);
-  mma_layout ml;
-  bool guard = !(mma && mma_layout_of(L, shape, &ml)) && layout_of(L, shape).guard;
   /* g[d]: the coordinate in the tensor of this thread's position fb; i0 its offset */
   oxi_instr *g[OXI_MAX_RANK], *dim[OXI_MAX_RANK], *stride[OXI_MAX_RANK], *i0 = NULL;
   for (int d = 0; d < rank; d++) {
@@ -336,9 +341,7 @@ static void sites(lowerer *L, const oxi_tshape *shape, bool mma, oxi_instr *cons
     i0 = i0 ? bin(L, OXI_ADD, OX_U64, i0, term) : term;
   }
   for (int e = 0; e < n; e++) {
-    oxi_instr *inb = guard ? bin(L, LT, OX_U64, bin(L, OXI_ADD, OX_U64, fb, cu64(L, (uint64_t)off[e])),
-                                 cu64(L, (uint64_t)elems(shape)))
-                           : NULL;
+    oxi_instr *inb = exists(L, shape, mma, bin(L, OXI_ADD, OX_U64, fb, cu64(L, (uint64_t)off[e])));
     oxi_instr *index = i0;
     for (int d = 0; d < rank; d++) {
       int64_t k = coord_of(shape, d, off[e]);
@@ -1052,18 +1055,16 @@ static void stage(lowerer *L, const oxi_instr *old, oxi_mem m, int64_t base, int
   const oxi_tshape *s = old->tshape;
   int n = count_in(L, s, false);
   int64_t *off = malloc(sizeof *off * (size_t)n);
-  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
-  positions(L, s, f, ok); /* for the guard */
   oxi_instr *fb = position_parts(L, s, false, off);
   oxi_instr **v = elements(L, old);
   oxi_instr *a0 = bin(L, OXI_ADD, OX_U64, bin(L, OXI_MUL, OX_U64, coord_at(L, s, 0, fb), cu64(L, (uint64_t)pitch)),
                       bin(L, OXI_ADD, OX_U64, coord_at(L, s, 1, fb), cu64(L, (uint64_t)base)));
   for (int e = 0; e < n; e++) {
     int64_t k = coord_of(s, 0, off[e]) * pitch + coord_of(s, 1, off[e]);
-    shared_store(L, m, bin(L, OXI_ADD, OX_U64, a0, cu64(L, (uint64_t)k)), v[e], ok[e]);
+    oxi_instr *ok = exists(L, s, false, bin(L, OXI_ADD, OX_U64, fb, cu64(L, (uint64_t)off[e])));
+    shared_store(L, m, bin(L, OXI_ADD, OX_U64, a0, cu64(L, (uint64_t)k)), v[e], ok);
   }
   free(off);
-  free(f);
 }
 
 /* A load that only a tensor-core dot uses, copied from the tensor straight to
