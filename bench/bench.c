@@ -246,14 +246,14 @@ static void softmax(int64_t rows, int64_t cols, int iters) {
 
 /* C = A x B, bf16 A [M, K] and B [K, N] of 0.5 each, so that every element of
  * C is K / 4 exactly: probed at three places. */
-static void matmul(int64_t M, int64_t N, int64_t K, int64_t T, int iters, int64_t bk) {
+static void matmul(int64_t M, int64_t N, int64_t K, int64_t T, int iters, int64_t bk, int64_t tn) {
   ox_device d = gpu();
   ox_module m;
   OK(ox_module_compile_file(d, OXIDE_SOURCE_DIR "/examples/tile_matmul.oxk", NULL, &m));
   ox_kernel k;
   OK(ox_module_get_kernel(m, "matmul", &k));
   OK(ox_kernel_set_generic(k, "BK", bk));
-  const int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N}, tile[2] = {T, T};
+  const int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N}, tile[2] = {T, tn ? tn : T};
   ox_tensor a, b, c, part;
   OK(ox_tensor_full(d, NULL, OX_BF16, 2, sa, 0.5, &a));
   OK(ox_tensor_full(d, NULL, OX_BF16, 2, sb, 0.5, &b));
@@ -453,7 +453,7 @@ int main(int argc, char **argv) {
     vecadd(atoll(argv[2]), atoi(argv[3]), argc >= 5, argc >= 5 ? atoi(argv[4]) : 0);
   else if (argc >= 7 && !strcmp(argv[1], "matmul"))
     matmul(atoll(argv[2]), atoll(argv[3]), atoll(argv[4]), atoll(argv[5]), atoi(argv[6]),
-           argc >= 8 ? atoll(argv[7]) : 32);
+           argc >= 8 ? atoll(argv[7]) : 32, argc >= 9 ? atoll(argv[8]) : 0);
   else if (argc >= 5 && !strcmp(argv[1], "softmax"))
     softmax(atoll(argv[2]), atoll(argv[3]), atoi(argv[4]));
   else if (argc >= 5 && (!strcmp(argv[1], "rmsnorm") || !strcmp(argv[1], "layernorm")))

@@ -73,6 +73,11 @@ ox_status oxa_build(ox_device dev, const oxi_module *irm, const char *source, co
 ox_status oxa_entry(ox_device dev, const oxa_code *code, const oxi_kernel *ki, CUfunction *cu,
                     oxr_cpu_kernel *cpu);
 void oxa_code_free(ox_device dev, oxa_code *code);
+/* The dynamic shared memory a CUDA launch of `ki` passes: all of it when it
+ * is above the static limit (the code then declares an extern array). */
+static inline unsigned oxa_dynamic_shared(const oxi_kernel *ki) {
+  return ki->shared_bytes > OXI_STATIC_SHARED_MAX ? (unsigned)ki->shared_bytes : 0;
+}
 
 /* Refuses a launch whose mutable argument shares memory with another. */
 ox_status oxa_check_overlap(const oxi_kernel *ki, const ox_arg *args, int nargs);

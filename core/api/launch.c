@@ -373,9 +373,8 @@ ox_status ox_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg, const
   st = oxr_cuda_make_current(s->dev);
   if (st)
     return st;
+  unsigned dyn = oxa_dynamic_shared(k->ir);
   CUresult r = oxr_cu.cuLaunchKernel(k->cu_fn, grid[0], grid[1], grid[2], block[0], block[1],
-                                     block[2], 0, s->cu, ptrs, NULL);
-  if (r)
-    return oxr_cuda_error(r, "cuLaunchKernel");
-  return OX_OK;
+                                     block[2], dyn, s->cu, ptrs, NULL);
+  return r ? oxr_cuda_launch_error(r, k->cu_fn, k->ir->name, block, dyn) : OX_OK;
 }

@@ -243,8 +243,19 @@ static void disk_put(const char *key, const char *ext, const char *data, size_t 
 
 ox_status oxa_entry(ox_device dev, const oxa_code *code, const oxi_kernel *ki, CUfunction *cu,
                     oxr_cpu_kernel *cpu) {
-  if (dev->type == OX_DEVICE_CUDA)
-    return oxr_cuda_get_function(code->cu_mod, ki->name, cu);
+  if (dev->type == OX_DEVICE_CUDA) {
+    ox_status s = oxr_cuda_get_function(code->cu_mod, ki->name, cu);
+    unsigned dyn = oxa_dynamic_shared(ki);
+    if (s || !dyn)
+      return s;
+    if (ki->shared_bytes > dev->max_shared_per_block)
+      return oxb_set_error(OX_ERR_UNSUPPORTED, "kernel '%s' needs %lld bytes of shared memory; %s allows %d",
+                           ki->name, (long long)ki->shared_bytes, ox_device_name(dev),
+                           dev->max_shared_per_block);
+    /* a dynamic array above 48 KiB: the kernel must opt in to its size */
+    CUresult r = oxr_cu.cuFuncSetAttribute(*cu, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)dyn);
+    return r ? oxr_cuda_error(r, "cuFuncSetAttribute") : OX_OK;
+  }
   char name[300];
   oxl_cpu_entry_name(ki, name, sizeof name);
   void *fp = oxl_jit_lookup(code->jit, name);
@@ -518,7 +529,8 @@ ox_status ox_emit(const char *source, const ox_compile_options *opts, ox_target 
       oxi_param *ip = k->params.items[p];
       ip->contiguous16 = o.emit_contiguous && oxi_is_tensor_kind(ip->kind);
     }
-    s = oxt_lower(&m, k, target == OX_TARGET_CUDA);
+    s = oxt_lower(&m, k, target == OX_TARGET_CUDA, target == OX_TARGET_CUDA ? oxt_shared_limit(o.sm ? o.sm : 90)
+                                                                            : OXI_SHARED_MAX);
   }
   if (!s && first_tile < m.kernels.len && kind != OX_EMIT_AST) {
     oxb_str err = {0};

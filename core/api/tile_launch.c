@@ -133,7 +133,10 @@ static ox_status specialize(ox_kernel k, const int64_t *gen, uint64_t facts, oxa
   for (int i = 0; !s && i < ki->params.len && i < 64; i++)
     ((oxi_param *)ki->params.items[i])->contiguous16 = (facts >> i) & 1;
   if (!s)
-    s = oxt_lower(&sp->irm, ki, m->dev->type == OX_DEVICE_CUDA);
+    s = oxt_lower(&sp->irm, ki, m->dev->type == OX_DEVICE_CUDA,
+                  /* the CPU's limit is for the user's arrays, as on any GPU; the lowering's own
+                     scratch has no reason for one there */
+                  m->dev->type == OX_DEVICE_CUDA ? m->dev->max_shared_per_block : OXI_SHARED_MAX);
   if (!s && !oxi_verify(&sp->irm, &err))
     s = oxb_set_error(OX_ERR_INTERNAL, "internal error (lowered tile IR): %s", err.buf);
   oxb_str_free(&err);
@@ -314,7 +317,8 @@ ox_status oxa_tile_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
   ptrs[j + 1] = &tag;
   if ((st = oxr_cuda_make_current(s->dev)))
     return st;
-  CUresult cr = oxr_cu.cuLaunchKernel(sp->cu_fn, g32[0], g32[1], g32[2], block[0], block[1], block[2],
-                                      0, s->cu, ptrs, NULL);
-  return cr ? oxr_cuda_error(cr, "cuLaunchKernel") : OX_OK;
+  unsigned dyn = oxa_dynamic_shared(sp->ir);
+  CUresult cr = oxr_cu.cuLaunchKernel(sp->cu_fn, g32[0], g32[1], g32[2], block[0], block[1], block[2], dyn,
+                                      s->cu, ptrs, NULL);
+  return cr ? oxr_cuda_launch_error(cr, sp->cu_fn, sp->ir->name, block, dyn) : OX_OK;
 }

@@ -853,11 +853,11 @@ static bool unsupported(cg_t *C) {
       }
     }
   }
-  if (C->k->shared_bytes > 48 * 1024) {
+  if (C->k->shared_bytes > OXI_SHARED_MAX) {
     oxb_set_error(OX_ERR_UNSUPPORTED,
-                  "%s: kernel '%s' uses %lld bytes of shared memory; static shared memory is limited "
-                  "to 48 KiB per block",
-                  C->m->filename, C->k->name, (long long)C->k->shared_bytes);
+                  "%s: kernel '%s' uses %lld bytes of shared memory; CUDA GPUs allow at most %d KiB "
+                  "per block",
+                  C->m->filename, C->k->name, (long long)C->k->shared_bytes, OXI_SHARED_MAX / 1024);
     return true;
   }
   return false;

@@ -7,6 +7,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,21 @@ static ox_status jit_error(LLVMErrorRef e, const char *what) {
   return s;
 }
 
+/* f32 -> bf16, rounding to nearest even and keeping NaNs quiet: the helper
+ * LLVM's x86 code calls where it holds bf16 values as f32 (phis, selects)
+ * on CPUs without AVX512-BF16. libgcc has it only from GCC 13, so the JIT
+ * gets this one. The result travels as x86-64 passes 16-bit floats, in xmm0,
+ * which is how a _Float16 is returned. */
+static _Float16 truncsfbf2(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  uint16_t h = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40)
+                                                : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+  _Float16 r;
+  memcpy(&r, &h, sizeof r);
+  return r;
+}
+
 ox_status oxl_jit_load(const void *obj, size_t len, oxl_jit **out) {
   pthread_once(&init_once, init_llvm);
   *out = NULL;
@@ -172,6 +188,14 @@ ox_status oxl_jit_load(const void *obj, size_t len, oxl_jit **out) {
     return jit_error(e, "cannot search this process's symbols");
   }
   LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(jit), gen);
+  LLVMJITSymbolFlags callable = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0};
+  LLVMOrcCSymbolMapPair helper = {LLVMOrcLLJITMangleAndIntern(jit, "__truncsfbf2"),
+                                  {(LLVMOrcExecutorAddress)(uintptr_t)truncsfbf2, callable}};
+  e = LLVMOrcJITDylibDefine(LLVMOrcLLJITGetMainJITDylib(jit), LLVMOrcAbsoluteSymbols(&helper, 1));
+  if (e) {
+    LLVMOrcDisposeLLJIT(jit);
+    return jit_error(e, "cannot define the JIT's helpers");
+  }
   LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, len, "oxide-kernels");
   e = LLVMOrcLLJITAddObjectFile(jit, LLVMOrcLLJITGetMainJITDylib(jit), buf);
   if (e) {

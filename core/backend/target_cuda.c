@@ -102,10 +102,16 @@ void oxl_cg_kernel_cuda(cg_t *C) {
   if (k->shared_bytes > 0) {
     char name[300];
     snprintf(name, sizeof name, "__oxide_shared_%s", k->name);
-    LLVMTypeRef at = LLVMArrayType2(LLVMInt8TypeInContext(C->ctx), (uint64_t)k->shared_bytes);
+    /* more than the static limit: an extern array, sized by the launch */
+    bool dynamic = k->shared_bytes > OXI_STATIC_SHARED_MAX;
+    LLVMTypeRef at = LLVMArrayType2(LLVMInt8TypeInContext(C->ctx), dynamic ? 0 : (uint64_t)k->shared_bytes);
     LLVMValueRef g = LLVMAddGlobalInAddressSpace(C->mod, at, name, 3);
-    LLVMSetInitializer(g, LLVMGetUndef(at));
-    LLVMSetLinkage(g, LLVMInternalLinkage);
+    if (dynamic) {
+      LLVMSetLinkage(g, LLVMExternalLinkage);
+    } else {
+      LLVMSetInitializer(g, LLVMGetUndef(at));
+      LLVMSetLinkage(g, LLVMInternalLinkage);
+    }
     LLVMSetAlignment(g, 16);
     C->gpu_shared = g;
   }

@@ -224,13 +224,20 @@ typedef struct oxi_requires {
   int line, col;
 } oxi_requires;
 
+/* Shared memory per block: CUDA allows 48 KiB of static shared memory; a
+ * kernel that needs more gets one dynamic array of its size, sized at launch
+ * (up to the device's opt-in maximum, OXI_SHARED_MAX at most: 227 KiB on
+ * sm_90). */
+#define OXI_STATIC_SHARED_MAX (48 * 1024)
+#define OXI_SHARED_MAX (227 * 1024)
+
 typedef struct oxi_kernel {
   const char *name;
   int line, col;
   bool is_unsafe;
   oxb_vec params;  /* oxi_param* */
   oxb_vec shared;  /* oxi_shared* */
-  int64_t shared_bytes;
+  int64_t shared_bytes; /* above OXI_STATIC_SHARED_MAX: dynamic shared memory on CUDA */
   oxb_vec slots;   /* oxi_type per variable slot, stored as (intptr_t) */
   oxb_vec blocks;  /* oxi_block*; blocks[0] is the entry */
   oxb_vec sites;   /* oxi_site* */

@@ -158,6 +158,21 @@ ox_status oxr_cuda_error(CUresult r, const char *what) {
                        "%s failed: %s", what, why);
 }
 
+ox_status oxr_cuda_launch_error(CUresult r, CUfunction f, const char *name, const uint32_t block[3],
+                                unsigned shared) {
+  char why[256];
+  describe(r, why, sizeof why);
+  int regs = -1, most = -1, dyn = -1;
+  (void)oxr_cu.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
+  (void)oxr_cu.cuFuncGetAttribute(&most, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
+  (void)oxr_cu.cuFuncGetAttribute(&dyn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f);
+  return oxb_set_error(r == CUDA_ERROR_OUT_OF_MEMORY ? OX_ERR_OUT_OF_MEMORY : OX_ERR_DRIVER,
+                       "cuLaunchKernel failed for kernel '%s': %s (block (%u, %u, %u), %u bytes of dynamic "
+                       "shared memory; the kernel uses %d registers a thread, allows blocks of %d threads "
+                       "and %d bytes of dynamic shared memory)",
+                       name, why, block[0], block[1], block[2], shared, regs, most, dyn);
+}
+
 int oxr_cuda_driver_version(void) {
   int v = 0;
   if (!oxr_cuda_available() || oxr_cu.cuDriverGetVersion(&v) != CUDA_SUCCESS)

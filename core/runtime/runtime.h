@@ -196,5 +196,10 @@ int oxr_cuda_driver_version(void);
 
 /* Turns a CUresult into an Oxide error naming `what` ("cuLaunchKernel"). */
 ox_status oxr_cuda_error(CUresult r, const char *what);
+/* The error of a failed cuLaunchKernel of `f` (kernel `name`), with what
+ * launches are about: the block, the shared memory, the kernel's registers
+ * and its limits. */
+ox_status oxr_cuda_launch_error(CUresult r, CUfunction f, const char *name, const uint32_t block[3],
+                                unsigned shared);
 
 #endif

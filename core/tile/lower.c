@@ -47,7 +47,11 @@ typedef struct lowerer {
   char *slot_mma;      /* old slot -> 1: a `let mut` tile slot held in the mma layout */
   char *direct;        /* old value id -> 1: a load only a tensor-core dot uses, which copies it
                           to shared memory itself (cp.async) */
-  int *pipe;           /* old value id of a dot -> its pipeline's first slot + 1 (dot_pipeline) */
+  struct {
+    int slot, stages;  /* its first slot, and its staging areas (2 to 4); 0: not pipelined */
+  } *pipe;             /* old value id of a dot -> its pipeline (dot_pipeline) */
+  bool pipelined;      /* some dot is: copies may be in flight at a return */
+  int64_t shared_limit; /* bytes of shared memory a block may have */
   int **tslots;        /* old slot -> its new slots, one per element a thread holds */
 } lowerer;
 
@@ -1123,18 +1127,36 @@ static bool dot_on_tensor_cores(const lowerer *L, const oxi_instr *in) {
          mma_layout_of(L, in->tshape, &ml);
 }
 
-/* A dot in a loop whose operands are both direct loads is pipelined over two
- * staging areas: while the tensor cores work on this call's operands, the
- * copies for the next call's are already in flight. The next call's
- * coordinates are a guess, the next tile along K (A's column of tiles + 1,
- * B's row + 1), as a K loop has them; the guess is checked at the next call
- * (the coordinates are the same for the whole block, so the branch does not
- * diverge), and a miss just copies the operands then, so any loop is correct.
- * Slots from `slot`: whether a prefetch is in flight, its 4 coordinates, and
- * the area it lands in. Returns the element offset of this call's area. */
-static oxi_instr *dot_pipeline(lowerer *L, const oxi_instr *in, oxi_mem m, int64_t area, int slot) {
+/* Copies the operands of the call `ahead` calls after this one (at
+ * coordinates `c`, in ring area `r`) along K into their ring area, as one
+ * cp.async group. */
+static void prefetch(lowerer *L, const oxi_instr *in, oxi_instr *const *c, oxi_instr *r, int ahead, oxi_mem m,
+                     int64_t area, int S) {
   const oxi_instr *la = in->ops[0], *lb = in->ops[1];
   int64_t M = la->tshape->dims[0], pa = la->tshape->dims[1] + 8, pb = lb->tshape->dims[1] + 8;
+  oxi_instr *j = cu64(L, (uint64_t)ahead);
+  oxi_instr *ring = bin(L, OXI_REM, OX_U64, bin(L, OXI_ADD, OX_U64, r, j), cu64(L, (uint64_t)S));
+  oxi_instr *at = bin(L, OXI_MUL, OX_U64, ring, cu64(L, (uint64_t)area));
+  copy_async(L, la, c[0], bin(L, OXI_ADD, OX_U64, c[1], j), m, at, pa);
+  copy_async(L, lb, bin(L, OXI_ADD, OX_U64, c[2], j), c[3], m, bin(L, OXI_ADD, OX_U64, at, cu64(L, (uint64_t)(M * pa))),
+             pb);
+  emit(L, OXI_CP_COMMIT, OXI_VOID);
+}
+
+/* A dot in a loop whose operands are both direct loads is pipelined over S
+ * staging areas (a ring): while the tensor cores work on this call's
+ * operands, the copies for the next S - 1 calls' are already in flight. The
+ * next calls' coordinates are a guess, the next tiles along K (A's column of
+ * tiles + 1, B's row + 1), as a K loop has them; the guess is checked at the
+ * next call (the coordinates are the same for the whole block, so the branch
+ * does not diverge), and a miss copies the operands then, so any loop is
+ * correct. One barrier per call: after it, every warp is done with the
+ * previous call's area, which the newest prefetch reuses.
+ * Slots from `slot`: whether prefetches are in flight, the next call's 4
+ * coordinates as guessed, and this call's area in the ring. Returns the
+ * element offset of this call's area. */
+static oxi_instr *dot_pipeline(lowerer *L, const oxi_instr *in, oxi_mem m, int64_t area, int slot, int S) {
+  const oxi_instr *la = in->ops[0], *lb = in->ops[1];
   oxi_instr *c[4] = {mapped(L, la->ops[0]), mapped(L, la->ops[1]), mapped(L, lb->ops[0]), mapped(L, lb->ops[1])};
   oxi_instr *get[6];
   for (int i = 0; i < 6; i++)
@@ -1142,33 +1164,32 @@ static oxi_instr *dot_pipeline(lowerer *L, const oxi_instr *in, oxi_mem m, int64
   oxi_instr *hit = get[0];
   for (int i = 0; i < 4; i++)
     hit = bin(L, OXI_AND, OX_BOOL, hit, bin(L, 100 + OXI_EQ, OX_U64, get[1 + i], c[i]));
-  oxi_instr *cur = bin(L, OXI_MUL, OX_U64, get[5], cu64(L, (uint64_t)area));
-  oxi_instr *next = bin(L, OXI_MUL, OX_U64, bin(L, OXI_XOR, OX_U64, get[5], cu64(L, 1)), cu64(L, (uint64_t)area));
+  oxi_instr *r = get[5];
   oxi_instr *miss = emit(L, OXI_NOT, OX_BOOL);
   miss->ops[0] = hit;
   miss->nops = 1;
   oxi_block *join;
   begin_if(L, miss, &join);
-  oxi_instr *w0 = emit(L, OXI_CP_WAIT, OXI_VOID); /* a wrong guess may still be landing here */
+  barrier(L); /* other warps may still read the previous call's area */
+  oxi_instr *w0 = emit(L, OXI_CP_WAIT, OXI_VOID); /* wrong guesses may still be landing */
   w0->imm = 0;
-  copy_async(L, la, c[0], c[1], m, cur, pa);
-  copy_async(L, lb, c[2], c[3], m, bin(L, OXI_ADD, OX_U64, cur, cu64(L, (uint64_t)(M * pa))), pb);
+  for (int j = 0; j < S - 1; j++) /* this call's operands and the next S - 2 calls' */
+    prefetch(L, in, c, r, j, m, area, S);
   end_if(L, join);
-  emit(L, OXI_CP_COMMIT, OXI_VOID); /* this call's operands (empty after a hit) */
-  oxi_instr *ka = bin(L, OXI_ADD, OX_U64, c[1], cu64(L, 1)), *kb = bin(L, OXI_ADD, OX_U64, c[2], cu64(L, 1));
-  copy_async(L, la, c[0], ka, m, next, pa);
-  copy_async(L, lb, kb, c[3], m, bin(L, OXI_ADD, OX_U64, next, cu64(L, (uint64_t)(M * pa))), pb);
-  emit(L, OXI_CP_COMMIT, OXI_VOID); /* the guess for the next call */
+  /* S - 1 groups in flight, this call's the oldest */
   oxi_instr *w = emit(L, OXI_CP_WAIT, OXI_VOID);
-  w->imm = 1; /* all but the guess have landed */
+  w->imm = S - 2;
+  barrier(L);
+  prefetch(L, in, c, r, S - 1, m, area, S); /* into the previous call's area, which every warp is done with */
   oxi_instr *t = emit(L, OXI_CONST, OX_BOOL);
   t->imm = 1;
   set_slot(L, slot, t);
-  oxi_instr *nc[4] = {c[0], ka, kb, c[3]};
+  oxi_instr *nc[4] = {c[0], bin(L, OXI_ADD, OX_U64, c[1], cu64(L, 1)), bin(L, OXI_ADD, OX_U64, c[2], cu64(L, 1)),
+                      c[3]};
   for (int i = 0; i < 4; i++)
     set_slot(L, slot + 1 + i, nc[i]);
-  set_slot(L, slot + 5, bin(L, OXI_XOR, OX_U64, get[5], cu64(L, 1)));
-  return cur;
+  set_slot(L, slot + 5, bin(L, OXI_REM, OX_U64, bin(L, OXI_ADD, OX_U64, r, cu64(L, 1)), cu64(L, (uint64_t)S)));
+  return bin(L, OXI_MUL, OX_U64, r, cu64(L, (uint64_t)area));
 }
 
 /* dot on tensor cores. a [M, K] and b [K, N] are staged in shared memory with
@@ -1184,20 +1205,20 @@ static void dot_tc(lowerer *L, const oxi_instr *in) {
   mma_layout ml;
   mma_layout_of(L, in->tshape, &ml);
   int64_t area = M * pa + K * pb; /* one staging area: A, then B */
-  int ps = L->pipe[in->id];
+  int S = L->pipe[in->id].stages;
   oxi_mem m = {OXI_MEM_SHARED, 0};
-  if (ps) { /* its own two areas: a prefetch stays in flight across other steps */
+  if (S) { /* its own areas: prefetches stay in flight across other steps */
     oxi_shared *sh = oxb_alloc(L->m->arena, sizeof *sh);
     sh->dtype = (ox_dtype)t;
-    sh->count = 2 * area;
+    sh->count = S * area;
     oxb_vec_push(L->m->arena, &L->nk->shared, sh);
     m.index = L->nk->shared.len - 1;
   } else {
     m = scratch(L, t, area);
   }
   oxi_instr *cur = cu64(L, 0); /* where this dot's operands are staged */
-  if (ps)
-    cur = dot_pipeline(L, in, m, area, ps - 1);
+  if (S)
+    cur = dot_pipeline(L, in, m, area, L->pipe[in->id].slot, S);
   else {
     bool copies = false;
     for (int i = 0; i < 2; i++) {
@@ -1215,8 +1236,8 @@ static void dot_tc(lowerer *L, const oxi_instr *in) {
       emit(L, OXI_CP_COMMIT, OXI_VOID);
       emit(L, OXI_CP_WAIT, OXI_VOID);
     }
+    barrier(L);
   }
-  barrier(L);
   int tiles = (int)(ml.wm / 16 * (ml.wn / 8));
   oxi_instr **acc = malloc(sizeof *acc * (size_t)tiles);
   oxi_instr **c = in->nops == 3 ? in_layout(L, in->ops[2], true) : NULL;
@@ -1269,7 +1290,9 @@ static void dot_tc(lowerer *L, const oxi_instr *in) {
         acc[i * nt + j] = d;
       }
   }
-  barrier(L); /* the staging area is free for the next dot */
+  if (!S) /* the scratch area is free for the next use (a ring's areas are reused after the
+             barrier in dot_pipeline) */
+    barrier(L);
   oxi_instr **out = new_elements(L, in->tshape);
   for (int i = 0; i < tiles; i++)
     for (int r = 0; r < 4; r++) {
@@ -1426,6 +1449,12 @@ static void lower_instr(lowerer *L, const oxi_instr *in) {
   case OXI_T_IOTA: lower_iota(L, in); return;
   case OXI_T_ID: L->sval[in->id] = tile_id(L, in->mem.index, in->index); return;
   case OXI_T_COUNT: L->sval[in->id] = tile_count(L, in->mem.index, in->index); return;
+  case OXI_RET:
+    if (L->pipelined) { /* no copy may land after the block has given its shared memory back */
+      oxi_instr *w = emit(L, OXI_CP_WAIT, OXI_VOID);
+      w->imm = 0;
+    }
+    break;
   default: break;
   }
   if (in->tshape) {
@@ -1527,15 +1556,20 @@ static void choose_direct_loads(lowerer *L) {
             ld->imm == 0 && ld->fimm == 0) /* zero padding: what cp.async fills in */
           L->direct[ld->id] = 1;
       }
-      /* two staging areas of A [M, K] and B [K, N], rows padded by 8 */
+      /* staging areas of A [M, K] and B [K, N] (2 bytes an element, rows
+       * padded by 8): 3 if they fit (on the H200, a fourth gained nothing) */
       const oxi_tshape *as = in->ops[0]->tshape, *bs = in->ops[1]->tshape;
-      int64_t two = 2 * 2 * (as->dims[0] * (as->dims[1] + 8) + bs->dims[0] * (bs->dims[1] + 8));
-      if (L->direct[in->ops[0]->id] && L->direct[in->ops[1]->id] && in_loop(k, b) && two <= 40 * 1024) {
+      int64_t area = 2 * (as->dims[0] * (as->dims[1] + 8) + bs->dims[0] * (bs->dims[1] + 8));
+      int64_t fit = L->shared_limit * 3 / 4 / area; /* a quarter left for the rest */
+      int S = (int)(fit < 3 ? fit : 3);
+      if (L->direct[in->ops[0]->id] && L->direct[in->ops[1]->id] && in_loop(k, b) && S >= 2) {
         static const oxi_type types[6] = {OX_BOOL, OX_U64, OX_U64, OX_U64, OX_U64, OX_U64};
+        L->pipe[in->id].stages = S;
+        L->pipelined = true;
         for (int i = 0; i < 6; i++) {
           int s = oxi_slot_new(L->m, L->nk, types[i]);
           if (!i)
-            L->pipe[in->id] = s + 1;
+            L->pipe[in->id].slot = s;
         }
       }
     }
@@ -1543,37 +1577,53 @@ static void choose_direct_loads(lowerer *L) {
   free(uses);
 }
 
-ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda) {
-  assert(k->is_tile);
-  /* the block size: from the largest tile, so that each thread holds a few
-   * 16-byte chunks of it */
-  int64_t emax = 1;
+/* Threads per block: from the largest tile, so that each thread holds a few
+ * 16-byte chunks of it and at most MAX_PER_THREAD elements. A dot on tensor
+ * cores asks for one warp per 64 x 64 of its result (4 to 8 warps): that warp
+ * tile reuses each operand fragment 8 times (a 64 x 32 one, 4 to 8), which is
+ * what keeps the tensor cores busy; each thread then holds 128 accumulator
+ * elements. Returns 0 if the largest tile (`*emax` elements) is more than
+ * 1024 threads hold (`*most`). */
+static int64_t block_threads(const oxi_kernel *k, bool cuda, int64_t *emax_out, int64_t *most) {
+  int64_t emax = 1, dot = 0;
   for (int bi = 0; bi < k->blocks.len; bi++) {
     const oxi_block *b = k->blocks.items[bi];
     for (int ii = 0; ii < b->instrs.len; ii++) {
       const oxi_instr *in = b->instrs.items[ii];
       if (in->tshape && elems(in->tshape) > emax)
         emax = elems(in->tshape);
+      oxi_type t = in->op == OXI_T_DOT ? in->ops[0]->type : OXI_VOID;
+      if (cuda && (t == OX_BF16 || t == OX_F16) && in->ops[0]->tshape->dims[1] % 16 == 0 &&
+          elems(in->tshape) > dot)
+        dot = elems(in->tshape);
     }
   }
-  int64_t T = emax / 4;
-  if (T < 1)
-    T = 1;
-  if (T > 128)
-    T = 128;
-  while (T < 1024 && emax / T > MAX_PER_THREAD)
+  int64_t limit = dot ? 2 * MAX_PER_THREAD : MAX_PER_THREAD;
+  int64_t T = emax / 4 < 1 ? 1 : emax / 4 > 128 ? 128 : emax / 4;
+  while (T < 1024 && emax / T > limit)
     T *= 2;
-  if (emax / T > MAX_PER_THREAD)
+  int64_t warps = dot / 4096 < 4 ? 4 : dot / 4096 > 8 ? 8 : dot / 4096;
+  if (dot && T < 32 * warps)
+    T = 32 * warps;
+  *emax_out = emax;
+  *most = 1024 * limit;
+  return emax / T > limit ? 0 : T;
+}
+
+ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda, int64_t shared_limit) {
+  assert(k->is_tile);
+  int64_t emax, most, T = block_threads(k, cuda, &emax, &most);
+  if (!T)
     return oxb_set_error(OX_ERR_UNSUPPORTED,
                          "%s:%d:%d: kernel '%s' has a tile of %lld elements; this version of the "
-                         "tile lowering handles at most %d",
-                         m->filename, k->line, k->col, k->name, (long long)emax,
-                         1024 * MAX_PER_THREAD);
+                         "tile lowering handles at most %lld",
+                         m->filename, k->line, k->col, k->name, (long long)emax, (long long)most);
   lowerer L = {0};
   L.m = m;
   L.k = k;
   L.T = (int)T;
   L.cuda = cuda;
+  L.shared_limit = shared_limit;
   oxi_kernel *nk = oxb_alloc(m->arena, sizeof *nk);
   *nk = *k;
   nk->blocks.items = NULL;
@@ -1610,8 +1660,8 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda) {
           as->nops = 1;
         }
       for (int i = 0; i <= k->next_id; i++) /* no prefetch in flight; staging area 0 */
-        for (int s = 0; L.pipe[i] && s < 6; s++)
-          set_slot(&L, L.pipe[i] - 1 + s, s ? cu64(&L, 0) : zero_bool(&L));
+        for (int s = 0; L.pipe[i].stages && s < 6; s++)
+          set_slot(&L, L.pipe[i].slot + s, s ? cu64(&L, 0) : zero_bool(&L));
     }
     const oxi_block *b = k->blocks.items[bi];
     for (int ii = 0; ii < b->instrs.len; ii++)
@@ -1633,12 +1683,12 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda) {
     sh->offset = (nk->shared_bytes + 15) & ~(int64_t)15;
     nk->shared_bytes = sh->offset + sh->count * (int64_t)ox_dtype_size(sh->dtype);
   }
-  if (nk->shared_bytes > 48 * 1024)
+  if (nk->shared_bytes > shared_limit)
     return oxb_set_error(OX_ERR_UNSUPPORTED,
                          "%s:%d:%d: kernel '%s' needs %lld bytes of shared memory for its reductions, "
-                         "layout changes and dot operands; this version of the tile lowering has 48 KiB "
-                         "(use smaller tiles)",
-                         m->filename, k->line, k->col, k->name, (long long)nk->shared_bytes);
+                         "layout changes and dot operands; a block has %lld here (use smaller tiles)",
+                         m->filename, k->line, k->col, k->name, (long long)nk->shared_bytes,
+                         (long long)shared_limit);
   k->blocks = nk->blocks;
   k->slots = nk->slots;
   k->next_id = nk->next_id;
@@ -1649,4 +1699,16 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda) {
   k->block[0] = (int)T;
   k->block[1] = k->block[2] = 1;
   return OX_OK;
+}
+
+int64_t oxt_shared_limit(int sm) {
+  switch (sm) {
+  case 80:
+  case 87: return 163 * 1024;
+  case 86:
+  case 89:
+  case 120:
+  case 121: return 99 * 1024;
+  default: return 227 * 1024; /* sm_90, sm_100, sm_103 */
+  }
 }

@@ -11,10 +11,16 @@
 #include "ir/ir.h"
 
 /* Lowers tile kernel `k` of `m` in place, for the CUDA target (`cuda`: dot
- * on tensor cores) or the CPU. Afterwards k->is_tile is false, k->block holds
+ * on tensor cores) or the CPU, for blocks of at most `shared_limit` bytes of
+ * shared memory (the device's; oxt_shared_limit for code emitted without
+ * one). Afterwards k->is_tile is false, k->block holds
  * the block shape the launch must use, and no tile value or tile op is left.
  * Errors (a tile too large for this lowering) set the last error, naming the
  * source file of `m`. */
-ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda);
+ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda, int64_t shared_limit);
+
+/* The shared memory a block may opt in to on CUDA GPUs of compute capability
+ * `sm` (sm_80: 163 KiB, sm_86 and sm_89: 99 KiB, sm_90: 227 KiB). */
+int64_t oxt_shared_limit(int sm);
 
 #endif
