@@ -145,7 +145,10 @@ static ox_status specialize(ox_kernel k, const int64_t *gen, uint64_t facts, oxa
     int n = snprintf(extra, sizeof extra, "tile %s", ki->name);
     for (int g = 0; g < k->ngenerics && n < 400; g++)
       n += snprintf(extra + n, sizeof extra - (size_t)n, " %lld", (long long)gen[g]);
-    snprintf(extra + n, sizeof extra - (size_t)n, " facts %llx", (unsigned long long)facts);
+    /* the lowering's own choices too (they follow from the device, which the key holds, but a
+       mismatch between cached code and the shared memory the launch passes would be fatal) */
+    snprintf(extra + n, sizeof extra - (size_t)n, " facts %llx block %d shared %lld", (unsigned long long)facts,
+             ki->block[0], (long long)ki->shared_bytes);
     int from_cache;
     s = oxa_build(m->dev, &sp->irm, m->text, extra, &m->opts, &sp->code, &from_cache);
   }
