@@ -8,8 +8,10 @@
  *   bench rmsnorm R C ITERS [DEV]    RMSNorm and LayerNorm of R x C f32, one
  *   bench layernorm R C ITERS [DEV]  row per tile of 1 x next_pow2(C); DEV is
  *                             "cuda" (the default) or "cpu"
- *   bench matmul M N K T ITERS [BK]  the tile pipeline's bf16 matmul (f32
- *                             accumulate and output, examples/tile_matmul.oxk)
+ *   bench matmul M N K T ITERS [BK [TN]]  the tile pipeline's bf16 matmul
+ *                             (f32 accumulate and output,
+ *                             examples/tile_matmul.oxk) in T x TN tiles
+ *                             (TN = T by default), BK = 32 by default
  *                             in T x T tiles, K steps of BK (32): TFLOP/s
  *   bench launch ITERS        host time per launch: ox_launch vs a raw
  *                             cuLaunchKernel of the same cubin
@@ -466,7 +468,7 @@ int main(int argc, char **argv) {
     compile();
   else {
     fprintf(stderr, "usage: bench vecadd N ITERS [W] | tileadd N ITERS T | softmax R C ITERS | rmsnorm R C ITERS [cpu|cuda]\n"
-                    "       | layernorm R C ITERS [cpu|cuda] | matmul M N K T ITERS [BK] | launch ITERS | compile\n");
+                    "       | layernorm R C ITERS [cpu|cuda] | matmul M N K T ITERS [BK [TN]] | launch ITERS | compile\n");
     return 2;
   }
   return 0;

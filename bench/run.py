@@ -161,7 +161,7 @@ def norms(R, C, eps=1e-5):
 def matmul(S):
     """bf16 S x S x S matmul, f32 accumulation: torch.matmul (cuBLAS), a Triton
     matmul written here (the usual K loop of tl.dot, several pipeline stages),
-    and Oxide's tile matmul (examples/tile_matmul.oxk) in tiles of 128 and 64.
+    and Oxide's tile matmul (examples/tile_matmul.oxk) in several tile shapes (BM x BN x BK).
     TFLOP/s = 2 S^3 / median time."""
     import torch
     a = torch.full((S, S), 0.5, device="cuda", dtype=torch.bfloat16)
@@ -196,10 +196,10 @@ def matmul(S):
         mrows["triton (best of 3 configs)"] = best if best else "WRONG RESULT"
     except Exception as e:
         mrows["triton (best of 3 configs)"] = f"failed: {e}"
-    for tile, bk in ((128, 32), (64, 32), (64, 64)):
-        name = f"oxide tile matmul, {tile}x{tile}x{bk}"
+    for tm, tn, bk in ((128, 128, 64), (128, 128, 32), (128, 256, 64), (64, 64, 64)):
+        name = f"oxide tile matmul, {tm}x{tn}x{bk}"
         try:
-            ox = oxide("matmul", S, S, S, tile, 10, bk)
+            ox = oxide("matmul", S, S, S, tm, 10, bk, tn)
             mrows[name] = ox["tflops"] if ox["correct"] else "WRONG RESULT"
         except Exception as e:
             mrows[name] = f"failed: {e}"

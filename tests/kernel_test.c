@@ -171,6 +171,63 @@ static void test_bounds(void) {
   ox_module_destroy(m);
 }
 
+/* Shared arrays beyond the 48 KiB of static shared memory: dynamic shared
+ * memory on CUDA, up to what the device lets a block opt in to (the CPU
+ * device allows 99 KiB, the least of any supported GPU). */
+static void test_big_shared(void) {
+  static const char *src =
+      "#[kernel]\n"
+      "fn rev80k(a: &[f32], c: DisjointSlice<f32>) {\n"
+      "    let s = SharedArray::<f32, 20000>::new();\n"
+      "    let t = thread::thread_idx_x() as usize;\n"
+      "    for j in 0..79 { if t + j * 256 < 20000 { s[t + j * 256] = a[t + j * 256]; } }\n"
+      "    sync_threads();\n"
+      "    for j in 0..79 { if let Some(out) = c.get_mut(thread::index_1d() + j * 256) { *out = s[19999 - t - j * 256]; } }\n"
+      "}\n"
+      "#[kernel]\n"
+      "fn fill120k(c: DisjointSlice<f32>) {\n"
+      "    let s = SharedArray::<f32, 30000>::new();\n"
+      "    let t = thread::thread_idx_x() as usize;\n"
+      "    s[29999 - t] = t as f32;\n"
+      "    sync_threads();\n"
+      "    if let Some(out) = c.get_mut(thread::index_1d()) { *out = s[29744 + t] + 1.0; }\n"
+      "}\n";
+  ox_module m;
+  ox_kernel k = kernel(&m, src, "rev80k"), k120 = NULL;
+  if (!k)
+    return;
+  CHECK_OK(ox_module_get_kernel(m, "fill120k", &k120));
+  static float a[20000], c[20000];
+  for (int i = 0; i < 20000; i++)
+    a[i] = (float)i * 0.5f;
+  ox_tensor ta = make(OX_F32, 20000, a), tc = make(OX_F32, 20000, NULL);
+  ox_launch_config one = {{1, 1, 1}, {256, 1, 1}};
+  ox_arg args[2] = {ox_arg_tensor(ta), ox_arg_tensor(tc)};
+  CHECK_OK(ox_launch(k, stream, &one, args, 2));
+  CHECK_OK(ox_tensor_to_host(tc, stream, c, sizeof c));
+  int bad = 0;
+  for (int i = 0; i < 20000; i++)
+    bad += c[i] != a[19999 - i];
+  CHECK(bad == 0, "80000 bytes of shared memory: %d wrong", bad);
+  /* 120000 bytes: above the CPU's 99 KiB; within an H200's 227 KiB */
+  ox_arg one_arg = ox_arg_tensor(tc);
+  ox_status st = ox_launch(k120, stream, &one, &one_arg, 1);
+  if (ox_device_get_type(dev) == OX_DEVICE_CPU) {
+    CHECK_ERR(st, OX_ERR_LAUNCH, "kernel 'fill120k' needs 120000 bytes of shared memory; CPU");
+  } else if (st == OX_OK) {
+    CHECK_OK(ox_tensor_to_host(tc, stream, c, sizeof c));
+    int wrong = 0;
+    for (int i = 0; i < 256; i++)
+      wrong += c[i] != (float)(255 - i) + 1.0f;
+    CHECK(wrong == 0, "120000 bytes of shared memory: %d wrong", wrong);
+  } else {
+    CHECK_ERR(st, OX_ERR_LAUNCH, "kernel 'fill120k' needs 120000 bytes of shared memory");
+  }
+  ox_tensor_release(ta);
+  ox_tensor_release(tc);
+  ox_module_destroy(m);
+}
+
 /* Grid-stride witness loops: every element exactly once, for lengths that are
  * and are not multiples of the chunk, grids smaller and larger than the data,
  * with continue and break in the body. */
@@ -281,6 +338,7 @@ int main(int argc, char **argv) {
   test_launch_checks();
   test_bounds();
   test_grid_stride();
+  test_big_shared();
   test_cache(argv[0], devname);
   ox_stream_destroy(stream);
   return test_done("kernel_test");

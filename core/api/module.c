@@ -246,12 +246,8 @@ ox_status oxa_entry(ox_device dev, const oxa_code *code, const oxi_kernel *ki, C
   if (dev->type == OX_DEVICE_CUDA) {
     ox_status s = oxr_cuda_get_function(code->cu_mod, ki->name, cu);
     unsigned dyn = oxa_dynamic_shared(ki);
-    if (s || !dyn)
+    if (s || !dyn || ki->shared_bytes > dev->max_shared_per_block) /* a launch refuses the latter */
       return s;
-    if (ki->shared_bytes > dev->max_shared_per_block)
-      return oxb_set_error(OX_ERR_UNSUPPORTED, "kernel '%s' needs %lld bytes of shared memory; %s allows %d",
-                           ki->name, (long long)ki->shared_bytes, ox_device_name(dev),
-                           dev->max_shared_per_block);
     /* a dynamic array above 48 KiB: the kernel must opt in to its size */
     CUresult r = oxr_cu.cuFuncSetAttribute(*cu, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)dyn);
     return r ? oxr_cuda_error(r, "cuFuncSetAttribute") : OX_OK;

@@ -54,9 +54,11 @@ static void cpu_init(void) {
   d->max_block_dim[2] = 64;
   d->max_grid_dim[0] = 2147483647;
   d->max_grid_dim[1] = d->max_grid_dim[2] = 65535;
-  /* 48 KiB: what every CUDA GPU gives a block without opting in. The CPU
-   * could offer more, but kernels tested on the CPU should fit on any GPU. */
-  d->max_shared_per_block = 48 * 1024;
+  /* 99 KiB: the least any supported GPU (sm_80 and newer) lets a block opt
+   * in to (sm_86, sm_89, sm_120), which Oxide does for every kernel above
+   * the 48 KiB of static shared memory. The CPU could offer more, but
+   * kernels tested on the CPU should fit on any GPU. */
+  d->max_shared_per_block = 99 * 1024;
   d->multiprocessors = threads;
   cpu_stream.dev = d;
   cpu_stream.is_default = 1;
