@@ -130,6 +130,9 @@ static void test_hostile(void) {
             "code 2 (float) with 8 bits");
     REFUSED(produce(mem, (DLDataType){kDLFloat8_e4m3, 8, 1}, 1, &n4, NULL), ver, OX_ERR_UNSUPPORTED,
             "(float8_e4m3) with 8 bits"); /* not the fn variant Oxide has */
+    /* tf32's empty entry in the dtype table matches nothing */
+    REFUSED(produce(mem, (DLDataType){kDLInt, 0, 1}, 1, &n4, NULL), ver, OX_ERR_UNSUPPORTED,
+            "DLPack dtype code 0 (int) with 0 bits has no Oxide dtype");
     static const struct {
       int type;
       const char *msg;
@@ -286,7 +289,7 @@ static void test_import_layouts(void) {
     ox_tensor_release(t);
   }
 
-  /* every dtype maps both ways */
+  /* every dtype maps both ways (but tf32, which no tensor holds) */
   static const DLDataType dts[] = {
       {kDLBool, 8, 1},   {kDLInt, 8, 1},           {kDLInt, 16, 1},       {kDLInt, 32, 1},
       {kDLInt, 64, 1},   {kDLUInt, 8, 1},          {kDLUInt, 16, 1},      {kDLUInt, 32, 1},

@@ -459,6 +459,52 @@ static const fcase cases[] = {
                   "    let o = h.atomic_add(i, 1) + s.atomic_cas(0, 1, 2);\n"
                   "    g.atomic_min(i, -1);\n}\n",
        "atomic.add %h|[checked 5:14]", "atomic.cas shared0|[checked 5:35]", "atomic.min %g"),
+
+    /* ------------------------------------------------------------- tf32 */
+    OK("tf32 arithmetic", K("let t = a[i] as tf32;\nlet u = t * t + 1.0;\n"
+                            "let v = (u as f32) + (b[i] as tf32 as f32) + (u.sqrt() as f32);\n"
+                            "let s = SharedArray::<tf32, 4>::new();\ns[0] = u;"),
+       "tf32 = cast", "tf32 = bin.mul", "tf32 = const 1", "tf32 = math.sqrt",
+       "store shared0", "shared0: [tf32; 4]"),
+    BAD("tf32 kernel parameters", 4,
+        "#[kernel]\n"
+        "fn k(a: &[tf32], s: tf32,\n"
+        "     h: &[Atomic<tf32>], c: DisjointSlice<tf32>) {\n}\n",
+        "2:6 error: parameter 'a': slices hold f32, not tf32 (a compute type); take f32 elements "
+        "and cast the loaded values with `as tf32`",
+        "2:18 error: parameter 's': tf32 is a compute type, not a launch argument; take an f32 and "
+        "cast it with `as tf32`",
+        "3:6 error: parameter 'h': slices hold f32", "3:26 error: parameter 'c': slices hold f32"),
+    BAD("tf32 tensor parameter", 1,
+        "#[tile]\n"
+        "fn t<const B: i32>(z: &mut Tensor<f32, [B]>, x: &Tensor<tf32, [-1]>) {\n"
+        "    z.store(x.partition([B]).load([tile_id(0)]) as f32);\n"
+        "}\n",
+        "2:46 error: parameter 'x': tensors hold f32, not tf32 (a compute type); take "
+        "&Tensor<f32, ..> and cast the loaded tile with `as tf32`"),
+    BAD("tf32 output and atomic tensors", 3,
+        "#[tile]\n"
+        "fn t<const B: i32>(z: &mut Tensor<tf32, [B]>, h: &Tensor<Atomic<tf32>, [-1]>, s: tf32) {\n"
+        "    z.store(full([B], s));\n"
+        "}\n",
+        "2:20 error: parameter 'z': tensors hold f32, not tf32 (a compute type); take "
+        "&mut Tensor<f32, ..> and store the tile `as f32`",
+        "2:47 error: parameter 'h': tensors hold f32, not tf32",
+        "2:79 error: parameter 's': tf32 is a compute type, not a launch argument"),
+    BAD("tf32 atomics", 1, K("let s = SharedArray::<tf32, 4>::new();\ns.atomic_add(0, 1.0);"),
+        "5:2 error: 'atomic_add' is not available for tf32 elements"),
+    BAD("tf32 const generic", 1,
+        "#[tile]\n"
+        "fn t<const B: tf32>(z: &mut Tensor<f32, [16]>) { z.store(full([16], 0.0f32)); }\n",
+        "2:15 error: a const generic is an integer"),
+    BAD("dot of tf32 and f32 tiles", 1,
+        "#[tile]\n"
+        "fn t(z: &mut Tensor<f32, [16, 16]>, x: &Tensor<f32, [16, 16]>) {\n"
+        "    let a = x.partition([16, 16]).load([0, 0]);\n"
+        "    z.store(dot(a as tf32, a) + dot(a as tf32, a as tf32));\n"
+        "}\n",
+        "4:13 error: 'dot' multiplies two tiles of one dtype, bf16, f16, tf32 or f32; found tf32 "
+        "and f32"),
 };
 
 /* ------------------------------------------------------------- checking */
@@ -534,7 +580,8 @@ static void test_rendering(void) {
   ox_free(out);
 }
 
-/* Every scalar type converts to every other with 'as' (bool only from bool). */
+/* Every scalar type converts to every other with 'as' (bool only from bool);
+ * tf32, which no parameter holds, from a local. */
 static void test_casts(void) {
   static const char *const types[] = {"i8",  "i16", "i32", "i64",  "u8",  "u16",  "u32",
                                       "u64", "f16", "bf16", "f32", "f64", "usize", "isize"};
@@ -549,8 +596,12 @@ static void test_casts(void) {
       n += snprintf(src + n, sizeof src - (size_t)n, "    let c%zu_%zu: %s = p%zu as %s;\n", i, j,
                     types[j], i, types[j]);
   }
+  n += snprintf(src + n, sizeof src - (size_t)n, "    let tf = b as tf32;\n");
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+    n += snprintf(src + n, sizeof src - (size_t)n, "    let t%zu = p%zu as tf32;\n"
+                  "    let u%zu = t%zu as %s;\n", i, i, i, i, types[i]);
   snprintf(src + n, sizeof src - (size_t)n, "}\n");
-  fcase c = {"all casts", src, OX_OK, 0, {"cast", "!error"}};
+  fcase c = {"all casts", src, OX_OK, 0, {"cast", "!error", "tf32 = cast", "bf16 = cast"}};
   run_case(&c);
   /* and the backend takes them */
   ox_compile_options o = {0};

@@ -1,5 +1,5 @@
-/* ptx_test - the PTX of every example kernel, and of tile kernels on tensor
- * cores, is accepted by ptxas (from the CUDA toolkit) for sm_80 and sm_90. Without ptxas the test fails, unless
+/* ptx_test - the PTX of every example kernel, of tile kernels on tensor
+ * cores and of tf32 kernels, is accepted by ptxas (from the CUDA toolkit) for sm_80 and sm_90. Without ptxas the test fails, unless
  * OXIDE_NO_PTXAS=1 says the machine has no CUDA toolkit on purpose. */
 #include <dirent.h>
 #include <stdlib.h>
@@ -42,6 +42,30 @@ static const char *TENSOR_CORES =
     "    let d = dot(a.partition([64, 32]).load([tile_id(0), 0]), b.partition([32, 64]).load([0, 0]));\n"
     "    c.store(reduce_sum(d, 1));\n"
     "}\n";
+
+/* tf32 casts and arithmetic round with cvt.rna.tf32.f32, in a SIMT kernel
+ * and in a tile kernel's elementwise ops and dot operands. */
+static const char *TF32 =
+    "#[kernel]\n"
+    "fn tf32_simt(x: &[f32], y: DisjointSlice<f32>) {\n"
+    "    let i = thread::index_1d();\n"
+    "    let t = x[i] as tf32;\n"
+    "    let u = t * t + (i.get() as i32) as tf32;\n"
+    "    if let Some(o) = y.get_mut(i) { *o = (u.sqrt() as f32) + (t as f64) as f32; }\n"
+    "}\n"
+    "#[tile]\n"
+    "fn tf32_tile(c: &mut Tensor<f32, [64, 64]>, a: &Tensor<f32, [-1, -1]>, b: &Tensor<f32, [-1, -1]>) {\n"
+    "    let x = a.partition([64, 32]).load([tile_id(0), 0]) as tf32;\n"
+    "    let y = b.partition([32, 64]).load([0, tile_id(1)]) as tf32;\n"
+    "    c.store(dot(x * x, y) + (reduce_max(x, 1) as f32));\n"
+    "}\n";
+
+static void look_tf32(const char *name, const char *ptx) {
+  CHECK(strstr(ptx, "cvt.rna.tf32.f32") != NULL, "%s: no cvt.rna.tf32.f32", name);
+  /* the tile kernel's dot: 64 x 64 by 4 warps of 32 x 32, on tensor cores */
+  CHECK(strstr(ptx, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") != NULL, "%s: no tf32 mma.sync", name);
+  CHECK(strstr(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16") != NULL, "%s: no ldmatrix for tf32 A", name);
+}
 
 /* Emits `text` as PTX for sm_80 and sm_90 and has ptxas assemble it; calls
  * `look` on each PTX for the caller's own checks. */
@@ -110,6 +134,8 @@ int main(void) {
   }
   check_ptx(ptxas, "tensor_cores.oxk", TENSOR_CORES, 0, look_tensor_cores);
   check_ptx(ptxas, "tensor_cores.oxk", TENSOR_CORES, 1, look_pipelined);
+  check_ptx(ptxas, "tf32.oxk", TF32, 0, look_tf32);
+  check_ptx(ptxas, "tf32.oxk", TF32, 1, look_tf32);
   char dir[4200];
   snprintf(dir, sizeof dir, "%s/examples", src_dir ? src_dir : ".");
   DIR *d = opendir(dir);

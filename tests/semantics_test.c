@@ -1,9 +1,10 @@
 /* semantics_test - the same kernels give the same answers on every device
  * (argv[1]: "cpu" or "cuda"): warp shuffles and votes, atomics on global and
  * shared memory, math functions against double-precision references, casts,
- * and integer corner cases that must not trap. */
+ * integer corner cases that must not trap, and tf32 rounding. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 
@@ -271,6 +272,144 @@ static void test_loops(void) {
   ox_module_destroy(m);
 }
 
+/* ---- tf32: f32 rounded to 10 mantissa bits, ties away from zero */
+
+static float from_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static uint32_t to_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+/* The reference rounding, in double arithmetic rather than on the bits:
+ * x / ulp rounded half away from zero (C's round) times the ulp of a tf32 of
+ * x's binade (2^(e-10); subnormals: 2^-136, f32's subnormal step times 2^13).
+ * A result of 2^128 overflows to Inf in the conversion to float, as IEEE
+ * rounding to nearest makes every value from 0x1.ffep127 up infinite. */
+static float tf32_ref(float x) {
+  if (isnan(x) || isinf(x) || x == 0)
+    return x;
+  int e;
+  frexp(x, &e); /* x = f * 2^e, 0.5 <= |f| < 1: the binade's exponent is e - 1 */
+  double ulp = ldexp(1, (e - 1 < -126 ? -126 : e - 1) - 10);
+  double r = round((double)x / ulp) * ulp;
+  return r == 0 ? copysignf(0.0f, x) : (float)r;
+}
+
+/* `x as tf32` and back to f32, bit for bit against the reference: ties
+ * (13 low bits 0x1000) of both signs round away from zero, carries move into
+ * the next binade and past the largest finite f32 to Inf, subnormals round
+ * on the same grid, -0, Inf and NaN stay. (A NaN whose payload is only in the
+ * 13 low bits is left out: the CPU keeps it, the GPU's cvt.rna clears those
+ * bits, making it Inf.) */
+static void test_tf32_cast(void) {
+  ox_module m = compile(
+      "#[kernel]\n"
+      "fn to_tf32(x: &[f32], out: DisjointSlice<f32>) {\n"
+      "    let i = thread::index_1d();\n"
+      "    if let Some(o) = out.get_mut(i) { *o = (x[i] as tf32) as f32; }\n"
+      "}\n");
+  static const uint32_t cases[] = {
+      0x3f800000, 0x3f801000, 0x3f803000, 0xbf801000, 0xbf803000, 0x3f800fff, 0x3f801001,
+      0xbf800fff, 0x3fffffff, 0x3ffff000, 0xbffff000, 0x7f7fffff, 0x7f7ff000, 0x7f7fefff,
+      0xff7ff000, 0xff7fffff, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00001, 0x00000000,
+      0x80000000, 0x00000001, 0x80000fff, 0x00001000, 0x80001000, 0x00003000, 0x007ff000,
+      0x807fffff, 0x00800000, 0x00801000, 0x40490fdb /* pi */, 0x1e3ce508 /* 1e-20 */};
+  enum { NC = sizeof cases / sizeof cases[0], N = NC + 512 };
+  float x[N], out[N];
+  uint32_t lcg = 12345;
+  for (int i = 0; i < N; i++) {
+    lcg = lcg * 1664525u + 1013904223u;
+    x[i] = from_bits(i < NC ? cases[i] : lcg);
+  }
+  ox_tensor tx = tensor(OX_F32, N, x), to = tensor(OX_F32, N, NULL);
+  ox_arg args[2] = {ox_arg_tensor(tx), ox_arg_tensor(to)};
+  run(m, "to_tf32", (N + 127) / 128, 128, args, 2);
+  fetch(to, out);
+  int bad = 0;
+  for (int i = 0; i < N; i++) {
+    float want = tf32_ref(x[i]);
+    int ok = isnan(want) ? isnan(out[i]) : to_bits(out[i]) == to_bits(want);
+    if (!ok && bad++ < 5)
+      fprintf(stderr, "tf32 of %08x: %08x, expected %08x\n", to_bits(x[i]), to_bits(out[i]),
+              to_bits(want));
+  }
+  CHECK(bad == 0, "%d tf32 casts differ", bad);
+  /* the reference itself, on the cases the rounding rule decides */
+  CHECK(to_bits(tf32_ref(from_bits(0x3f801000))) == 0x3f802000 &&
+            to_bits(tf32_ref(from_bits(0xbf801000))) == 0xbf802000 &&
+            to_bits(tf32_ref(from_bits(0x7f7ff000))) == 0x7f800000 &&
+            to_bits(tf32_ref(from_bits(0x7f7fefff))) == 0x7f7fe000 &&
+            to_bits(tf32_ref(from_bits(0x80001000))) == 0x80002000,
+        "tf32 reference");
+  ox_tensor_release(tx);
+  ox_tensor_release(to);
+  ox_module_destroy(m);
+}
+
+/* Arithmetic and math on tf32 compute in f32 and round the result to tf32;
+ * ints and f64 become f32 first; a tf32 literal is rounded. */
+static void test_tf32_ops(void) {
+  ox_module m = compile(
+      "#[kernel]\n"
+      "fn tf32_ops(x: &[f32], y: &[f32], out: DisjointSlice<f32>) {\n"
+      "    let i = thread::index_1d();\n"
+      "    let k = i.get();\n"
+      "    let a = x[k / 8] as tf32;\n"
+      "    let b = y[k / 8] as tf32;\n"
+      "    let c: tf32 = 0.1;\n"
+      "    let r = if k % 8 == 0 { a + b } else if k % 8 == 1 { a * b } else if k % 8 == 2 { a - b }\n"
+      "        else if k % 8 == 3 { a / b } else if k % 8 == 4 { (a * a).sqrt() + c }\n"
+      "        else if k % 8 == 5 { a.mul_add(b, c) }\n"
+      "        else if k % 8 == 6 { ((k as i32) * 12345) as tf32 }\n"
+      "        else { ((x[k / 8] as f64) * 3.0) as tf32 };\n"
+      "    if let Some(o) = out.get_mut(i) { *o = r as f32; }\n"
+      "}\n");
+  enum { N = 128 };
+  float x[N], y[N], out[8 * N];
+  uint32_t lcg = 777;
+  for (int i = 0; i < N; i++) {
+    lcg = lcg * 1664525u + 1013904223u;
+    x[i] = (float)((double)(lcg >> 8) / (1 << 24) * 8 - 4); /* [-4, 4), full mantissas */
+    lcg = lcg * 1664525u + 1013904223u;
+    y[i] = (float)((double)(lcg >> 8) / (1 << 24) * 3 + 0.5);
+  }
+  ox_tensor tx = tensor(OX_F32, N, x), ty = tensor(OX_F32, N, y), to = tensor(OX_F32, 8 * N, NULL);
+  ox_arg args[3] = {ox_arg_tensor(tx), ox_arg_tensor(ty), ox_arg_tensor(to)};
+  run(m, "tf32_ops", 8 * N / 128, 128, args, 3);
+  fetch(to, out);
+  int bad = 0, low = 0;
+  float c = tf32_ref(0.1f);
+  for (int k = 0; k < 8 * N; k++) {
+    float a = tf32_ref(x[k / 8]), b = tf32_ref(y[k / 8]), r;
+    switch (k % 8) {
+    case 0: r = a + b; break;
+    case 1: r = a * b; break;
+    case 2: r = a - b; break;
+    case 3: r = a / b; break;
+    case 4: r = tf32_ref(sqrtf(tf32_ref(a * a))) + c; break;
+    case 5: r = fmaf(a, b, c); break;
+    case 6: r = (float)(k * 12345); break;
+    default: r = (float)((double)x[k / 8] * 3.0); break;
+    }
+    float want = tf32_ref(r);
+    low += (to_bits(out[k]) & 0x1fff) != 0;
+    if (to_bits(out[k]) != to_bits(want) && bad++ < 5)
+      fprintf(stderr, "tf32 op %d of %g, %g: %a, expected %a\n", k % 8, a, b, out[k], want);
+  }
+  CHECK(bad == 0, "%d tf32 results differ", bad);
+  CHECK(low == 0, "%d tf32 results keep low mantissa bits", low);
+  ox_tensor_release(tx);
+  ox_tensor_release(ty);
+  ox_tensor_release(to);
+  ox_module_destroy(m);
+}
+
 int main(int argc, char **argv) {
   const char *d = argc > 1 ? argv[1] : "cpu";
   CHECK_OK(ox_device_get(strcmp(d, "cpu") ? OX_DEVICE_CUDA : OX_DEVICE_CPU, 0, &dev));
@@ -281,5 +420,7 @@ int main(int argc, char **argv) {
   test_math();
   test_ints();
   test_loops();
+  test_tf32_cast();
+  test_tf32_ops();
   return test_done("semantics_test");
 }

@@ -80,6 +80,16 @@ static const char *SRC =
      * for bf16/f16 when the warps can tile the result; else shared memory) */
     MATMUL("mm_bf16", "bf16", "32")
     MATMUL("mm_f32", "f32", "8")
+    /* f32 tensors multiplied as tf32 (tensor cores, m16n8k8, on CUDA) */
+    "#[tile]\n"
+    "fn mm_tf32<const BM: i32, const BN: i32>(c: &mut Tensor<f32, [BM, BN]>, a: &Tensor<f32, [-1, -1]>, b: &Tensor<f32, [-1, -1]>) {\n"
+    "    let mut acc = full([BM, BN], 0.0f32);\n"
+    "    for k in 0..(a.dim(1) + 15) / 16 {\n"
+    "        let x = a.partition([BM, 16]).load([tile_id(0), k]) as tf32;\n"
+    "        acc = mma(x, b.partition([16, BN]).load([k, tile_id(1)]) as tf32, acc);\n"
+    "    }\n"
+    "    c.store(acc);\n"
+    "}\n"
     "#[tile]\n"
     "fn mm_f16<const BM: i32, const BN: i32>(c: &mut Tensor<f32, [BM, BN]>, a: &Tensor<f16, [-1, -1]>, b: &Tensor<f16, [-1, -1]>) {\n"
     "    let mut acc = full([BM, BN], 0.0f32);\n"
@@ -488,6 +498,16 @@ static double from_bf16(uint16_t h) {
   return f;
 }
 
+/* f32 -> tf32: to nearest, ties away from zero, on the 13 dropped bits (as
+ * the GPU's cvt.rna.tf32.f32; finite inputs) */
+static double tf32_round(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u = (u + 0x1000u) & ~0x1fffu;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
 static double from_f16(uint16_t h) {
   int e = (h >> 10) & 31;
   double mant = (h & 1023) / 1024.0, v = e ? ldexp(1 + mant, e - 15) : ldexp(mant, -14);
@@ -501,7 +521,8 @@ static double from_f16(uint16_t h) {
  * (1, rows + 5)). *base is the whole tensor, to release. */
 static ox_tensor framed_input(ox_dtype dt, int64_t rows, int64_t cols, int how, double *val, ox_tensor *base) {
   int transposed = how == TRANSPOSED;
-  size_t es = ox_dtype_size(dt);
+  ox_dtype st = dt == OX_TF32 ? OX_F32 : dt; /* tf32: f32 tensors, which the kernel rounds */
+  size_t es = ox_dtype_size(st);
   int64_t left, bc;
   frame_of(how, es, transposed ? rows : cols, &left, &bc);
   int64_t br = (transposed ? cols : rows) + 2, bshape[2] = {br, bc};
@@ -515,11 +536,14 @@ static ox_tensor framed_input(ox_dtype dt, int64_t rows, int64_t cols, int how, 
     for (int64_t j = 0; j < cols; j++) {
       float f = (float)urand();
       uint16_t b16 = dt == OX_BF16 ? to_bf16(f) : to_f16(f);
-      val[i * cols + j] = dt == OX_F32 ? f : dt == OX_BF16 ? from_bf16(b16) : from_f16(b16);
+      val[i * cols + j] = dt == OX_F32    ? f
+                          : dt == OX_TF32 ? tf32_round(f)
+                          : dt == OX_BF16 ? from_bf16(b16)
+                                          : from_f16(b16);
       int64_t at = transposed ? (j + 1) * bc + i + left : (i + 1) * bc + j + left;
       memcpy(h + es * (size_t)at, es == 4 ? (const void *)&f : (const void *)&b16, es);
     }
-  *base = host_tensor(dt, 2, bshape, h);
+  *base = host_tensor(st, 2, bshape, h);
   free(h);
   ox_tensor r = NULL, rc = NULL, v = NULL;
   CHECK_OK(ox_tensor_slice(*base, 0, 1, br - 1, 1, &r));
@@ -1036,7 +1060,7 @@ int main(int argc, char **argv) {
   CHECK_OK(ox_module_compile(dev, SRC, &o, &m));
   ox_kernel add = NULL, scale = NULL, two = NULL, rms = NULL, ln = NULL, colmax = NULL, far = NULL;
   ox_kernel tr = NULL, shapes = NULL;
-  ox_kernel mm_bf16 = NULL, mm_f16 = NULL, mm_f32 = NULL, mm_epi = NULL, mm_rowsum = NULL, shiftsum = NULL, dot1 = NULL;
+  ox_kernel mm_bf16 = NULL, mm_f16 = NULL, mm_f32 = NULL, mm_tf32 = NULL, mm_epi = NULL, mm_rowsum = NULL, shiftsum = NULL, dot1 = NULL;
   ox_kernel mm_two = NULL, mm_rev = NULL, splitk = NULL, hist = NULL;
   if (m) {
     CHECK_OK(ox_module_get_kernel(m, "splitk", &splitk));
@@ -1046,6 +1070,7 @@ int main(int argc, char **argv) {
     CHECK_OK(ox_module_get_kernel(m, "mm_bf16", &mm_bf16));
     CHECK_OK(ox_module_get_kernel(m, "mm_f16", &mm_f16));
     CHECK_OK(ox_module_get_kernel(m, "mm_f32", &mm_f32));
+    CHECK_OK(ox_module_get_kernel(m, "mm_tf32", &mm_tf32));
     CHECK_OK(ox_module_get_kernel(m, "mm_epi", &mm_epi));
     CHECK_OK(ox_module_get_kernel(m, "mm_rowsum", &mm_rowsum));
     CHECK_OK(ox_module_get_kernel(m, "shiftsum", &shiftsum));
@@ -1090,6 +1115,10 @@ int main(int argc, char **argv) {
     test_matmul(mm_f16, OX_F16, t64, "mm_f16", mm_cases, nmm);
   if (mm_f32) /* shared memory everywhere */
     test_matmul(mm_f32, OX_F32, t32, "mm_f32", mm_cases, nmm);
+  if (mm_tf32) { /* tensor cores on CUDA (m16n8k8); 16 x 16: too small for them */
+    test_matmul(mm_tf32, OX_TF32, t128, "mm_tf32", mm_cases, nmm);
+    test_matmul(mm_tf32, OX_TF32, t16, "mm_tf32", mm_cases, nmm);
+  }
   if (mm_epi && mm_rowsum)
     test_epilogue(mm_epi, mm_rowsum);
   if (mm_two && mm_rev)

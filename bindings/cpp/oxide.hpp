@@ -65,7 +65,9 @@ inline std::string doctor() {
 
 // ---------------------------------------------------------------- dtypes
 
-template <class T> struct dtype_of; // the ox_dtype of a C++ element type
+// the ox_dtype of a C++ element type (none is OX_TF32: tf32 lives in kernels
+// only, as casts and dot operands; tensors hold f32 and refuse tf32)
+template <class T> struct dtype_of;
 template <> struct dtype_of<bool> { static constexpr ox_dtype value = OX_BOOL; };
 template <> struct dtype_of<int8_t> { static constexpr ox_dtype value = OX_I8; };
 template <> struct dtype_of<int16_t> { static constexpr ox_dtype value = OX_I16; };

@@ -28,7 +28,7 @@ static LLVMTypeRef llty(cg_t *C, oxi_type t) {
   case OX_I64: case OX_U64: return LLVMInt64TypeInContext(C->ctx);
   case OX_F16: return LLVMHalfTypeInContext(C->ctx);
   case OX_BF16: return LLVMBFloatTypeInContext(C->ctx);
-  case OX_F32: return LLVMFloatTypeInContext(C->ctx);
+  case OX_F32: case OX_TF32: return LLVMFloatTypeInContext(C->ctx);
   case OX_F64: return LLVMDoubleTypeInContext(C->ctx);
   case OXI_V4: return LLVMVectorType(LLVMInt32TypeInContext(C->ctx), 4);
   default: return LLVMVoidTypeInContext(C->ctx);
@@ -115,11 +115,20 @@ static LLVMValueRef val(cg_t *C, const oxi_instr *v) {
   return C->vals[v->id];
 }
 
-static LLVMValueRef fconst(cg_t *C, oxi_type t, double v) { return LLVMConstReal(llty(C, t), v); }
+/* tf32 is an f32 whose 13 low mantissa bits are zero: `float` in LLVM, in
+ * registers and in (shared) memory, rounded wherever a value becomes tf32 --
+ * to nearest, ties away from zero, as the GPU's cvt.rna.tf32.f32 does. */
+static double tf32_const(double v);
+static LLVMValueRef tf32_round(cg_t *C, LLVMValueRef f);
+
+static LLVMValueRef fconst(cg_t *C, oxi_type t, double v) {
+  return LLVMConstReal(llty(C, t), t == OX_TF32 ? tf32_const(v) : v);
+}
 
 /* ---------------------------------------------------------------- math */
 
-/* f16/bf16 compute in f32 and round once at the end, the same on both targets. */
+/* f16/bf16 compute in f32 and round once at the end, the same on both targets.
+ * (tf32 too, but its values are already f32: no extension, see tf32_round.) */
 static bool narrow_float(oxi_type t) { return t == OX_F16 || t == OX_BF16; }
 static LLVMValueRef narrow_result(cg_t *C, LLVMValueRef r, oxi_type t);
 static LLVMValueRef bf16_round(cg_t *C, LLVMValueRef f);
@@ -165,6 +174,8 @@ static LLVMValueRef math(cg_t *C, const oxi_instr *in) {
       a[i] = LLVMBuildFPExt(C->b, a[i], f32t(C), "");
     ct = OX_F32;
   }
+  if (t == OX_TF32)
+    ct = OX_F32;
   LLVMValueRef r = NULL;
   bool gpu = C->opt->target == OXL_CUDA;
   if (gpu && ct == OX_F32)
@@ -229,13 +240,15 @@ static LLVMValueRef math(cg_t *C, const oxi_instr *in) {
     default: assert(!"math"); break;
     }
   }
-  if (narrow_float(t))
+  if (narrow_float(t) || t == OX_TF32)
     r = narrow_result(C, r, t);
   return r;
 }
 
-/* Rounds an f32 result to f16/bf16. */
+/* Rounds an f32 result to f16/bf16/tf32. */
 static LLVMValueRef narrow_result(cg_t *C, LLVMValueRef r, oxi_type t) {
+  if (t == OX_TF32)
+    return tf32_round(C, r);
   if (t == OX_BF16 && C->opt->target == OXL_CPU)
     return bf16_round(C, r);
   return LLVMBuildFPTrunc(C->b, r, llty(C, t), "");
@@ -272,7 +285,7 @@ static LLVMValueRef binop(cg_t *C, const oxi_instr *in) {
     case OXI_REM: r = LLVMBuildFRem(C->b, a, b, ""); break;
     default: assert(!"float binop"); return NULL;
     }
-    return narrow ? narrow_result(C, r, t) : r;
+    return narrow || t == OX_TF32 ? narrow_result(C, r, t) : r;
   }
   bool s = oxi_is_signed(t);
   LLVMTypeRef ty = llty(C, t);
@@ -345,9 +358,62 @@ static LLVMValueRef bf16_round(cg_t *C, LLVMValueRef f) {
   return LLVMBuildBitCast(C->b, hi, LLVMBFloatTypeInContext(C->ctx), "");
 }
 
+/* f32 -> tf32, rounded to nearest with ties away from zero on the 13 dropped
+ * mantissa bits. CUDA: the cvt.rna.tf32.f32 instruction (sm_80+). CPU: in
+ * integer operations, with the GPU's results: adding half of the dropped
+ * unit to the magnitude bits and clearing them rounds the magnitude half up
+ * (ties away, for either sign); a carry moves into the exponent, and from
+ * the largest binades into the infinity's pattern (0x7f7ff000 and up become
+ * Inf, as IEEE rounding to nearest requires). Subnormals round the same way.
+ * Inf and NaN are kept. (The GPU clears a NaN's 13 low payload bits, as
+ * measured on an H200, so a NaN with payload only there becomes Inf there;
+ * the default NaNs arithmetic makes have high payload bits and stay NaN.) */
+static LLVMValueRef tf32_round(cg_t *C, LLVMValueRef f) {
+  if (LLVMIsAConstantFP(f)) { /* `3 as tf32`: no instruction (inline asm does not fold) */
+    LLVMBool lossy;
+    return LLVMConstReal(f32t(C), tf32_const(LLVMConstRealGetDouble(f, &lossy)));
+  }
+  if (C->opt->target == OXL_CUDA) {
+    static const char text[] = "cvt.rna.tf32.f32 $0, $1;";
+    LLVMTypeRef p = f32t(C);
+    LLVMTypeRef fty = LLVMFunctionType(i32t(C), &p, 1, 0);
+    LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, sizeof text - 1, "=r,f", 4, 0, 0,
+                                         LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildBitCast(C->b, LLVMBuildCall2(C->b, fty, asmv, &f, 1, ""), f32t(C), "");
+  }
+  LLVMValueRef u = LLVMBuildBitCast(C->b, f, i32t(C), "");
+  LLVMValueRef up = LLVMBuildAdd(C->b, u, ci32(C, 0x1000), "");
+  LLVMValueRef r = LLVMBuildAnd(C->b, up, ci32(C, 0xffffe000u), "");
+  LLVMValueRef mag = LLVMBuildAnd(C->b, u, ci32(C, 0x7fffffff), "");
+  LLVMValueRef finite = LLVMBuildICmp(C->b, LLVMIntULT, mag, ci32(C, 0x7f800000), "");
+  return LLVMBuildBitCast(C->b, LLVMBuildSelect(C->b, finite, r, u, ""), f32t(C), "");
+}
+
+/* The tf32 constant nearest v, through f32 as a cast from f64 goes. */
+static double tf32_const(double v) {
+  float f = (float)v;
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) < 0x7f800000u)
+    u = (u + 0x1000u) & 0xffffe000u;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
 static LLVMValueRef convert(cg_t *C, LLVMValueRef v, oxi_type from, oxi_type to) {
   if (from == to)
     return v;
+  if (from == OX_TF32) { /* a tf32 value is an f32 value: as is to f32, else as an f32 */
+    if (to == OX_F32)
+      return v;
+    from = OX_F32;
+  }
+  if (to == OX_TF32) {
+    v = convert(C, v, from, OX_F32); /* ints and f64 become f32 first */
+    /* f16 and bf16 values (at most 11 significant bits, exponents within
+     * f32's) are tf32 values already */
+    return narrow_float(from) ? v : tf32_round(C, v);
+  }
   LLVMTypeRef tt = llty(C, to);
   if (to == OX_BOOL) /* the front end allows only bool -> bool */
     return LLVMBuildICmp(C->b, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), "");
@@ -594,9 +660,10 @@ static LLVMValueRef mma(cg_t *C, const oxi_instr *in) {
   for (unsigned i = 0; i < 4; i++)
     args[6 + i] = v4_reg(C, in->ops[2], i, f);
   LLVMTypeRef f4[4] = {f, f, f, f};
-  LLVMValueRef s = oxl_cg_call(C, in->sub == OX_F16 ? "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"
-                                                    : "llvm.nvvm.mma.m16n8k16.row.col.bf16",
-                               LLVMStructTypeInContext(C->ctx, f4, 4, 0), args, 10);
+  const char *name = in->sub == OX_F16    ? "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"
+                     : in->sub == OX_TF32 ? "llvm.nvvm.mma.m16n8k8.row.col.tf32" /* same fragment shapes */
+                                          : "llvm.nvvm.mma.m16n8k16.row.col.bf16";
+  LLVMValueRef s = oxl_cg_call(C, name, LLVMStructTypeInContext(C->ctx, f4, 4, 0), args, 10);
   return v4_of_struct(C, s);
 }
 

@@ -277,7 +277,7 @@ uint64_t oxb_now_ns(void) {
 /* ----------------------------------------------------------------- dtypes */
 
 size_t ox_dtype_size(ox_dtype t) {
-  static const unsigned char sizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 1, 1};
+  static const unsigned char sizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 1, 1, 4};
   _Static_assert(sizeof sizes == OX_DTYPE_COUNT, "dtype sizes");
   return (unsigned)t < OX_DTYPE_COUNT ? sizes[t] : 0;
 }
@@ -285,7 +285,7 @@ size_t ox_dtype_size(ox_dtype t) {
 const char *ox_dtype_name(ox_dtype t) {
   static const char *const names[] = {"bool", "i8",  "i16", "i32",  "i64", "u8",  "u16",
                                       "u32",  "u64", "f16", "bf16", "f32", "f64",
-                                      "f8e4m3", "f8e5m2"};
+                                      "f8e4m3", "f8e5m2", "tf32"};
   _Static_assert(OXB_COUNT(names) == OX_DTYPE_COUNT, "dtype names");
   return (unsigned)t < OX_DTYPE_COUNT ? names[t] : "?";
 }

@@ -124,7 +124,8 @@ static const struct {
 } scalar_names[] = {{"bool", OX_BOOL}, {"i8", OX_I8},   {"i16", OX_I16},  {"i32", OX_I32},
                     {"i64", OX_I64},   {"isize", OX_I64}, {"u8", OX_U8},  {"u16", OX_U16},
                     {"u32", OX_U32},   {"u64", OX_U64},   {"usize", OX_U64}, {"f16", OX_F16},
-                    {"bf16", OX_BF16}, {"f32", OX_F32},   {"f64", OX_F64}};
+                    {"bf16", OX_BF16}, {"f32", OX_F32},   {"f64", OX_F64},
+                    {"tf32", OX_TF32}};
 
 static bool scalar_type(oxf_token *t, ox_dtype *out) {
   if (t->kind != OXF_TK_IDENT)
@@ -872,7 +873,7 @@ static void const_generics(parser *P, oxf_fn *fn) {
     if (!t)
       break;
     if (t->kind != OXF_TY_SCALAR || t->elem == OX_BOOL || t->elem == OX_F16 ||
-        t->elem == OX_BF16 || t->elem == OX_F32 || t->elem == OX_F64)
+        t->elem == OX_BF16 || t->elem == OX_F32 || t->elem == OX_F64 || t->elem == OX_TF32)
       perr(P, t->loc, "a const generic is an integer (i32, i64, u32, usize, ...)");
     t->loc = loc; /* errors about the generic point at its name */
     oxb_vec_push(P->a, &fn->generics, (void *)name);

@@ -751,6 +751,34 @@ void oxs_check_param_name(sema *S, const oxf_fn *fn, int i) {
     if (!strcmp(((oxf_param *)fn->params.items[j])->name, p->name))
       ERR(S, p->loc, "parameter '%s' appears twice", p->name);
 }
+
+/* tf32 lives only inside kernels: the runtime makes no tf32 tensor (f32
+ * holds the values) and the launch has no tf32 scalar, so a parameter of it
+ * could never be given; the message says what to write instead. */
+bool oxs_check_param_tf32(sema *S, const oxf_param *p) {
+  if (p->type->elem != OX_TF32)
+    return false;
+  switch (p->type->kind) {
+  case OXF_TY_SCALAR:
+    ERR(S, p->loc, "parameter '%s': tf32 is a compute type, not a launch argument; take an f32 "
+                   "and cast it with `as tf32`", p->name);
+    break;
+  case OXF_TY_TENSOR: case OXF_TY_ATOMICTENSOR:
+    ERR(S, p->loc, "parameter '%s': tensors hold f32, not tf32 (a compute type); take "
+                   "&Tensor<f32, ..> and cast the loaded tile with `as tf32`", p->name);
+    break;
+  case OXF_TY_MUTTENSOR:
+    ERR(S, p->loc, "parameter '%s': tensors hold f32, not tf32 (a compute type); take "
+                   "&mut Tensor<f32, ..> and store the tile `as f32`", p->name);
+    break;
+  default:
+    ERR(S, p->loc, "parameter '%s': slices hold f32, not tf32 (a compute type); take f32 "
+                   "elements and cast the loaded values with `as tf32`", p->name);
+    break;
+  }
+  return true;
+}
+
 static val inline_body(sema *S, const oxf_fn *fn, binding **argb);
 
 static val shared_new(sema *S, const oxf_node *n) {
@@ -1144,8 +1172,9 @@ static val method(sema *S, const oxf_node *n, oxi_type hint) {
     oxi_type et = mb->type;
     int sub = atomics[i].sub;
     bool fl = oxi_is_float(et);
-    if (et == OX_BOOL || ox_dtype_size((ox_dtype)et) < 4 || (fl && sub != OXI_ADD && sub != OXI_XCHG &&
-                                                              sub != OXI_MIN && sub != OXI_MAX) ||
+    /* tf32: a hardware atomic would leave an unrounded f32 in the array */
+    if (et == OX_BOOL || et == OX_TF32 || ox_dtype_size((ox_dtype)et) < 4 ||
+        (fl && sub != OXI_ADD && sub != OXI_XCHG && sub != OXI_MIN && sub != OXI_MAX) ||
         (fl && et == OX_F64 && sub != OXI_ADD && sub != OXI_XCHG)) {
       ERR(S, n->loc, "'%s' is not available for %s elements", name, oxi_type_name(et));
       return VERR;
@@ -2311,6 +2340,10 @@ static void check_kernel(sema *S, const oxf_fn *fn) {
     oxi_param *ip = oxb_alloc(S->a, sizeof *ip);
     ip->name = p->name;
     ip->dtype = p->type->elem;
+    oxf_tykind kind = p->type->kind;
+    if (kind == OXF_TY_SCALAR || kind == OXF_TY_SLICE || kind == OXF_TY_MUTSLICE ||
+        kind == OXF_TY_ATOMIC || kind == OXF_TY_DISJOINT) /* the others are refused below */
+      oxs_check_param_tf32(S, p);
     switch (p->type->kind) {
     case OXF_TY_SCALAR: ip->kind = OXI_P_SCALAR; break;
     case OXF_TY_SLICE: ip->kind = OXI_P_SLICE; break;

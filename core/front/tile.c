@@ -452,8 +452,9 @@ static val shape_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) 
 }
 
 /* dot(a, b): the f32 matrix product of a [M, K] and b [K, N] tiles of one
- * dtype (bf16 and f16 run on tensor cores on the GPU); mma(a, b, acc) adds it
- * to an f32 [M, N] accumulator, the body of a K loop. */
+ * dtype (bf16 and f16 run on tensor cores on the GPU; tf32 tiles hold f32
+ * values rounded to tf32, multiplied in f32 where no tensor core takes them);
+ * mma(a, b, acc) adds it to an f32 [M, N] accumulator, the body of a K loop. */
 static val dot_call(sema *S, const oxf_node *n, bool acc) {
   static const val err = {V_ERR, NULL, NULL, NULL};
   const char *name = acc ? "mma" : "dot";
@@ -477,10 +478,10 @@ static val dot_call(sema *S, const oxf_node *n, bool acc) {
         oxs_shape_text(S, b));
     return err;
   }
-  if (ops[0]->type != ops[1]->type || !(ops[0]->type == OX_BF16 || ops[0]->type == OX_F16 ||
-                                         ops[0]->type == OX_F32)) {
-    ERR(S, n->loc, "'%s' multiplies two tiles of one dtype, bf16, f16 or f32; found %s and %s", name,
-        oxi_type_name(ops[0]->type), oxi_type_name(ops[1]->type));
+  oxi_type et = ops[0]->type;
+  if (et != ops[1]->type || !(et == OX_BF16 || et == OX_F16 || et == OX_TF32 || et == OX_F32)) {
+    ERR(S, n->loc, "'%s' multiplies two tiles of one dtype, bf16, f16, tf32 or f32; found %s and %s",
+        name, oxi_type_name(et), oxi_type_name(ops[1]->type));
     return err;
   }
   int64_t dims[2] = {a->dims[0], b->dims[1]};
@@ -955,6 +956,8 @@ static void tile_params(sema *S, const oxf_fn *fn, const int64_t *gen) {
     ip->name = p->name;
     ip->dtype = p->type->elem;
     oxf_tykind kind = p->type->kind;
+    bool tf32 = (kind == OXF_TY_SCALAR || kind == OXF_TY_TENSOR || kind == OXF_TY_MUTTENSOR ||
+                 kind == OXF_TY_ATOMICTENSOR) && oxs_check_param_tf32(S, p);
     if (kind == OXF_TY_SCALAR) {
       ip->kind = OXI_P_SCALAR;
       oxb_vec_push(S->a, &k->params, ip);
@@ -975,8 +978,8 @@ static void tile_params(sema *S, const oxf_fn *fn, const int64_t *gen) {
     }
     bool out = kind == OXF_TY_MUTTENSOR;
     ip->kind = out ? OXI_P_TILE : kind == OXF_TY_ATOMICTENSOR ? OXI_P_ATENSOR : OXI_P_TENSOR;
-    if (kind == OXF_TY_ATOMICTENSOR && ip->dtype != OX_I32 && ip->dtype != OX_U32 && ip->dtype != OX_I64 &&
-        ip->dtype != OX_U64 && ip->dtype != OX_F32 && ip->dtype != OX_F64)
+    if (kind == OXF_TY_ATOMICTENSOR && !tf32 && ip->dtype != OX_I32 && ip->dtype != OX_U32 &&
+        ip->dtype != OX_I64 && ip->dtype != OX_U64 && ip->dtype != OX_F32 && ip->dtype != OX_F64)
       ERR(S, p->loc, "atomic tensors hold i32, u32, i64, u64, f32 or f64, not %s",
           ox_dtype_name(ip->dtype));
     ip->rank = p->type->rank;

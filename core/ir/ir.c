@@ -59,7 +59,9 @@ ox_dtype oxi_mem_dtype(const oxi_kernel *k, oxi_mem mem) {
 
 /* ----------------------------------------------------------------- names */
 
-bool oxi_is_float(oxi_type t) { return t == OX_F16 || t == OX_BF16 || t == OX_F32 || t == OX_F64; }
+bool oxi_is_float(oxi_type t) {
+  return t == OX_F16 || t == OX_BF16 || t == OX_F32 || t == OX_F64 || t == OX_TF32;
+}
 bool oxi_is_int(oxi_type t) { return t >= OX_I8 && t <= OX_U64; }
 bool oxi_is_signed(oxi_type t) { return t >= OX_I8 && t <= OX_I64; }
 
@@ -553,14 +555,15 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
   case OXI_LDMATRIX:
     if (in->type != OXI_V4 || in->nops != 1 || t0 != OX_U64 || in->mem.kind != OXI_MEM_SHARED ||
         in->mem.index < 0 || in->mem.index >= k->shared.len ||
-        ox_dtype_size(oxi_mem_dtype(k, in->mem)) != 2)
-      fail(V, b, in, "ldmatrix: v4 from 16-bit shared memory at a u64 index");
+        (ox_dtype_size(oxi_mem_dtype(k, in->mem)) != 2 && oxi_mem_dtype(k, in->mem) != OX_TF32) ||
+        (in->sub && oxi_mem_dtype(k, in->mem) == OX_TF32))
+      fail(V, b, in, "ldmatrix: v4 from 16-bit (or tf32, not transposed) shared memory at a u64 index");
     break;
   case OXI_MMA:
     if (in->type != OXI_V4 || in->nops != 3 || t0 != OXI_V4 || t1 != OXI_V4 ||
         in->ops[2]->type != OXI_V4 || (in->index != 0 && in->index != 1) ||
-        (in->sub != OX_BF16 && in->sub != OX_F16))
-      fail(V, b, in, "mma: v4 from three v4 operands, B half 0 or 1, bf16 or f16 inputs");
+        (in->sub != OX_BF16 && in->sub != OX_F16 && in->sub != OX_TF32))
+      fail(V, b, in, "mma: v4 from three v4 operands, B half 0 or 1, bf16, f16 or tf32 inputs");
     break;
   case OXI_CP_ASYNC: {
     const oxi_param *p = in->mem.kind == OXI_MEM_PARAM && in->mem.index >= 0 && in->mem.index < k->params.len

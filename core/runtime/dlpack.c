@@ -43,6 +43,7 @@ static const DLDataType dl_types[OX_DTYPE_COUNT] = {
     [OX_BF16] = {kDLBfloat, 16, 1},       [OX_F32] = {kDLFloat, 32, 1},
     [OX_F64] = {kDLFloat, 64, 1},         [OX_F8E4M3] = {kDLFloat8_e4m3fn, 8, 1},
     [OX_F8E5M2] = {kDLFloat8_e5m2, 8, 1},
+    /* OX_TF32: no DLPack code, and no tensor is ever tf32 (bits 0: never matched) */
 };
 
 static const char *dl_code_name(unsigned code) {
@@ -60,7 +61,7 @@ static ox_status dtype_from_dl(DLDataType dt, ox_dtype *out) {
                                 "lanes must be 1",
                          dl_code_name(dt.code), dt.bits, dt.lanes);
   for (int i = 0; i < OX_DTYPE_COUNT; i++)
-    if (dl_types[i].code == dt.code && dl_types[i].bits == dt.bits) {
+    if (dl_types[i].bits && dl_types[i].code == dt.code && dl_types[i].bits == dt.bits) {
       *out = (ox_dtype)i;
       return OX_OK;
     }

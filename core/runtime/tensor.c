@@ -211,6 +211,12 @@ static ox_status layout(const char *fn, ox_dtype dtype, int ndim, const int64_t 
                         int64_t *numel, size_t *bytes) {
   if ((unsigned)dtype >= OX_DTYPE_COUNT)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: invalid dtype %d", fn, (int)dtype);
+  if (dtype == OX_TF32) /* every tensor, view and import is made here: none is ever tf32 */
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                         "%s: tf32 is a compute type of kernels (casts, dot operands), not a "
+                         "tensor dtype; tensors hold f32: make an f32 tensor and cast the "
+                         "loaded values with `as tf32`",
+                         fn);
   if (ndim < 0 || ndim > OX_MAX_DIMS)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: ndim is %d; it must be 0..%d", fn, ndim,
                          OX_MAX_DIMS);

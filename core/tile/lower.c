@@ -1121,13 +1121,19 @@ static void copy_async(lowerer *L, const oxi_instr *ld, oxi_instr *c0, oxi_instr
   }
 }
 
-/* Whether dot `in` runs on tensor cores: bf16/f16 operands on the CUDA target,
- * K a multiple of 16 and a result the block's warps can tile (mma layout). */
+/* Whether the operands of dot `in` suit mma.sync: bf16/f16 with K a
+ * multiple of 16 (m16n8k16), tf32 with K a multiple of 8 (m16n8k8). */
+static bool tc_operands(const oxi_instr *in) {
+  oxi_type t = in->ops[0]->type;
+  int64_t K = in->ops[0]->tshape->dims[1];
+  return ((t == OX_BF16 || t == OX_F16) && K % 16 == 0) || (t == OX_TF32 && K % 8 == 0);
+}
+
+/* Whether dot `in` runs on tensor cores: such operands on the CUDA target and
+ * a result the block's warps can tile (mma layout). */
 static bool dot_on_tensor_cores(const lowerer *L, const oxi_instr *in) {
   mma_layout ml;
-  oxi_type t = in->ops[0]->type;
-  return (t == OX_BF16 || t == OX_F16) && in->ops[0]->tshape->dims[1] % 16 == 0 &&
-         mma_layout_of(L, in->tshape, &ml);
+  return L->cuda && tc_operands(in) && mma_layout_of(L, in->tshape, &ml);
 }
 
 /* Copies the operands of the call `ahead` calls after this one (at
@@ -1200,11 +1206,17 @@ static oxi_instr *dot_pipeline(lowerer *L, const oxi_instr *in, oxi_mem m, int64
  * ldmatrix phase reads fall in distinct banks. Each warp then computes its
  * warp tile: per step of 16 along K, ldmatrix.x4 fragments of A (one per 16
  * rows), ldmatrix.x4.trans fragments of B (two n8 tiles each), and one
- * mma.sync.m16n8k16 per 16 x 8 mma tile into the f32 accumulator registers. */
+ * mma.sync.m16n8k16 per 16 x 8 mma tile into the f32 accumulator registers.
+ * tf32 (4-byte elements) steps by 8 along K with m16n8k8, whose A fragments
+ * ldmatrix also gives (an 8 x 4 block of 32-bit elements is an 8 x 8 one of
+ * 16-bit halves) and whose B fragments are plain shared loads. */
 static void dot_tc(lowerer *L, const oxi_instr *in) {
   const oxi_tshape *as = in->ops[0]->tshape, *bs = in->ops[1]->tshape;
-  int64_t M = as->dims[0], K = as->dims[1], N = bs->dims[1], pa = K + 8, pb = N + 8;
   oxi_type t = in->ops[0]->type;
+  bool tf = t == OX_TF32;
+  /* rows padded by 16 bytes (A) and, for tf32's B, 8 elements (below) */
+  int64_t M = as->dims[0], K = as->dims[1], N = bs->dims[1], pa = K + (tf ? 4 : 8), pb = N + 8;
+  int64_t kstep = tf ? 8 : 16, cols = tf ? 4 : 8; /* K per mma; elements in 16 bytes */
   mma_layout ml;
   mma_layout_of(L, in->tshape, &ml);
   int64_t area = M * pa + K * pb; /* one staging area: A, then B */
@@ -1256,7 +1268,7 @@ static void dot_tc(lowerer *L, const oxi_instr *in) {
   oxi_instr *warp = bin(L, OXI_SHR, OX_U64, L->t, cu64(L, 5));
   oxi_instr *lane = bin(L, OXI_AND, OX_U64, L->t, cu64(L, 31));
   oxi_instr *r16 = bin(L, OXI_AND, OX_U64, lane, cu64(L, 15));
-  oxi_instr *c8 = bin(L, OXI_SHL, OX_U64, bin(L, OXI_SHR, OX_U64, lane, cu64(L, 4)), cu64(L, 3));
+  oxi_instr *c8 = bin(L, OXI_MUL, OX_U64, bin(L, OXI_SHR, OX_U64, lane, cu64(L, 4)), cu64(L, (uint64_t)cols));
   oxi_instr *wrow = bin(L, OXI_SHL, OX_U64, bin(L, OXI_SHR, OX_U64, warp, cu64(L, (uint64_t)log2i(ml.WN))),
                         cu64(L, (uint64_t)log2i(ml.wm)));
   oxi_instr *wcol = bin(L, OXI_SHL, OX_U64, bin(L, OXI_AND, OX_U64, warp, cu64(L, (uint64_t)(ml.WN - 1))),
@@ -1270,10 +1282,30 @@ static void dot_tc(lowerer *L, const oxi_instr *in) {
                              bin(L, OXI_ADD, OX_U64, c8, bin(L, OXI_ADD, OX_U64, cur, cu64(L, (uint64_t)(M * pa))))));
   int mt = (int)(ml.wm / 16), nt = (int)(ml.wn / 8);
   oxi_instr **fa = malloc(sizeof *fa * (size_t)(mt + nt / 2)), **fb = fa + mt;
-  for (int64_t ks = 0; ks < K / 16; ks++) {
-    for (int i = 0; i < mt + nt / 2; i++) {
+  /* tf32's B: lane l holds B[k + l%4][n + l/4] and B[k + l%4 + 4][n + l/4] of
+     each n8 tile (32-bit elements: no ldmatrix.trans); with rows of N + 8
+     elements, the four k rows a load touches fall in distinct banks */
+  oxi_instr *tb = tf ? bin(L, OXI_ADD, OX_U64,
+                           bin(L, OXI_MUL, OX_U64, bin(L, OXI_AND, OX_U64, lane, cu64(L, 3)), cu64(L, (uint64_t)pb)),
+                           bin(L, OXI_ADD, OX_U64, bin(L, OXI_SHR, OX_U64, lane, cu64(L, 2)),
+                               bin(L, OXI_ADD, OX_U64, wcol, bin(L, OXI_ADD, OX_U64, cur, cu64(L, (uint64_t)(M * pa))))))
+                    : NULL;
+  for (int64_t ks = 0; ks < K / kstep; ks++) {
+    for (int i = mt; tf && i < mt + nt / 2; i++) { /* two n8 tiles a V4, as ldmatrix.x4.trans gives */
+      oxi_instr *v[4];
+      for (int r = 0; r < 4; r++) {
+        int64_t off = (ks * 8 + (r & 1) * 4) * pb + ((i - mt) * 2 + r / 2) * 8;
+        v[r] = shared_load(L, m, t, bin(L, OXI_ADD, OX_U64, tb, cu64(L, (uint64_t)off)));
+      }
+      oxi_instr *p = emit(L, OXI_PACK, OXI_V4);
+      p->nops = 4;
+      for (int r = 0; r < 4; r++)
+        p->ops[r] = v[r];
+      fa[i] = p;
+    }
+    for (int i = 0; i < (tf ? mt : mt + nt / 2); i++) {
       bool isb = i >= mt;
-      int64_t off = isb ? ks * 16 * pb + (i - mt) * 16 : i * 16 * pa + ks * 16;
+      int64_t off = isb ? ks * 16 * pb + (i - mt) * 16 : i * 16 * pa + ks * kstep;
       oxi_instr *at = bin(L, OXI_ADD, OX_U64, isb ? bbase : abase, cu64(L, (uint64_t)off));
       fa[i] = emit(L, OXI_LDMATRIX, OXI_V4);
       fa[i]->sub = isb; /* B: transposed, from its [K, N] rows */
@@ -1627,9 +1659,7 @@ static int64_t block_threads(const oxi_kernel *k, bool cuda, int64_t *emax_out, 
       const oxi_instr *in = b->instrs.items[ii];
       if (in->tshape && elems(in->tshape) > emax)
         emax = elems(in->tshape);
-      oxi_type t = in->op == OXI_T_DOT ? in->ops[0]->type : OXI_VOID;
-      if (cuda && (t == OX_BF16 || t == OX_F16) && in->ops[0]->tshape->dims[1] % 16 == 0 &&
-          elems(in->tshape) > dot)
+      if (cuda && in->op == OXI_T_DOT && tc_operands(in) && elems(in->tshape) > dot)
         dot = elems(in->tshape);
     }
   }

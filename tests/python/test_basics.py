@@ -94,6 +94,16 @@ def test_fp8_storage(dev):
         assert (t.shape, t.dtype, t.nbytes) == ((4, 3), dtype, 12)
 
 
+def test_tf32_refused(dev):
+    # tf32 is a compute type of kernels (casts, dot operands): tensors hold f32
+    assert "tf32" in oxide.DTYPES
+    for make in (lambda: oxide.empty((4,), "tf32", device=dev),
+                 lambda: oxide.zeros((4,), "tf32", device=dev),
+                 lambda: oxide.tensor([1.0, 2.0], dtype="tf32", device=dev)):
+        with pytest.raises(oxide.InvalidArgumentError, match="tf32 is a compute type of kernels"):
+            make()
+
+
 @pytest.mark.parametrize("dtype", [d for d in oxide.DTYPES if d in ROUND_TRIP])
 def test_dtype_round_trip(dev, dtype):
     values = ROUND_TRIP[dtype]

@@ -140,7 +140,9 @@ def cache_dir():
 # ------------------------------------------------------------------ dtypes
 
 # The kernel language's names, in ox_dtype order, and how struct packs each
-# (bf16 has no struct code: it travels as the top half of an f32).
+# (bf16 has no struct code: it travels as the top half of an f32). "tf32" is
+# in kernels only (casts, dot operands): tensors hold f32, and Oxide refuses
+# tensors of tf32, so it has neither a format nor a scalar class.
 DTYPES = tuple(_L.ox_dtype_name(i).decode() for i in range(D.OX_DTYPE_COUNT))
 _CODE = {name: i for i, name in enumerate(DTYPES)}
 _FORMAT = {"bool": "?", "i8": "b", "i16": "h", "i32": "i", "i64": "q", "u8": "B", "u16": "H",
@@ -713,6 +715,9 @@ def _flatten(data, shape, out):
 def _pack(data, dtype):
     """(bytes, shape, dtype) of `data` as `dtype` (a name, or None: f32 for
     lists and numbers, a typed buffer's own type)."""
+    if dtype == "tf32":  # no struct format to miss: say why, as the C side does
+        raise InvalidArgumentError("tf32 is a compute type of kernels (casts, dot operands), not "
+                                   "a tensor dtype; tensors hold f32", D.OX_ERR_INVALID_ARGUMENT)
     if isinstance(data, (list, tuple, int, float, bool)):
         dtype = dtype or "f32"
         shape = _shape_of(data)

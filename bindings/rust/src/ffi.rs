@@ -37,7 +37,8 @@ pub const OX_F32: ox_dtype = 11;
 pub const OX_F64: ox_dtype = 12;
 pub const OX_F8E4M3: ox_dtype = 13;
 pub const OX_F8E5M2: ox_dtype = 14;
-pub const OX_DTYPE_COUNT: ox_dtype = 15;
+pub const OX_TF32: ox_dtype = 15;
+pub const OX_DTYPE_COUNT: ox_dtype = 16;
 
 pub type ox_device_type = c_int;
 pub const OX_DEVICE_CPU: ox_device_type = 1;

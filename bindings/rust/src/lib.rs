@@ -173,10 +173,13 @@ pub enum Dtype {
     BF16 = ffi::OX_BF16,
     F32 = ffi::OX_F32,
     F64 = ffi::OX_F64,
+    /// TensorFloat-32, in kernels only (casts, dot operands): tensors hold
+    /// f32, and Oxide refuses tensors of tf32.
+    TF32 = ffi::OX_TF32,
 }
 
 impl Dtype {
-    const ALL: [Dtype; 13] = [
+    const ALL: [Dtype; 14] = [
         Dtype::Bool,
         Dtype::I8,
         Dtype::I16,
@@ -190,6 +193,7 @@ impl Dtype {
         Dtype::BF16,
         Dtype::F32,
         Dtype::F64,
+        Dtype::TF32,
     ];
 
     fn from_raw(raw: ffi::ox_dtype) -> Option<Dtype> {

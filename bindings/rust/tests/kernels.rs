@@ -130,6 +130,15 @@ fn tensors() {
         (Dtype::BF16.name(), Dtype::BF16.size()),
         ("bf16".to_string(), 2)
     );
+    // tf32 is a compute type of kernels: no tensor holds it
+    assert_eq!(
+        (Dtype::TF32.name(), Dtype::TF32.size()),
+        ("tf32".to_string(), 4)
+    );
+    assert_eq!(
+        Tensor::empty(dev, Dtype::TF32, &[2]).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
 }
 
 #[test]

@@ -80,6 +80,9 @@ typedef enum ox_dtype {
   OX_U8, OX_U16, OX_U32, OX_U64,
   OX_F16, OX_BF16, OX_F32, OX_F64,
   OX_F8E4M3, OX_F8E5M2, /**< storage types (DLPack exchange, copies); no kernel arithmetic yet */
+  OX_TF32,              /**< TensorFloat-32 (f32's exponent, 10 mantissa bits): a compute type in
+                             kernels (casts, dot operands); tensors hold f32, so tensors of tf32
+                             are refused */
   OX_DTYPE_COUNT
 } ox_dtype;
 
@@ -177,7 +180,9 @@ OX_API ox_status ox_event_elapsed_ms(ox_event start, ox_event end, float *ms);
 typedef struct ox_tensor_s *ox_tensor;
 
 /** Allocates an uninitialized contiguous tensor on `dev`, stream-ordered on
- *  `s` (NULL: the device's default stream). Release with ox_tensor_release. */
+ *  `s` (NULL: the device's default stream). Release with ox_tensor_release.
+ *  No tensor is OX_TF32 (a compute type of kernels): this and every call that
+ *  makes a tensor refuse it with OX_ERR_INVALID_ARGUMENT. */
 OX_API ox_status ox_tensor_empty(ox_device dev, ox_stream s, ox_dtype dtype, int ndim,
                                  const int64_t *shape, ox_tensor *out);
 
