@@ -161,14 +161,15 @@ static ox_status jit_error(LLVMErrorRef e, const char *what) {
 /* f32 -> bf16, rounding to nearest even and keeping NaNs quiet: the helper
  * LLVM's x86 code calls where it holds bf16 values as f32 (phis, selects)
  * on CPUs without AVX512-BF16. libgcc has it only from GCC 13, so the JIT
- * gets this one. The result travels as x86-64 passes 16-bit floats, in xmm0,
- * which is how a _Float16 is returned. */
-static _Float16 truncsfbf2(float f) {
+ * gets this one. x86-64 returns a 16-bit float in the low bits of xmm0, as
+ * it returns a float: so the bf16 bits travel as the low half of a float's
+ * bits (a C type for the 16-bit float itself, _Float16 or __bf16, is not
+ * available on every compiler Oxide builds with). */
+static float truncsfbf2(float f) {
   uint32_t u;
   memcpy(&u, &f, sizeof u);
-  uint16_t h = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40)
-                                                : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
-  _Float16 r;
+  uint32_t h = (u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40 : (u + 0x7fffu + ((u >> 16) & 1)) >> 16;
+  float r;
   memcpy(&r, &h, sizeof r);
   return r;
 }

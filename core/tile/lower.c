@@ -52,6 +52,8 @@ typedef struct lowerer {
   } *pipe;             /* old value id of a dot -> its pipeline (dot_pipeline) */
   bool pipelined;      /* some dot is: copies may be in flight at a return */
   int64_t shared_limit; /* bytes of shared memory a block may have */
+  bool serial;         /* the CPU: one thread a block, tile values in buffers (s_ functions) */
+  int *buf;            /* serial: old value id -> its buffer's shared array + 1 */
   oxi_instr *grouped[2]; /* rank-2 tile ids in grouped order (group_tiles), or NULL */
   int **tslots;        /* old slot -> its new slots, one per element a thread holds */
 } lowerer;
@@ -1455,7 +1457,376 @@ static void lower_atomic(lowerer *L, const oxi_instr *in) {
   free(f);
 }
 
+/* ------------------------------------------ the CPU: one thread a block */
+
+/* On the CPU a block is one thread (L->serial), and every tile value is a
+ * buffer of its elements in row-major order, in the block's shared memory
+ * (which on the CPU is the worker's own memory); each tile op is a loop over
+ * elements, which LLVM vectorizes, instead of elements unrolled over threads
+ * that meet at barriers. A splat stays one scalar (L->splat, L->sval) until
+ * something needs its elements. Blocks spread over the cores as for SIMT
+ * kernels, and no block needs fibers. */
+
+/* A new buffer of `count` elements of type t. */
+static oxi_mem s_buffer(lowerer *L, oxi_type t, int64_t count) {
+  oxi_shared *sh = oxb_alloc(L->m->arena, sizeof *sh);
+  sh->dtype = (ox_dtype)t;
+  sh->count = count;
+  oxb_vec_push(L->m->arena, &L->nk->shared, sh);
+  oxi_mem m = {OXI_MEM_SHARED, L->nk->shared.len - 1};
+  return m;
+}
+
+static oxi_mem s_buf(const lowerer *L, const oxi_instr *old) {
+  assert(!L->splat[old->id] && L->buf[old->id]);
+  oxi_mem m = {OXI_MEM_SHARED, L->buf[old->id] - 1};
+  return m;
+}
+
+static void s_set_buf(lowerer *L, const oxi_instr *old, oxi_mem m) { L->buf[old->id] = m.index + 1; }
+
+/* Element at row-major position f of tile value `old`. */
+static oxi_instr *s_elem(lowerer *L, const oxi_instr *old, oxi_instr *f) {
+  if (L->splat[old->id])
+    return mapped(L, old);
+  return shared_load(L, s_buf(L, old), old->type, f);
+}
+
+/* `for f in 0..count` over a tile's elements; returns f. */
+static oxi_instr *s_loop(lowerer *L, counted_loop *lp, int64_t count) {
+  return begin_loop(L, lp, cu64(L, 0), 1, count);
+}
+
+/* Copies `count` elements from `src` (a tile value) to buffer `dst`. */
+static void s_copy(lowerer *L, oxi_mem dst, const oxi_instr *src, int64_t count) {
+  counted_loop lp;
+  oxi_instr *f = s_loop(L, &lp, count);
+  shared_store(L, dst, f, s_elem(L, src, f), NULL);
+  end_loop(L, &lp, f);
+}
+
+static void s_elementwise(lowerer *L, const oxi_instr *in) {
+  bool splat = true;
+  for (int i = 0; i < in->nops; i++)
+    splat &= !in->ops[i]->tshape || L->splat[in->ops[i]->id];
+  if (splat) { /* one scalar operation */
+    oxi_instr *c = clone(L, in);
+    L->sval[in->id] = c;
+    L->splat[in->id] = 1;
+    return;
+  }
+  int64_t E = elems(in->tshape);
+  oxi_mem m = s_buffer(L, in->type, E);
+  counted_loop lp;
+  oxi_instr *f = s_loop(L, &lp, E);
+  oxi_instr *ops[4];
+  for (int i = 0; i < in->nops; i++)
+    ops[i] = in->ops[i]->tshape ? s_elem(L, in->ops[i], f) : mapped(L, in->ops[i]);
+  oxi_instr *c = emit(L, in->op, in->type);
+  c->sub = in->sub;
+  c->nops = in->nops;
+  for (int i = 0; i < in->nops; i++)
+    c->ops[i] = ops[i];
+  shared_store(L, m, f, c, NULL);
+  end_loop(L, &lp, f);
+  s_set_buf(L, in, m);
+}
+
+/* The offset in tensor `param` of element f of a tile of `shape` at tile
+ * coordinates `coord` (clamped), and whether it lies inside the tensor. */
+static oxi_instr *s_site(lowerer *L, const oxi_tshape *shape, oxi_instr *const *coord, int param, oxi_instr *f,
+                         oxi_instr **inb) {
+  oxi_instr *index = NULL;
+  *inb = NULL;
+  for (int d = 0; d < shape->rank; d++) {
+    oxi_instr *g = bin(L, OXI_ADD, OX_U64,
+                       bin(L, OXI_SHL, OX_U64, coord[d], cu64(L, (uint64_t)log2i(shape->dims[d]))),
+                       coord_at(L, shape, d, f));
+    oxi_instr *in = bin(L, LT, OX_U64, g, param_info(L, OXI_DIM, param, d));
+    *inb = *inb ? bin(L, OXI_AND, OX_BOOL, *inb, in) : in;
+    oxi_instr *term = bin(L, OXI_MUL, OX_U64, g, param_info(L, OXI_STRIDE, param, d));
+    index = index ? bin(L, OXI_ADD, OX_U64, index, term) : term;
+  }
+  return index;
+}
+
+/* A load: a loop without predicates when the whole tile is inside the
+ * tensor, else one that reads the padding outside. */
+static void s_load(lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *s = in->tshape;
+  int64_t E = elems(s);
+  oxi_instr *coord[OXI_MAX_RANK];
+  for (int d = 0; d < in->nops; d++)
+    coord[d] = mapped(L, in->ops[d]);
+  clamp_coords(L, s, coord, in->mem.index);
+  oxi_mem m = s_buffer(L, in->type, E);
+  oxi_block *done = oxi_block_new(L->m, L->nk), *edge;
+  begin_if(L, whole_tile_inside(L, s, false, coord, in->mem.index), &edge);
+  counted_loop lp;
+  oxi_instr *inb, *f = s_loop(L, &lp, E);
+  shared_store(L, m, f, load_at(L, in, s_site(L, s, coord, in->mem.index, f, &inb)), NULL);
+  end_loop(L, &lp, f);
+  end_if(L, done);
+  L->cur = edge;
+  f = s_loop(L, &lp, E);
+  oxi_instr *index = s_site(L, s, coord, in->mem.index, f, &inb);
+  int v = oxi_slot_new(L->m, L->nk, in->type);
+  oxi_instr *pad = emit(L, OXI_CONST, in->type);
+  pad->imm = in->imm;
+  pad->fimm = in->fimm;
+  set_slot(L, v, pad);
+  oxi_block *join;
+  begin_if(L, inb, &join);
+  set_slot(L, v, load_at(L, in, index));
+  end_if(L, join);
+  shared_store(L, m, f, get_slot(L, v), NULL);
+  end_loop(L, &lp, f);
+  end_if(L, done);
+  s_set_buf(L, in, m);
+}
+
+static void s_store(lowerer *L, const oxi_instr *in) {
+  const oxi_param *p = L->k->params.items[in->mem.index];
+  const oxi_tshape *s = in->ops[0]->tshape;
+  oxi_instr *coord[OXI_MAX_RANK];
+  for (int d = 0; d < p->rank; d++)
+    coord[d] = tile_id(L, in->mem.index, d);
+  clamp_coords(L, s, coord, in->mem.index);
+  counted_loop lp;
+  oxi_instr *inb, *f = s_loop(L, &lp, elems(s));
+  oxi_instr *index = s_site(L, s, coord, in->mem.index, f, &inb);
+  oxi_block *join;
+  begin_if(L, inb, &join);
+  store_at(L, in, index, s_elem(L, in->ops[0], f));
+  end_if(L, join);
+  end_loop(L, &lp, f);
+}
+
+/* Position in a tile of shape `src` of the element that element f of a tile
+ * of shape `dst` reads: a broadcast (src dims of 1 read coordinate 0) or a
+ * permute (`perm`: dst dim d is src dim perm[d]; NULL: the same dims). */
+static oxi_instr *s_source(lowerer *L, const oxi_tshape *src, const oxi_tshape *dst, const int *perm,
+                           oxi_instr *f) {
+  int64_t stride[OXI_MAX_RANK], after = 1;
+  for (int d = src->rank - 1; d >= 0; d--)
+    stride[d] = after, after *= src->dims[d];
+  oxi_instr *g = NULL;
+  for (int d = 0; d < dst->rank; d++) {
+    int sd = perm ? perm[d] : d;
+    if (src->dims[sd] == 1)
+      continue;
+    oxi_instr *term = bin(L, OXI_MUL, OX_U64, coord_at(L, dst, d, f), cu64(L, (uint64_t)stride[sd]));
+    g = g ? bin(L, OXI_ADD, OX_U64, g, term) : term;
+  }
+  return g ? g : cu64(L, 0);
+}
+
+static void s_move(lowerer *L, const oxi_instr *in) {
+  const oxi_instr *src = in->ops[0];
+  if (L->splat[src->id]) { /* every element is still the one scalar */
+    L->sval[in->id] = mapped(L, src);
+    L->splat[in->id] = 1;
+    return;
+  }
+  if (in->op == OXI_T_RESHAPE) { /* the same elements in the same order */
+    s_set_buf(L, in, s_buf(L, src));
+    return;
+  }
+  int perm[OXI_MAX_RANK], *pp = NULL;
+  if (in->op == OXI_T_PERMUTE) {
+    for (int d = 0; d < in->tshape->rank; d++)
+      perm[d] = (int)((in->imm >> (4 * d)) & 15);
+    pp = perm;
+  }
+  int64_t E = elems(in->tshape);
+  oxi_mem m = s_buffer(L, in->type, E);
+  counted_loop lp;
+  oxi_instr *f = s_loop(L, &lp, E);
+  shared_store(L, m, f, s_elem(L, src, s_source(L, src->tshape, in->tshape, pp, f)), NULL);
+  end_loop(L, &lp, f);
+  s_set_buf(L, in, m);
+}
+
+static void s_iota(lowerer *L, const oxi_instr *in) {
+  int64_t E = elems(in->tshape);
+  oxi_mem m = s_buffer(L, in->type, E);
+  counted_loop lp;
+  oxi_instr *f = s_loop(L, &lp, E);
+  shared_store(L, m, f, cast(L, coord_at(L, in->tshape, in->index, f), in->type), NULL);
+  end_loop(L, &lp, f);
+  s_set_buf(L, in, m);
+}
+
+/* A reduction along axis a, of `len` elements `inner` apart per result, as
+ * a tree: a copy of the source is halved log2(len) times, each element of
+ * the first half combined with its partner in the second. Each halving is a
+ * loop without a carried dependence (LLVM vectorizes it, where a running sum
+ * in f32 would stay serial), and the rounding error grows with log2(len),
+ * not len, as on the GPU. One result (a whole tile's) stays a scalar. */
+static void s_reduce(lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *src = in->ops[0]->tshape;
+  int a = in->index, sub = in->sub;
+  oxi_type t = in->type;
+  int64_t len = src->dims[a], inner = 1, R = elems(in->tshape);
+  for (int d = a + 1; d < src->rank; d++)
+    inner *= src->dims[d];
+  oxi_mem tmp = s_buffer(L, t, elems(src));
+  s_copy(L, tmp, in->ops[0], elems(src));
+  int li = log2i(inner);
+  for (int64_t span = len / 2; span >= 1; span /= 2) {
+    /* q = (o, k, i), k < span: tmp[o][k][i] op= tmp[o][k + span][i] */
+    counted_loop lp;
+    oxi_instr *q = s_loop(L, &lp, R * span);
+    oxi_instr *o = bin(L, OXI_SHR, OX_U64, q, cu64(L, (uint64_t)(log2i(span) + li)));
+    oxi_instr *ki = bin(L, OXI_AND, OX_U64, q, cu64(L, (uint64_t)(span * inner - 1)));
+    oxi_instr *at = bin(L, OXI_ADD, OX_U64, bin(L, OXI_SHL, OX_U64, o, cu64(L, (uint64_t)log2i(len * inner))), ki);
+    oxi_instr *x = shared_load(L, tmp, t, at);
+    oxi_instr *y = shared_load(L, tmp, t, bin(L, OXI_ADD, OX_U64, at, cu64(L, (uint64_t)(span * inner))));
+    shared_store(L, tmp, at, combine(L, sub, t, x, y), NULL);
+    end_loop(L, &lp, q);
+  }
+  if (R == 1) {
+    L->sval[in->id] = shared_load(L, tmp, t, cu64(L, 0));
+    L->splat[in->id] = 1;
+    return;
+  }
+  /* result r = (o, i) is at tmp[o][0][i] */
+  oxi_mem m = s_buffer(L, t, R);
+  counted_loop lp;
+  oxi_instr *r = s_loop(L, &lp, R);
+  oxi_instr *at = bin(L, OXI_ADD, OX_U64,
+                      bin(L, OXI_SHL, OX_U64, bin(L, OXI_SHR, OX_U64, r, cu64(L, (uint64_t)li)),
+                          cu64(L, (uint64_t)log2i(len * inner))),
+                      bin(L, OXI_AND, OX_U64, r, cu64(L, (uint64_t)(inner - 1))));
+  shared_store(L, m, r, shared_load(L, tmp, t, at), NULL);
+  end_loop(L, &lp, r);
+  s_set_buf(L, in, m);
+}
+
+/* dot: the result (f32) starts as the accumulator or zero, and for each row
+ * i and each k, row k of b times a[i][k] is added to row i: the innermost
+ * loop runs along rows, which LLVM vectorizes. */
+static void s_dot(lowerer *L, const oxi_instr *in) {
+  const oxi_instr *a = in->ops[0], *b = in->ops[1];
+  int64_t M = a->tshape->dims[0], K = a->tshape->dims[1], N = b->tshape->dims[1];
+  oxi_mem m = s_buffer(L, OX_F32, M * N);
+  if (in->nops == 3) {
+    s_copy(L, m, in->ops[2], M * N);
+  } else {
+    counted_loop lp;
+    oxi_instr *f = s_loop(L, &lp, M * N), *z = emit(L, OXI_CONST, OX_F32);
+    z->fimm = 0;
+    shared_store(L, m, f, z, NULL);
+    end_loop(L, &lp, f);
+  }
+  counted_loop li, lk, lj;
+  oxi_instr *i = s_loop(L, &li, M);
+  oxi_instr *k = s_loop(L, &lk, K);
+  oxi_instr *x = cast(L, s_elem(L, a, bin(L, OXI_ADD, OX_U64, bin(L, OXI_MUL, OX_U64, i, cu64(L, (uint64_t)K)), k)),
+                      OX_F32);
+  oxi_instr *j = s_loop(L, &lj, N);
+  oxi_instr *y = cast(L, s_elem(L, b, bin(L, OXI_ADD, OX_U64, bin(L, OXI_MUL, OX_U64, k, cu64(L, (uint64_t)N)), j)),
+                      OX_F32);
+  oxi_instr *at = bin(L, OXI_ADD, OX_U64, bin(L, OXI_MUL, OX_U64, i, cu64(L, (uint64_t)N)), j);
+  oxi_instr *sum = shared_load(L, m, OX_F32, at);
+  oxi_instr *fma = emit(L, OXI_MATH, OX_F32);
+  fma->sub = OXI_M_FMA;
+  fma->ops[0] = x;
+  fma->ops[1] = y;
+  fma->ops[2] = sum;
+  fma->nops = 3;
+  shared_store(L, m, at, fma, NULL);
+  end_loop(L, &lj, j);
+  end_loop(L, &lk, k);
+  end_loop(L, &li, i);
+  s_set_buf(L, in, m);
+}
+
+static void s_atomic(lowerer *L, const oxi_instr *in) {
+  const oxi_param *p = L->k->params.items[in->mem.index];
+  counted_loop lp;
+  if (in->sub == 0) { /* a tile added at tile coordinates */
+    const oxi_instr *v = in->ops[p->rank];
+    oxi_instr *coord[OXI_MAX_RANK];
+    for (int d = 0; d < p->rank; d++)
+      coord[d] = mapped(L, in->ops[d]);
+    clamp_coords(L, v->tshape, coord, in->mem.index);
+    oxi_instr *inb, *f = s_loop(L, &lp, elems(v->tshape));
+    oxi_instr *index = s_site(L, v->tshape, coord, in->mem.index, f, &inb);
+    atomic_at(L, in, inb, index, s_elem(L, v, f));
+    end_loop(L, &lp, f);
+    return;
+  }
+  /* a scatter: element e of the values to the index in element e of the indices */
+  oxi_instr *dim = param_info(L, OXI_DIM, in->mem.index, 0), *stride = param_info(L, OXI_STRIDE, in->mem.index, 0);
+  oxi_instr *f = s_loop(L, &lp, elems(in->ops[0]->tshape));
+  oxi_instr *idx = s_elem(L, in->ops[0], f);
+  atomic_at(L, in, bin(L, LT, OX_U64, idx, dim), bin(L, OXI_MUL, OX_U64, idx, stride), s_elem(L, in->ops[1], f));
+  end_loop(L, &lp, f);
+}
+
+/* A `let mut` tile: a buffer of its own; a read copies it out, since the
+ * variable may be assigned while the value read is still in use. */
+static void s_tile_var(lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *s = in->op == OXI_VAR_GET ? in->tshape : in->ops[0]->tshape;
+  int64_t E = elems(s);
+  if (!L->tslots[in->index]) {
+    L->tslots[in->index] = oxb_alloc(L->m->arena, sizeof(int));
+    L->tslots[in->index][0] = s_buffer(L, in->op == OXI_VAR_GET ? in->type : in->ops[0]->type, E).index;
+  }
+  oxi_mem var = {OXI_MEM_SHARED, L->tslots[in->index][0]};
+  if (in->op == OXI_VAR_SET) {
+    s_copy(L, var, in->ops[0], E);
+    return;
+  }
+  oxi_mem m = s_buffer(L, in->type, E);
+  counted_loop lp;
+  oxi_instr *f = s_loop(L, &lp, E);
+  shared_store(L, m, f, shared_load(L, var, in->type, f), NULL);
+  end_loop(L, &lp, f);
+  s_set_buf(L, in, m);
+}
+
+static void serial_instr(lowerer *L, const oxi_instr *in) {
+  switch (in->op) {
+  case OXI_T_LOAD: s_load(L, in); return;
+  case OXI_T_STORE: s_store(L, in); return;
+  case OXI_T_SPLAT:
+    L->sval[in->id] = mapped(L, in->ops[0]);
+    L->splat[in->id] = 1;
+    return;
+  case OXI_T_DOT: s_dot(L, in); return;
+  case OXI_T_ATOMIC_ADD: s_atomic(L, in); return;
+  case OXI_VAR_GET:
+  case OXI_VAR_SET:
+    if (in->tshape || (in->op == OXI_VAR_SET && in->ops[0]->tshape)) {
+      s_tile_var(L, in);
+      return;
+    }
+    break;
+  case OXI_T_REDUCE: s_reduce(L, in); return;
+  case OXI_T_BROADCAST:
+  case OXI_T_RESHAPE:
+  case OXI_T_PERMUTE: s_move(L, in); return;
+  case OXI_T_IOTA: s_iota(L, in); return;
+  case OXI_T_ID: L->sval[in->id] = tile_id(L, in->mem.index, in->index); return;
+  case OXI_T_COUNT: L->sval[in->id] = tile_count(L, in->mem.index, in->index); return;
+  default: break;
+  }
+  if (in->tshape) {
+    s_elementwise(L, in);
+    return;
+  }
+  oxi_instr *c = clone(L, in);
+  if (in->id >= 0)
+    L->sval[in->id] = c;
+}
+
 static void lower_instr(lowerer *L, const oxi_instr *in) {
+  if (L->serial) {
+    serial_instr(L, in);
+    return;
+  }
   switch (in->op) {
   case OXI_T_LOAD: lower_load(L, in); return;
   case OXI_T_STORE: lower_store(L, in); return;
@@ -1686,7 +2057,8 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda, int64_t shared_limi
   lowerer L = {0};
   L.m = m;
   L.k = k;
-  L.T = (int)T;
+  L.serial = !cuda;
+  L.T = L.serial ? 1 : (int)T;
   L.cuda = cuda;
   L.shared_limit = shared_limit;
   oxi_kernel *nk = oxb_alloc(m->arena, sizeof *nk);
@@ -1705,6 +2077,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda, int64_t shared_limi
   L.pipe = calloc(nv, sizeof *L.pipe);
   L.tslots = calloc(ns, sizeof *L.tslots);
   L.nb = calloc((size_t)k->blocks.len, sizeof *L.nb);
+  L.buf = calloc(nv, sizeof *L.buf);
   choose_layouts(&L);
   choose_direct_loads(&L);
   int user_shared = k->shared.len;
@@ -1744,13 +2117,14 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda, int64_t shared_limi
   free(L.pipe);
   free(L.tslots);
   free(L.nb);
+  free(L.buf);
   /* the scratch arrays, after what the kernel had */
   for (int i = user_shared; i < nk->shared.len; i++) {
     oxi_shared *sh = nk->shared.items[i];
     sh->offset = (nk->shared_bytes + 15) & ~(int64_t)15;
     nk->shared_bytes = sh->offset + sh->count * (int64_t)ox_dtype_size(sh->dtype);
   }
-  if (nk->shared_bytes > shared_limit)
+  if (!L.serial && nk->shared_bytes > shared_limit) /* the CPU's blocks have heap memory */
     return oxb_set_error(OX_ERR_UNSUPPORTED,
                          "%s:%d:%d: kernel '%s' needs %lld bytes of shared memory for its reductions, "
                          "layout changes and dot operands; a block has %lld here (use smaller tiles)",
@@ -1763,7 +2137,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda, int64_t shared_limi
   k->shared_bytes = nk->shared_bytes;
   k->uses_sync = nk->uses_sync;
   k->is_tile = false;
-  k->block[0] = (int)T;
+  k->block[0] = L.T;
   k->block[1] = k->block[2] = 1;
   return OX_OK;
 }
