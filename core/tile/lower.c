@@ -1,5 +1,7 @@
-/* lower.c - the tile lowering (docs/tile-design.md): every tile value becomes
- * the scalar values one thread holds of it, in one of two layouts.
+/* lower.c - the tile lowering (docs/tile-design.md). For CUDA, every tile
+ * value becomes the scalar values one thread holds of it, in one of two
+ * layouts (below). For the CPU, a block is one thread and every tile value a
+ * buffer (the serial lowering, its own section further down).
  *
  * Blocked layout (every tile, unless said otherwise). A kernel runs T threads
  * per block (a power of two up to 1024), chosen from its largest tile. A tile
@@ -10,8 +12,8 @@
  * are contiguous. Every tile of one shape has the same blocked layout, so
  * elementwise ops need no data movement.
  *
- * Mma layout (the struct below): the results of `dot` on tensor cores (CUDA
- * target, bf16/f16 inputs), elementwise ops on them, and `let mut` tiles they
+ * Mma layout (the struct below): the results of `dot` on tensor cores
+ * (bf16/f16/tf32 inputs), elementwise ops on them, and `let mut` tiles they
  * are assigned to. A value wanted in the other layout moves through shared
  * memory; a splat (every element one scalar) fits both for free.
  *
@@ -1345,7 +1347,7 @@ static void dot_tc(lowerer *L, const oxi_instr *in) {
   L->tval[in->id] = out;
 }
 
-/* dot anywhere else (the CPU, f32, small tiles): a and b go to scratch, and
+/* dot elsewhere on CUDA (f32, small tiles): a and b go to scratch, and
  * each thread accumulates its result elements (blocked layout) in f32 over
  * K, in one loop for all of them. */
 static void dot_simple(lowerer *L, const oxi_instr *in) {
