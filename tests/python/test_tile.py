@@ -139,6 +139,44 @@ def test_tile_matmul_bf16(dev, b_layout):
     assert (err <= 1e-5 * mag + 1e-6).all(), err.max()
 
 
+TF32_MATMUL = """\
+#[tile]
+fn mm<const BM: i32, const BN: i32>(c: &mut Tensor<f32, [BM, BN]>, a: &Tensor<f32, [-1, -1]>, b: &Tensor<f32, [-1, -1]>) {
+    let mut acc = full([BM, BN], 0.0f32);
+    for k in 0..(a.dim(1) + 15) / 16 {
+        acc = mma(a.partition([BM, 16]).load([tile_id(0), k]) as tf32, b.partition([16, BN]).load([k, tile_id(1)]) as tf32, acc);
+    }
+    c.store(acc);
+}
+"""
+
+
+def _tf32_reference(x):
+    """f32 -> tf32 as cvt.rna.tf32.f32 rounds: to nearest, ties away from zero"""
+    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    r = ((u + 0x1000) & ~np.uint64(0x1FFF)) & 0xFFFFFFFF
+    return r.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+@pytest.mark.parametrize("tile", [(128, 128), (16, 32)])
+def test_tile_matmul_tf32(dev, tile):
+    """f32 tensors multiplied as tf32: on CUDA with 128 x 128 tiles on tensor
+    cores (mma.sync m16n8k8), with 16 x 32 tiles and on the CPU in f32"""
+    M, N, K = 150, 90, 70
+    rng = np.random.default_rng(3)
+    a32 = rng.standard_normal((M, K)).astype(np.float32)
+    b32 = rng.standard_normal((K, N)).astype(np.float32)
+    c = oxide.full((M, N), float("nan"), device=dev)
+    oxide.compile(TF32_MATMUL, device=dev).mm(c.partition(tile), oxide.tensor(a32, device=dev),
+                                               oxide.tensor(b32, device=dev))
+    av, bv = _tf32_reference(a32), _tf32_reference(b32)
+    want, mag = av @ bv, np.abs(av) @ np.abs(bv)
+    err = np.abs(c.numpy().astype(np.float64) - want)
+    assert (err <= 1e-5 * mag + 1e-6).all(), err.max()
+    # the inputs' own f32 values would not do: tf32 rounding is visible
+    assert np.abs(a32.astype(np.float64) @ b32.astype(np.float64) - want).max() > 1e-4
+
+
 def test_atomic_histogram(dev):
     n, bins = 1000, 64  # n is not a multiple of the 256-element tiles: padded with -1
     xs = np.random.default_rng(3).integers(-5, bins + 6, n).astype(np.int32)  # some outside h
