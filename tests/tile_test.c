@@ -1051,6 +1051,32 @@ static void test_shared_limit(void) {
     bad += y[j] != (float)want; /* small integers: exact in any order */
   }
   CHECK(bad == 0, "colsum on the CPU: %d wrong", bad);
+  { /* a chain of 600 tiles of 512 KiB: the CPU's bound on a block's tile values */
+    size_t cap = 64 * 1024;
+    char *big = malloc(cap);
+    size_t n = (size_t)snprintf(big, cap, "#[tile]\nfn chain(y: &mut Tensor<f64, [1, 65536]>) {\n"
+                                           "    let t0 = iota([1, 65536], 1) as f64;\n");
+    for (int i = 1; i < 600; i++)
+      n += (size_t)snprintf(big + n, cap - n, "    let t%d = t%d * 2.0 + 1.0;\n", i, i - 1);
+    snprintf(big + n, cap - n, "    y.store(t599);\n}\n");
+    ox_module mc = NULL;
+    ox_kernel kc = NULL;
+    CHECK_OK(ox_module_compile(dev, big, &o, &mc));
+    if (mc) {
+      CHECK_OK(ox_module_get_kernel(mc, "chain", &kc));
+      const int64_t cs[2] = {1, 65536};
+      ox_tensor tc = NULL, pc = NULL;
+      CHECK_OK(ox_tensor_empty(dev, NULL, OX_F64, 2, cs, &tc));
+      CHECK_OK(ox_tensor_partition(tc, 2, cs, &pc));
+      ox_arg one = ox_arg_tensor(pc);
+      CHECK_ERR(ox_launch(kc, NULL, NULL, &one, 1), OX_ERR_UNSUPPORTED,
+                "kernel 'chain' needs 628621312 bytes for the tile values of one block on the CPU; at most 268435456");
+      ox_tensor_release(pc);
+      ox_tensor_release(tc);
+      ox_module_destroy(mc);
+    }
+    free(big);
+  }
 done:
   free(x);
   ox_tensor_release(part);

@@ -29,6 +29,7 @@
 #include "tile/tile.h"
 
 #define MAX_PER_THREAD 64 /* elements of one tile per thread, to stay in registers */
+#define OXT_CPU_BLOCK_MAX ((int64_t)256 << 20) /* bytes of tile values a CPU block may hold */
 
 typedef struct lowerer {
   oxi_module *m;
@@ -2126,12 +2127,21 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda, int64_t shared_limi
     sh->offset = (nk->shared_bytes + 15) & ~(int64_t)15;
     nk->shared_bytes = sh->offset + sh->count * (int64_t)ox_dtype_size(sh->dtype);
   }
-  if (!L.serial && nk->shared_bytes > shared_limit) /* the CPU's blocks have heap memory */
+  if (!L.serial && nk->shared_bytes > shared_limit)
     return oxb_set_error(OX_ERR_UNSUPPORTED,
                          "%s:%d:%d: kernel '%s' needs %lld bytes of shared memory for its reductions, "
                          "layout changes and dot operands; a block has %lld here (use smaller tiles)",
                          m->filename, k->line, k->col, k->name, (long long)nk->shared_bytes,
                          (long long)shared_limit);
+  /* the CPU's blocks keep their tile values in the worker's own memory, one
+     buffer a value: no device limit, but a bound, so that a kernel with very
+     many large tiles fails here rather than in an allocation per worker */
+  if (L.serial && nk->shared_bytes > OXT_CPU_BLOCK_MAX)
+    return oxb_set_error(OX_ERR_UNSUPPORTED,
+                         "%s:%d:%d: kernel '%s' needs %lld bytes for the tile values of one block on the "
+                         "CPU; at most %lld (use smaller or fewer tiles)",
+                         m->filename, k->line, k->col, k->name, (long long)nk->shared_bytes,
+                         (long long)OXT_CPU_BLOCK_MAX);
   k->blocks = nk->blocks;
   k->slots = nk->slots;
   k->next_id = nk->next_id;
