@@ -51,7 +51,7 @@ typedef struct lowerer {
   char *direct;        /* old value id -> 1: a load only a tensor-core dot uses, which copies it
                           to shared memory itself (cp.async) */
   struct {
-    int slot, stages;  /* its first slot, and its staging areas (2 to 4); 0: not pipelined */
+    int slot, stages;  /* its first slot, and its staging areas (2 or 3); 0: not pipelined */
   } *pipe;             /* old value id of a dot -> its pipeline (dot_pipeline) */
   bool pipelined;      /* some dot is: copies may be in flight at a return */
   int64_t shared_limit; /* bytes of shared memory a block may have */
@@ -602,15 +602,21 @@ static void lower_elementwise(lowerer *L, const oxi_instr *in) {
  * elements of the result need. One scratch array per dtype serves every such
  * step of the kernel; a barrier after each step frees it for the next. */
 
-/* The scratch array of dtype t, made or grown to hold `count` elements; the
- * offsets of the shared arrays are laid out after the lowering. */
+/* A new shared array of `count` elements of type t; the offsets of the
+ * shared arrays are laid out after the lowering. */
+static oxi_mem shared_array(lowerer *L, oxi_type t, int64_t count) {
+  oxi_shared *sh = oxb_alloc(L->m->arena, sizeof *sh);
+  sh->dtype = (ox_dtype)t;
+  sh->count = count;
+  oxb_vec_push(L->m->arena, &L->nk->shared, sh);
+  oxi_mem m = {OXI_MEM_SHARED, L->nk->shared.len - 1};
+  return m;
+}
+
+/* The scratch array of dtype t, made or grown to hold `count` elements. */
 static oxi_mem scratch(lowerer *L, oxi_type t, int64_t count) {
-  if (!L->scratch[t]) {
-    oxi_shared *sh = oxb_alloc(L->m->arena, sizeof *sh);
-    sh->dtype = (ox_dtype)t;
-    oxb_vec_push(L->m->arena, &L->nk->shared, sh);
-    L->scratch[t] = L->nk->shared.len;
-  }
+  if (!L->scratch[t])
+    L->scratch[t] = shared_array(L, t, 0).index + 1;
   oxi_mem m = {OXI_MEM_SHARED, L->scratch[t] - 1};
   oxi_shared *sh = L->nk->shared.items[m.index];
   if (sh->count < count)
@@ -1228,11 +1234,7 @@ static void dot_tc(lowerer *L, const oxi_instr *in) {
   int S = L->pipe[in->id].stages;
   oxi_mem m = {OXI_MEM_SHARED, 0};
   if (S) { /* its own areas: prefetches stay in flight across other steps */
-    oxi_shared *sh = oxb_alloc(L->m->arena, sizeof *sh);
-    sh->dtype = (ox_dtype)t;
-    sh->count = S * area;
-    oxb_vec_push(L->m->arena, &L->nk->shared, sh);
-    m.index = L->nk->shared.len - 1;
+    m = shared_array(L, t, S * area);
   } else {
     m = scratch(L, t, area);
   }
@@ -1470,16 +1472,6 @@ static void lower_atomic(lowerer *L, const oxi_instr *in) {
  * something needs its elements. Blocks spread over the cores as for SIMT
  * kernels, and no block needs fibers. */
 
-/* A new buffer of `count` elements of type t. */
-static oxi_mem s_buffer(lowerer *L, oxi_type t, int64_t count) {
-  oxi_shared *sh = oxb_alloc(L->m->arena, sizeof *sh);
-  sh->dtype = (ox_dtype)t;
-  sh->count = count;
-  oxb_vec_push(L->m->arena, &L->nk->shared, sh);
-  oxi_mem m = {OXI_MEM_SHARED, L->nk->shared.len - 1};
-  return m;
-}
-
 static oxi_mem s_buf(const lowerer *L, const oxi_instr *old) {
   assert(!L->splat[old->id] && L->buf[old->id]);
   oxi_mem m = {OXI_MEM_SHARED, L->buf[old->id] - 1};
@@ -1519,7 +1511,7 @@ static void s_elementwise(lowerer *L, const oxi_instr *in) {
     return;
   }
   int64_t E = elems(in->tshape);
-  oxi_mem m = s_buffer(L, in->type, E);
+  oxi_mem m = shared_array(L, in->type, E);
   counted_loop lp;
   oxi_instr *f = s_loop(L, &lp, E);
   oxi_instr *ops[4];
@@ -1562,7 +1554,7 @@ static void s_load(lowerer *L, const oxi_instr *in) {
   for (int d = 0; d < in->nops; d++)
     coord[d] = mapped(L, in->ops[d]);
   clamp_coords(L, s, coord, in->mem.index);
-  oxi_mem m = s_buffer(L, in->type, E);
+  oxi_mem m = shared_array(L, in->type, E);
   oxi_block *done = oxi_block_new(L->m, L->nk), *edge;
   begin_if(L, whole_tile_inside(L, s, false, coord, in->mem.index), &edge);
   counted_loop lp;
@@ -1642,7 +1634,7 @@ static void s_move(lowerer *L, const oxi_instr *in) {
     pp = perm;
   }
   int64_t E = elems(in->tshape);
-  oxi_mem m = s_buffer(L, in->type, E);
+  oxi_mem m = shared_array(L, in->type, E);
   counted_loop lp;
   oxi_instr *f = s_loop(L, &lp, E);
   shared_store(L, m, f, s_elem(L, src, s_source(L, src->tshape, in->tshape, pp, f)), NULL);
@@ -1652,7 +1644,7 @@ static void s_move(lowerer *L, const oxi_instr *in) {
 
 static void s_iota(lowerer *L, const oxi_instr *in) {
   int64_t E = elems(in->tshape);
-  oxi_mem m = s_buffer(L, in->type, E);
+  oxi_mem m = shared_array(L, in->type, E);
   counted_loop lp;
   oxi_instr *f = s_loop(L, &lp, E);
   shared_store(L, m, f, cast(L, coord_at(L, in->tshape, in->index, f), in->type), NULL);
@@ -1673,7 +1665,7 @@ static void s_reduce(lowerer *L, const oxi_instr *in) {
   int64_t len = src->dims[a], inner = 1, R = elems(in->tshape);
   for (int d = a + 1; d < src->rank; d++)
     inner *= src->dims[d];
-  oxi_mem tmp = s_buffer(L, t, elems(src));
+  oxi_mem tmp = shared_array(L, t, elems(src));
   s_copy(L, tmp, in->ops[0], elems(src));
   int li = log2i(inner);
   for (int64_t span = len / 2; span >= 1; span /= 2) {
@@ -1694,7 +1686,7 @@ static void s_reduce(lowerer *L, const oxi_instr *in) {
     return;
   }
   /* result r = (o, i) is at tmp[o][0][i] */
-  oxi_mem m = s_buffer(L, t, R);
+  oxi_mem m = shared_array(L, t, R);
   counted_loop lp;
   oxi_instr *r = s_loop(L, &lp, R);
   oxi_instr *at = bin(L, OXI_ADD, OX_U64,
@@ -1712,7 +1704,7 @@ static void s_reduce(lowerer *L, const oxi_instr *in) {
 static void s_dot(lowerer *L, const oxi_instr *in) {
   const oxi_instr *a = in->ops[0], *b = in->ops[1];
   int64_t M = a->tshape->dims[0], K = a->tshape->dims[1], N = b->tshape->dims[1];
-  oxi_mem m = s_buffer(L, OX_F32, M * N);
+  oxi_mem m = shared_array(L, OX_F32, M * N);
   if (in->nops == 3) {
     s_copy(L, m, in->ops[2], M * N);
   } else {
@@ -1775,14 +1767,14 @@ static void s_tile_var(lowerer *L, const oxi_instr *in) {
   int64_t E = elems(s);
   if (!L->tslots[in->index]) {
     L->tslots[in->index] = oxb_alloc(L->m->arena, sizeof(int));
-    L->tslots[in->index][0] = s_buffer(L, in->op == OXI_VAR_GET ? in->type : in->ops[0]->type, E).index;
+    L->tslots[in->index][0] = shared_array(L, in->op == OXI_VAR_GET ? in->type : in->ops[0]->type, E).index;
   }
   oxi_mem var = {OXI_MEM_SHARED, L->tslots[in->index][0]};
   if (in->op == OXI_VAR_SET) {
     s_copy(L, var, in->ops[0], E);
     return;
   }
-  oxi_mem m = s_buffer(L, in->type, E);
+  oxi_mem m = shared_array(L, in->type, E);
   counted_loop lp;
   oxi_instr *f = s_loop(L, &lp, E);
   shared_store(L, m, f, shared_load(L, var, in->type, f), NULL);
