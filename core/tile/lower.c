@@ -2073,8 +2073,10 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda, int64_t shared_limi
   L.tslots = calloc(ns, sizeof *L.tslots);
   L.nb = calloc((size_t)k->blocks.len, sizeof *L.nb);
   L.buf = calloc(nv, sizeof *L.buf);
-  choose_layouts(&L);
-  choose_direct_loads(&L);
+  if (!L.serial) { /* the CPU has one layout, a buffer, and no tensor cores */
+    choose_layouts(&L);
+    choose_direct_loads(&L);
+  }
   int user_shared = k->shared.len;
   for (int bi = 0; bi < k->blocks.len; bi++)
     L.nb[bi] = oxi_block_new(m, nk);
@@ -2154,6 +2156,6 @@ int64_t oxt_shared_limit(int sm) {
   case 89:
   case 120:
   case 121: return 99 * 1024;
-  default: return 227 * 1024; /* sm_90, sm_100, sm_103 */
+  default: return OXI_SHARED_MAX; /* sm_90, sm_100, sm_103 */
   }
 }

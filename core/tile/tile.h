@@ -11,9 +11,10 @@
 #include "ir/ir.h"
 
 /* Lowers tile kernel `k` of `m` in place, for the CUDA target (`cuda`: dot
- * on tensor cores) or the CPU, for blocks of at most `shared_limit` bytes of
- * shared memory (the device's; oxt_shared_limit for code emitted without
- * one). Afterwards k->is_tile is false, k->block holds
+ * on tensor cores) or the CPU. On CUDA, blocks have at most `shared_limit`
+ * bytes of shared memory (the device's; oxt_shared_limit for code emitted
+ * without one); the CPU ignores it (a block is one thread with its tile
+ * values in the worker's memory). Afterwards k->is_tile is false, k->block holds
  * the block shape the launch must use, and no tile value or tile op is left.
  * Errors (a tile too large for this lowering) set the last error, naming the
  * source file of `m`. */
