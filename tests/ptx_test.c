@@ -1,5 +1,7 @@
 /* ptx_test - the PTX of every example kernel, of tile kernels on tensor
- * cores and of tf32 kernels, is accepted by ptxas (from the CUDA toolkit) for sm_80 and sm_90. Without ptxas the test fails, unless
+ * cores (mma.sync, and wgmma on sm_90) and of tf32 kernels, is accepted by
+ * ptxas (from the CUDA toolkit) for sm_80 and sm_90 (as sm_90a, which Oxide
+ * targets on sm_90 devices). Without ptxas the test fails, unless
  * OXIDE_NO_PTXAS=1 says the machine has no CUDA toolkit on purpose. */
 #include <dirent.h>
 #include <stdlib.h>
@@ -43,6 +45,36 @@ static const char *TENSOR_CORES =
     "    c.store(reduce_sum(d, 1));\n"
     "}\n";
 
+/* Dots with K steps of 64 and 128 bf16/f16 elements: wgmma on sm_90 (one
+ * and two warpgroups, N 64 and 256), mma.sync on sm_80. */
+static const char *WGMMA =
+    "#[tile]\n"
+    "fn mm_wide(c: &mut Tensor<f32, [128, 256]>, a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>) {\n"
+    "    let mut acc = full([128, 256], 0.0f32);\n"
+    "    for k in 0..(a.dim(1) + 63) / 64 {\n"
+    "        acc = mma(a.partition([128, 64]).load([tile_id(0), k]), b.partition([64, 256]).load([k, tile_id(1)]), acc);\n"
+    "    }\n"
+    "    c.store(acc);\n"
+    "}\n"
+    "#[tile]\n"
+    "fn mm_small(c: &mut Tensor<f32, [64, 64]>, a: &Tensor<f16, [-1, -1]>, b: &Tensor<f16, [-1, -1]>) {\n"
+    "    c.store(dot(a.partition([64, 128]).load([tile_id(0), 0]), b.partition([128, 64]).load([0, tile_id(1)])) + 1.0);\n"
+    "}\n";
+
+static void look_wgmma(const char *name, int sm, const char *ptx) {
+  if (sm == 80) {
+    CHECK(strstr(ptx, "wgmma") == NULL, "%s: wgmma for sm_80", name);
+    CHECK(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != NULL, "%s: no mma.sync", name);
+    return;
+  }
+  CHECK(strstr(ptx, ".target sm_90a") != NULL, "%s: not for sm_90a", name);
+  CHECK(strstr(ptx, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16") != NULL, "%s: no m64n256 wgmma", name);
+  CHECK(strstr(ptx, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") != NULL, "%s: no m64n64 wgmma", name);
+  CHECK(strstr(ptx, "fence.proxy.async.shared::cta") != NULL, "%s: no proxy fence", name);
+  CHECK(strstr(ptx, "wgmma.wait_group.sync.aligned 0") != NULL, "%s: no wgmma wait", name);
+  CHECK(strstr(ptx, "mma.sync") == NULL, "%s: mma.sync on sm_90", name);
+}
+
 /* tf32 casts and arithmetic round with cvt.rna.tf32.f32, in a SIMT kernel
  * and in a tile kernel's elementwise ops and dot operands. */
 static const char *TF32 =
@@ -60,7 +92,8 @@ static const char *TF32 =
     "    c.store(dot(x * x, y) + (reduce_max(x, 1) as f32));\n"
     "}\n";
 
-static void look_tf32(const char *name, const char *ptx) {
+static void look_tf32(const char *name, int sm, const char *ptx) {
+  (void)sm;
   CHECK(strstr(ptx, "cvt.rna.tf32.f32") != NULL, "%s: no cvt.rna.tf32.f32", name);
   /* the tile kernel's dot: 64 x 64 by 4 warps of 32 x 32, on tensor cores */
   CHECK(strstr(ptx, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") != NULL, "%s: no tf32 mma.sync", name);
@@ -70,7 +103,7 @@ static void look_tf32(const char *name, const char *ptx) {
 /* Emits `text` as PTX for sm_80 and sm_90 and has ptxas assemble it; calls
  * `look` on each PTX for the caller's own checks. */
 static void check_ptx(const char *ptxas, const char *name, const char *text, int contiguous,
-                      void (*look)(const char *name, const char *ptx)) {
+                      void (*look)(const char *name, int sm, const char *ptx)) {
   static const int archs[] = {80, 90};
   for (int i = 0; i < 2; i++) {
     ox_compile_options o = {.filename = name, .sm = archs[i], .emit_contiguous = contiguous};
@@ -79,7 +112,7 @@ static void check_ptx(const char *ptxas, const char *name, const char *text, int
     if (!ptx)
       continue;
     if (look)
-      look(name, ptx);
+      look(name, archs[i], ptx);
     char tmp[] = "/tmp/oxide-ptx-XXXXXX";
     int fd = mkstemp(tmp);
     CHECK(fd >= 0, "mkstemp");
@@ -87,7 +120,7 @@ static void check_ptx(const char *ptxas, const char *name, const char *text, int
     CHECK(write(fd, ptx, n) == (ssize_t)n, "write");
     close(fd);
     char cmd[9000];
-    snprintf(cmd, sizeof cmd, "%s -arch=sm_%d %s -o /dev/null", ptxas, archs[i], tmp);
+    snprintf(cmd, sizeof cmd, "%s -arch=sm_%d%s %s -o /dev/null", ptxas, archs[i], archs[i] == 90 ? "a" : "", tmp);
     int rc = system(cmd);
     CHECK(rc == 0, "ptxas rejected %s for sm_%d", name, archs[i]);
     unlink(tmp);
@@ -95,7 +128,8 @@ static void check_ptx(const char *ptxas, const char *name, const char *text, int
   }
 }
 
-static void look_vecadd(const char *name, const char *ptx) {
+static void look_vecadd(const char *name, int sm, const char *ptx) {
+  (void)sm;
   if (strcmp(name, "vecadd.oxk"))
     return;
   /* the contract's exact block shape, and read-only slices on the
@@ -108,13 +142,15 @@ static void look_vecadd(const char *name, const char *ptx) {
 
 /* With contiguous tensors, the operands of the K loop's dot are copied with
  * cp.async, the next K tile's ahead. */
-static void look_pipelined(const char *name, const char *ptx) {
+static void look_pipelined(const char *name, int sm, const char *ptx) {
+  (void)sm;
   CHECK(strstr(ptx, "cp.async.cg.shared.global") != NULL, "%s: no cp.async", name);
   CHECK(strstr(ptx, "cp.async.wait_group 1") != NULL, "%s: no pipelined wait", name);
   CHECK(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != NULL, "%s: no mma.sync", name);
 }
 
-static void look_tensor_cores(const char *name, const char *ptx) {
+static void look_tensor_cores(const char *name, int sm, const char *ptx) {
+  (void)sm;
   CHECK(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != NULL, "%s: no bf16 mma.sync", name);
   CHECK(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != NULL, "%s: no f16 mma.sync", name);
   CHECK(strstr(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") != NULL, "%s: no ldmatrix.trans", name);
@@ -134,6 +170,8 @@ int main(void) {
   }
   check_ptx(ptxas, "tensor_cores.oxk", TENSOR_CORES, 0, look_tensor_cores);
   check_ptx(ptxas, "tensor_cores.oxk", TENSOR_CORES, 1, look_pipelined);
+  check_ptx(ptxas, "wgmma.oxk", WGMMA, 1, look_wgmma);
+  check_ptx(ptxas, "wgmma.oxk", WGMMA, 0, look_wgmma);
   check_ptx(ptxas, "tf32.oxk", TF32, 0, look_tf32);
   check_ptx(ptxas, "tf32.oxk", TF32, 1, look_tf32);
   char dir[4200];

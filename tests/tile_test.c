@@ -80,6 +80,10 @@ static const char *SRC =
      * for bf16/f16 when the warps can tile the result; else shared memory) */
     MATMUL("mm_bf16", "bf16", "32")
     MATMUL("mm_f32", "f32", "8")
+    /* K steps of 64 and 128 (whole 128-byte rows): wgmma on sm_90 for M of
+     * 64 or 128 and N of 64 to 256 */
+    MATMUL("mm_wg", "bf16", "64")
+    MATMUL("mm_wg16", "f16", "128")
     /* f32 tensors multiplied as tf32 (tensor cores, m16n8k8, on CUDA) */
     "#[tile]\n"
     "fn mm_tf32<const BM: i32, const BN: i32>(c: &mut Tensor<f32, [BM, BN]>, a: &Tensor<f32, [-1, -1]>, b: &Tensor<f32, [-1, -1]>) {\n"
@@ -115,13 +119,13 @@ static const char *SRC =
     /* row sums of A x B: a reduction of the accumulator, over column tiles */
     "#[tile]\n"
     "fn mm_rowsum<const BM: i32>(s: &mut Tensor<f32, [BM, 1]>, a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>) {\n"
-    "    let pa = a.partition([BM, 32]);\n"
-    "    let pb = b.partition([32, 64]);\n"
+    "    let pa = a.partition([BM, 64]);\n"
+    "    let pb = b.partition([64, 64]);\n"
     "    let mut tot = full([BM, 1], 0.0f32);\n"
     "    let mut acc = full([BM, 64], 0.0f32);\n"
     "    for j in 0..(b.dim(1) + 63) / 64 {\n"
     "        acc = full([BM, 64], 0.0f32);\n"
-    "        for k in 0..(a.dim(1) + 31) / 32 {\n"
+    "        for k in 0..(a.dim(1) + 63) / 64 {\n"
     "            acc = mma(pa.load([tile_id(0), k]), pb.load([k, j]), acc);\n"
     "        }\n"
     "        tot += reduce_sum(acc, 1);\n"
@@ -690,7 +694,7 @@ static void test_matmul(ox_kernel k, ox_dtype dt, const int64_t *tile, const cha
 
 /* Epilogues of a bf16 matmul on 64 x 64 tiles: c = alpha * acc + 1 (stays in
  * the mma layout, stored from it) and d = max(c, 0) + bias[j] (converted to
- * the blocked layout for the broadcast row); then the row sums of A x B,
+ * the blocked layout for the broadcast row); then the row sums of A x B (K steps of 64: wgmma on sm_90),
  * reduce_sum of the accumulator over column tiles of 64. */
 static void test_epilogue(ox_kernel epi, ox_kernel rowsum) {
   static const mm_case cases[] = {{200, 136, 72, ALIGNED}, {70, 40, 5, TRANSPOSED}, {100, 70, 40, UNALIGNED}};
@@ -1143,8 +1147,10 @@ int main(int argc, char **argv) {
   ox_kernel add = NULL, scale = NULL, two = NULL, rms = NULL, ln = NULL, colmax = NULL, far = NULL;
   ox_kernel tr = NULL, shapes = NULL;
   ox_kernel mm_bf16 = NULL, mm_f16 = NULL, mm_f32 = NULL, mm_tf32 = NULL, mm_epi = NULL, mm_rowsum = NULL, shiftsum = NULL, dot1 = NULL;
-  ox_kernel mm_two = NULL, mm_rev = NULL, splitk = NULL, hist = NULL;
+  ox_kernel mm_two = NULL, mm_rev = NULL, splitk = NULL, hist = NULL, mm_wg = NULL, mm_wg16 = NULL;
   if (m) {
+    CHECK_OK(ox_module_get_kernel(m, "mm_wg", &mm_wg));
+    CHECK_OK(ox_module_get_kernel(m, "mm_wg16", &mm_wg16));
     CHECK_OK(ox_module_get_kernel(m, "splitk", &splitk));
     CHECK_OK(ox_module_get_kernel(m, "hist", &hist));
     CHECK_OK(ox_module_get_kernel(m, "mm_two", &mm_two));
@@ -1192,6 +1198,16 @@ int main(int argc, char **argv) {
        rows of tiles, the last group short */
     static const mm_case many[] = {{1100, 200, 72, ALIGNED}};
     test_matmul(mm_bf16, OX_BF16, t64, "mm_bf16", many, 1);
+  }
+  if (mm_wg && mm_wg16) { /* wgmma on sm_90: one or two warpgroups, N of 64 to 256, K in one or two
+                             128-byte panels (mma.sync elsewhere) */
+    static const int64_t tiles[][2] = {{128, 128}, {64, 64}, {128, 256}, {64, 128}};
+    for (int i = 0; i < 4; i++)
+      test_matmul(mm_wg, OX_BF16, tiles[i], "mm_wg", mm_cases, nmm);
+    static const mm_case big[] = {{300, 520, 333, ALIGNED}, {130, 260, 200, UNALIGNED}};
+    test_matmul(mm_wg, OX_BF16, tiles[2], "mm_wg", big, 2);
+    test_matmul(mm_wg16, OX_F16, tiles[3], "mm_wg16", mm_cases, nmm);
+    test_matmul(mm_wg16, OX_F16, tiles[0], "mm_wg16", big, 2);
   }
   if (mm_f16) /* dot on tensor cores on CUDA (4 warps of 32 x 32); `acc += dot` adds in the blocked layout */
     test_matmul(mm_f16, OX_F16, t64, "mm_f16", mm_cases, nmm);

@@ -525,7 +525,7 @@ ox_status ox_emit(const char *source, const ox_compile_options *opts, ox_target 
       oxi_param *ip = k->params.items[p];
       ip->contiguous16 = o.emit_contiguous && oxi_is_tensor_kind(ip->kind);
     }
-    s = oxt_lower(&m, k, target == OX_TARGET_CUDA, oxt_shared_limit(o.sm ? o.sm : 90));
+    s = oxt_lower(&m, k, target == OX_TARGET_CUDA ? (o.sm ? o.sm : 90) : 0, oxt_shared_limit(o.sm ? o.sm : 90));
   }
   if (!s && first_tile < m.kernels.len && kind != OX_EMIT_AST) {
     oxb_str err = {0};

@@ -133,7 +133,8 @@ static ox_status specialize(ox_kernel k, const int64_t *gen, uint64_t facts, oxa
   for (int i = 0; !s && i < ki->params.len && i < 64; i++)
     ((oxi_param *)ki->params.items[i])->contiguous16 = (facts >> i) & 1;
   if (!s)
-    s = oxt_lower(&sp->irm, ki, m->dev->type == OX_DEVICE_CUDA, m->dev->max_shared_per_block);
+    s = oxt_lower(&sp->irm, ki, m->dev->type != OX_DEVICE_CUDA ? 0 : m->opts.sm ? m->opts.sm : m->dev->cc,
+                  m->dev->max_shared_per_block);
   if (!s && !oxi_verify(&sp->irm, &err))
     s = oxb_set_error(OX_ERR_INTERNAL, "internal error (lowered tile IR): %s", err.buf);
   oxb_str_free(&err);

@@ -31,8 +31,15 @@ static LLVMTypeRef llty(cg_t *C, oxi_type t) {
   case OX_F32: case OX_TF32: return LLVMFloatTypeInContext(C->ctx);
   case OX_F64: return LLVMDoubleTypeInContext(C->ctx);
   case OXI_V4: return LLVMVectorType(LLVMInt32TypeInContext(C->ctx), 4);
-  default: return LLVMVoidTypeInContext(C->ctx);
+  default: break;
   }
+  if (oxi_is_vf32(t)) { /* the struct an inline asm statement with n "=f" outputs returns */
+    LLVMTypeRef f[OXI_VF32_MAX];
+    for (int i = 0; i < oxi_vf32_len(t); i++)
+      f[i] = LLVMFloatTypeInContext(C->ctx);
+    return LLVMStructTypeInContext(C->ctx, f, (unsigned)oxi_vf32_len(t), 0);
+  }
+  return LLVMVoidTypeInContext(C->ctx);
 }
 
 /* In memory and in parameters a bool is a byte. */
@@ -667,13 +674,83 @@ static LLVMValueRef mma(cg_t *C, const oxi_instr *in) {
   return v4_of_struct(C, s);
 }
 
+/* Hopper's wgmma, as inline PTX (LLVM 19 has no intrinsic for
+ * wgmma.mma_async). The accumulator is a struct of n floats, tied in and out
+ * ("+f"), and the fence and the wait pass it through the same way, so that no
+ * read or write of its registers can move across them: between a wgmma and
+ * the wait for it the registers belong to the tensor cores. */
+static LLVMValueRef vf32_asm(cg_t *C, const char *text, LLVMValueRef acc, LLVMValueRef *extra, int nextra,
+                             const char *extra_cons) {
+  int n = (int)LLVMCountStructElementTypes(LLVMTypeOf(acc));
+  LLVMTypeRef params[OXI_VF32_MAX + 2];
+  LLVMValueRef args[OXI_VF32_MAX + 2];
+  oxb_str cons = {0};
+  for (int i = 0; i < n; i++)
+    oxb_str_addf(&cons, "%s=f", i ? "," : "");
+  for (int i = 0; i < nextra; i++) {
+    oxb_str_addf(&cons, ",%s", extra_cons);
+    params[i] = LLVMTypeOf(extra[i]);
+    args[i] = extra[i];
+  }
+  for (int i = 0; i < n; i++) {
+    oxb_str_addf(&cons, ",%d", i);
+    params[nextra + i] = f32t(C);
+    args[nextra + i] = LLVMBuildExtractValue(C->b, acc, (unsigned)i, "");
+  }
+  oxb_str_addf(&cons, ",~{memory}");
+  LLVMTypeRef fty = LLVMFunctionType(LLVMTypeOf(acc), params, (unsigned)(nextra + n), 0);
+  LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), cons.buf, cons.len, 1, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef r = LLVMBuildCall2(C->b, fty, asmv, args, (unsigned)(nextra + n), "");
+  oxb_str_free(&cons);
+  return r;
+}
+
+/* wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}: A K-major and B
+ * N-major (imm-trans-b 1), both from shared memory through descriptors; D
+ * accumulates (scale-d true). */
+static LLVMValueRef wgmma(cg_t *C, const oxi_instr *in) {
+  assert(C->opt->target == OXL_CUDA && "the tile lowering gives wgmma to the CUDA target only");
+  int n = (int)in->imm / 2;
+  oxb_str t = {0};
+  oxb_str_addf(&t, "{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
+               (int)in->imm, in->sub == OX_F16 ? "f16" : "bf16", in->sub == OX_F16 ? "f16" : "bf16");
+  for (int i = 0; i < n; i++)
+    oxb_str_addf(&t, "%s$%d", i ? ", " : "", i);
+  oxb_str_addf(&t, "}, $%d, $%d, p, 1, 1, 0, 1; }", n, n + 1);
+  LLVMValueRef d[2] = {val(C, in->ops[0]), val(C, in->ops[1])};
+  LLVMValueRef r = vf32_asm(C, t.buf, val(C, in->ops[2]), d, 2, "l");
+  oxb_str_free(&t);
+  return r;
+}
+
+static LLVMValueRef wgmma_sync(cg_t *C, const oxi_instr *in) {
+  assert(C->opt->target == OXL_CUDA && "the tile lowering gives wgmma to the CUDA target only");
+  char text[96];
+  if (in->sub == 2)
+    snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", (int)in->imm);
+  else if (in->sub == 1)
+    snprintf(text, sizeof text, "wgmma.commit_group.sync.aligned; wgmma.wait_group.sync.aligned %d;",
+             (int)in->imm);
+  else
+    snprintf(text, sizeof text, "wgmma.fence.sync.aligned;");
+  if (in->nops)
+    return vf32_asm(C, text, val(C, in->ops[0]), NULL, 0, "");
+  LLVMTypeRef fty = LLVMFunctionType(voidt(C), NULL, 0, 0);
+  LLVMBuildCall2(C->b, fty, LLVMGetInlineAsm(fty, text, strlen(text), "~{memory}", 9, 1, 0, LLVMInlineAsmDialectATT, 0),
+                 NULL, 0, "");
+  return NULL;
+}
+
 /* ------------------------------------------------------------ a kernel */
 
 static void emit_instr(cg_t *C, const oxi_instr *in) {
   LLVMValueRef r = NULL;
   switch (in->op) {
   case OXI_CONST:
-    if (oxi_is_float(in->type))
+    if (oxi_is_vf32(in->type))
+      r = LLVMConstNull(llty(C, in->type));
+    else if (oxi_is_float(in->type))
       r = fconst(C, in->type, in->fimm);
     else
       r = LLVMConstInt(llty(C, in->type), in->imm, 0);
@@ -766,7 +843,25 @@ static void emit_instr(cg_t *C, const oxi_instr *in) {
       r = LLVMBuildInsertElement(C->b, r, LLVMBuildBitCast(C->b, val(C, in->ops[i]), i32t(C), ""),
                                  ci32(C, i), "");
     break;
-  case OXI_UNPACK: r = v4_reg(C, in->ops[0], (unsigned)in->index, llty(C, in->type)); break;
+  case OXI_UNPACK:
+    if (oxi_is_vf32(in->ops[0]->type))
+      r = LLVMBuildExtractValue(C->b, val(C, in->ops[0]), (unsigned)in->index, "");
+    else
+      r = v4_reg(C, in->ops[0], (unsigned)in->index, llty(C, in->type));
+    break;
+  case OXI_VSET: r = LLVMBuildInsertValue(C->b, val(C, in->ops[0]), val(C, in->ops[1]), (unsigned)in->index, ""); break;
+  case OXI_SHARED_ADDR: r = LLVMBuildPtrToInt(C->b, elem_ptr(C, in->mem, val(C, in->ops[0])), i64t(C), ""); break;
+  case OXI_WGMMA: r = wgmma(C, in); break;
+  case OXI_WGMMA_SYNC: r = wgmma_sync(C, in); break;
+  case OXI_FENCE_ASYNC: {
+    assert(C->opt->target == OXL_CUDA && "the tile lowering gives fences to the CUDA target only");
+    static const char text[] = "fence.proxy.async.shared::cta;";
+    LLVMTypeRef fty = LLVMFunctionType(voidt(C), NULL, 0, 0);
+    LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, sizeof text - 1, "~{memory}", 9, 1, 0,
+                                         LLVMInlineAsmDialectATT, 0);
+    LLVMBuildCall2(C->b, fty, asmv, NULL, 0, "");
+    break;
+  }
   case OXI_BR: LLVMBuildBr(C->b, C->bbs[in->target[0]->id]); break;
   case OXI_CONDBR:
     LLVMBuildCondBr(C->b, val(C, in->ops[0]), C->bbs[in->target[0]->id], C->bbs[in->target[1]->id]);

@@ -57,8 +57,8 @@ static LLVMTargetMachineRef make_tm(const oxl_options *opt, char *triple_out, si
       LLVMDisposeMessage(err);
       return NULL;
     }
-    char cpu[16];
-    snprintf(cpu, sizeof cpu, "sm_%d", opt->sm ? opt->sm : 80);
+    char cpu[16]; /* sm_90 gets sm_90a, the arch-specific features (wgmma) of exactly that chip */
+    snprintf(cpu, sizeof cpu, "sm_%d%s", opt->sm ? opt->sm : 80, opt->sm == 90 ? "a" : "");
     tm = LLVMCreateTargetMachine(target, triple, cpu, "+ptx80", lvl, LLVMRelocDefault,
                                  LLVMCodeModelDefault);
     snprintf(triple_out, n, "%s", triple);

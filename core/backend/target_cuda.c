@@ -112,7 +112,13 @@ void oxl_cg_kernel_cuda(cg_t *C) {
       LLVMSetInitializer(g, LLVMGetUndef(at));
       LLVMSetLinkage(g, LLVMInternalLinkage);
     }
-    LLVMSetAlignment(g, 16);
+    unsigned align = 16; /* the most any array's offset needs */
+    for (int i = 0; i < k->shared.len; i++) {
+      const oxi_shared *sh = k->shared.items[i];
+      if (sh->align > align)
+        align = (unsigned)sh->align;
+    }
+    LLVMSetAlignment(g, align);
     C->gpu_shared = g;
   }
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(C->ctx, fn, "entry");

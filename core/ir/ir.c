@@ -66,7 +66,7 @@ bool oxi_is_int(oxi_type t) { return t >= OX_I8 && t <= OX_U64; }
 bool oxi_is_signed(oxi_type t) { return t >= OX_I8 && t <= OX_I64; }
 
 const char *oxi_type_name(oxi_type t) {
-  return t == OXI_VOID ? "void" : t == OXI_V4 ? "v4" : ox_dtype_name((ox_dtype)t);
+  return t == OXI_VOID ? "void" : t == OXI_V4 ? "v4" : oxi_is_vf32(t) ? "vf32" : ox_dtype_name((ox_dtype)t);
 }
 
 const char *oxi_op_name(oxi_op op) {
@@ -78,6 +78,7 @@ const char *oxi_op_name(oxi_op op) {
                                       "t.id",   "t.count", "t.reduce", "t.broadcast",
                                       "t.reshape", "t.permute", "t.iota", "t.dot", "t.atomic_add",
                                       "ldmatrix", "mma", "cp.async", "cp.commit", "cp.wait", "pack", "unpack",
+                                      "vset", "shared.addr", "wgmma", "wgmma.sync", "fence.async",
                                       "br",     "condbr",  "ret"};
   _Static_assert(OXB_COUNT(names) == OXI_OP_COUNT, "op names");
   return (unsigned)op < OXI_OP_COUNT ? names[op] : "?";
@@ -125,7 +126,9 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
     for (int d = 0; d < in->tshape->rank; d++)
       oxb_str_addf(o, "%s%lld", d ? "x" : "", (long long)in->tshape->dims[d]);
     oxb_str_add(o, "] = ", 4);
-  } else if (in->id >= 0)
+  } else if (in->id >= 0 && oxi_is_vf32(in->type))
+    oxb_str_addf(o, "v%d: vf32x%d = ", in->id, oxi_vf32_len(in->type));
+  else if (in->id >= 0)
     oxb_str_addf(o, "v%d: %s = ", in->id, oxi_type_name(in->type));
   oxb_str_addf(o, "%s", oxi_op_name(in->op));
   switch (in->op) {
@@ -158,13 +161,18 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
   case OXI_VAR_GET: case OXI_VAR_SET: oxb_str_addf(o, " $%d", in->index); break;
   case OXI_LDMATRIX: oxb_str_addf(o, "%s", in->sub ? ".trans" : ""); break;
   case OXI_MMA: oxb_str_addf(o, ".%s b%d", oxi_type_name(in->sub), in->index); break;
-  case OXI_UNPACK: oxb_str_addf(o, " %d,", in->index); break;
+  case OXI_UNPACK: case OXI_VSET: oxb_str_addf(o, " %d,", in->index); break;
+  case OXI_WGMMA: oxb_str_addf(o, ".m64n%lluk16.%s", (unsigned long long)in->imm, oxi_type_name(in->sub)); break;
+  case OXI_WGMMA_SYNC:
+    oxb_str_addf(o, in->sub == 1 ? ".commit.wait %llu," : in->sub ? ".wait %llu," : ".fence",
+                 (unsigned long long)in->imm);
+    break;
   default: break;
   }
   if (in->op == OXI_LEN || in->op == OXI_LOAD || in->op == OXI_STORE || in->op == OXI_ATOMIC ||
       in->op == OXI_ALIGNED || in->op == OXI_DIM || in->op == OXI_STRIDE || in->op == OXI_T_LOAD ||
       in->op == OXI_T_STORE || in->op == OXI_T_ID || in->op == OXI_T_COUNT || in->op == OXI_LDMATRIX ||
-      in->op == OXI_CP_ASYNC || in->op == OXI_T_ATOMIC_ADD) {
+      in->op == OXI_CP_ASYNC || in->op == OXI_T_ATOMIC_ADD || in->op == OXI_SHARED_ADDR) {
     oxb_str_add(o, " ", 1);
     print_mem(k, in->mem, o);
   }
@@ -583,10 +591,35 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
         fail(V, b, in, "pack: v4 from four 32-bit scalars");
     break;
   case OXI_UNPACK:
-    if (in->nops != 1 || t0 != OXI_V4 || in->index < 0 || in->index > 3 || in->type >= OX_DTYPE_COUNT ||
-        ox_dtype_size((ox_dtype)in->type) != 4)
-      fail(V, b, in, "unpack: a 32-bit scalar from a v4");
+    if (in->nops != 1 || (t0 != OXI_V4 && !oxi_is_vf32(t0)) || in->index < 0 ||
+        in->index >= (t0 == OXI_V4 ? 4 : oxi_vf32_len(t0)) || in->type >= OX_DTYPE_COUNT ||
+        ox_dtype_size((ox_dtype)in->type) != 4 || (t0 != OXI_V4 && in->type != OX_F32))
+      fail(V, b, in, "unpack: a 32-bit scalar from a v4, or an f32 from a vf32");
     break;
+  case OXI_VSET:
+    if (in->nops != 2 || !oxi_is_vf32(t0) || in->type != t0 || t1 != OX_F32 || in->index < 0 ||
+        in->index >= oxi_vf32_len(t0))
+      fail(V, b, in, "vset: a vf32 with one register replaced by an f32");
+    break;
+  case OXI_SHARED_ADDR:
+    if (in->nops != 1 || t0 != OX_U64 || in->type != OX_U64 || in->mem.kind != OXI_MEM_SHARED ||
+        in->mem.index < 0 || in->mem.index >= k->shared.len)
+      fail(V, b, in, "shared.addr: u64 address of a shared array's element at a u64 index");
+    break;
+  case OXI_WGMMA:
+    if (in->nops != 3 || t0 != OX_U64 || t1 != OX_U64 || in->imm < 8 || in->imm > 256 || in->imm % 8 ||
+        in->ops[2]->type != in->type || in->type != oxi_vf32((int)in->imm / 2) ||
+        (in->sub != OX_BF16 && in->sub != OX_F16))
+      fail(V, b, in, "wgmma: vf32 x N/2 from two u64 descriptors and a vf32 x N/2, N 8 to 256 by 8, "
+                     "bf16 or f16 inputs");
+    break;
+  case OXI_WGMMA_SYNC:
+    if ((in->nops == 1 ? !oxi_is_vf32(t0) || in->type != t0 : in->nops || in->type != OXI_VOID) ||
+        in->sub < 0 || in->sub > 2 || in->imm > 7)
+      fail(V, b, in, "wgmma.sync: a vf32 (or nothing) through a fence (0), a commit and a wait (1) or a "
+                     "wait (2) for at most 0 to 7 groups");
+    break;
+  case OXI_FENCE_ASYNC: if (in->nops || in->type != OXI_VOID) fail(V, b, in, "fence.async: no operands"); break;
   case OXI_T_ATOMIC_ADD: {
     const oxi_param *p = in->mem.kind == OXI_MEM_PARAM && in->mem.index >= 0 && in->mem.index < k->params.len
                              ? k->params.items[in->mem.index] : NULL;

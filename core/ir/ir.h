@@ -18,13 +18,19 @@
 
 /* Value types: the scalar dtypes, plus void for instructions without a value,
  * plus v4: four 32-bit registers of one thread that a warp-wide matrix
- * instruction reads or writes (a tensor-core fragment; GPU lowering only). */
+ * instruction reads or writes (a tensor-core fragment; GPU lowering only),
+ * plus vf32 x n: n f32 registers of one thread that a warpgroup's wgmma
+ * accumulates into (oxi_vf32(n), n from 1 to OXI_VF32_MAX; GPU lowering only). */
 typedef int oxi_type;
 #define OXI_VOID ((oxi_type)OX_DTYPE_COUNT)
 #define OXI_V4 ((oxi_type)OX_DTYPE_COUNT + 1)
+#define OXI_VF32_MAX 128
+static inline oxi_type oxi_vf32(int n) { return (oxi_type)OX_DTYPE_COUNT + 1 + n; }
+static inline bool oxi_is_vf32(oxi_type t) { return t > OXI_V4 && t <= oxi_vf32(OXI_VF32_MAX); }
+static inline int oxi_vf32_len(oxi_type t) { return t - OXI_V4; }
 
 typedef enum oxi_op {
-  OXI_CONST,   /* imm / fimm of `type` */
+  OXI_CONST,   /* imm / fimm of `type` (a vf32: all zeros) */
   OXI_PARAM,   /* the value of scalar parameter `index` */
   OXI_LEN,     /* u64: the element count of memory `mem` */
   OXI_LOAD,    /* mem[ops0] */
@@ -84,7 +90,22 @@ typedef enum oxi_op {
   OXI_CP_WAIT,  /* wait until all but the last `imm` groups of this thread's copies have landed
                    (before a barrier) */
   OXI_PACK,     /* v4 from ops0..3 (32-bit scalars) */
-  OXI_UNPACK,   /* register `index` of ops0 (v4) as `type` (a 32-bit scalar) */
+  OXI_UNPACK,   /* register `index` of ops0 (v4 or vf32) as `type` (a 32-bit scalar) */
+  /* Hopper's warpgroup matrix ops (sm_90a; the four warps of a warpgroup
+   * execute them together), for dots the tile lowering gives to wgmma */
+  OXI_VSET,     /* ops0 (vf32) with register `index` replaced by ops1 (f32) */
+  OXI_SHARED_ADDR, /* u64: the shared-window byte address of element ops0 (u64) of shared array
+                      `mem`, for a wgmma matrix descriptor */
+  OXI_WGMMA,    /* vf32 x N/2 = wgmma.mma_async.m64nNk16 (N = imm; sub: OX_BF16 or OX_F16 inputs)
+                   of A (K-major) described by ops0 (u64) and B (N-major) by ops1 (u64), added to
+                   ops2 (vf32 x N/2); asynchronous: its registers are ready after a wait */
+  OXI_WGMMA_SYNC, /* ops0 (vf32; or none, and no value) after sub 0: wgmma.fence (before the
+                     first wgmma that reads registers written since); 1: commit the wgmmas issued
+                     since the last commit as a group, then wait until at most `imm` groups are
+                     pending; 2: only wait. Passing the registers through keeps every use of them
+                     on the right side */
+  OXI_FENCE_ASYNC, /* fence.proxy.async.shared::cta: this thread's writes to shared memory become
+                      visible to the async proxy (which wgmma reads through) */
   OXI_BR,      /* to target[0] */
   OXI_CONDBR,  /* ops0 ? target[0] : target[1] */
   OXI_RET,
@@ -196,6 +217,8 @@ typedef struct oxi_shared {
   ox_dtype dtype;
   int64_t count;
   int64_t offset; /* bytes from the start of the block's shared memory */
+  int64_t align;  /* bytes the offset is a multiple of, if more than 16 (wgmma's swizzled
+                     operands: 1024); 0 otherwise */
 } oxi_shared;
 
 /* A bounds-check site: where an access is in the source, for the message. */

@@ -45,6 +45,8 @@ typedef struct lowerer {
   bool *everywhere;    /* old value id -> a tile whose elements are one value, which every
                           thread holds (a splat, a full reduction, elementwise ops of them) */
   bool cuda;           /* the CUDA target: tensor cores for dot */
+  bool wg;             /* tensor-core dots run on wgmma (sm_90): their results' mma layout has
+                          one warp per 16 rows (wg_dot) */
   char *mma;           /* old value id -> 1: held in the mma layout (below), not the blocked one */
   char *splat;         /* old value id -> 1: every element is one scalar (any layout) */
   char *slot_mma;      /* old slot -> 1: a `let mut` tile slot held in the mma layout */
@@ -59,6 +61,9 @@ typedef struct lowerer {
   int *buf;            /* serial: old value id -> its buffer's shared array + 1 */
   oxi_instr *grouped[2]; /* rank-2 tile ids in grouped order (group_tiles), or NULL */
   int **tslots;        /* old slot -> its new slots, one per element a thread holds */
+  oxi_instr **vacc;    /* old value id -> its accumulator registers (vf32) as wgmma left them,
+                          maybe still being written (dot_wg); held() gives their elements */
+  int *vslot;          /* old slot -> a vf32 slot + 1: a `let mut` tile held as a wgmma accumulator */
 } lowerer;
 
 /* The mma layout: the accumulator layout of mma.sync.m16n8k16. The block's
@@ -107,11 +112,19 @@ static layout layout_of(const lowerer *L, const oxi_tshape *s) {
 }
 
 /* The mma layout of an [M, N] tile with this block's warps, if it has one:
- * warp tiles as square as the warps allow, each at least 16 x 16. */
+ * warp tiles as square as the warps allow, each at least 16 x 16. With wgmma
+ * (L->wg), an [M, N] tile of 16 rows a warp has warp tiles of 16 x N: the
+ * accumulator of wgmma.m64nNk16, whose warp w of a warpgroup holds rows
+ * 16w..16w+15 of the group's 64 in the m16n8 register order of mma.sync. */
 static bool mma_layout_of(const lowerer *L, const oxi_tshape *s, mma_layout *o) {
   if (!L->cuda || s->rank != 2 || L->T < 32)
     return false;
   int W = L->T / 32;
+  if (L->wg && s->dims[0] == 16 * W && s->dims[1] % 8 == 0 && s->dims[1] <= 2 * OXI_VF32_MAX) {
+    o->WM = W, o->WN = 1, o->wm = 16, o->wn = s->dims[1];
+    o->n = (int)(s->dims[1] / 2);
+    return true;
+  }
   bool found = false;
   for (int WM = 1; WM <= W; WM *= 2) {
     int WN = W / WM;
@@ -216,9 +229,50 @@ static oxi_instr *mapped(lowerer *L, const oxi_instr *old) {
 }
 
 /* The elements this thread holds of tile value `old`, in its layout. */
+/* OXI_WGMMA_SYNC `sub` (0: fence, 1: commit and wait, 2: wait until at most
+ * `pending` groups are in flight), passing accumulator `acc` (or nothing)
+ * through. */
+static oxi_instr *wg_sync(lowerer *L, oxi_instr *acc, int sub, int pending) {
+  oxi_instr *w = emit(L, OXI_WGMMA_SYNC, acc ? acc->type : OXI_VOID);
+  w->sub = sub;
+  w->imm = (uint64_t)pending;
+  w->ops[0] = acc;
+  w->nops = acc != NULL;
+  return w;
+}
+
+/* The accumulator registers (vf32 x n) of elements v of an mma-layout tile. */
+static oxi_instr *wg_pack(lowerer *L, oxi_instr **v, int n) {
+  oxi_instr *acc = emit(L, OXI_CONST, oxi_vf32(n));
+  for (int i = 0; i < n; i++) {
+    oxi_instr *x = emit(L, OXI_VSET, oxi_vf32(n));
+    x->ops[0] = acc;
+    x->ops[1] = v[i];
+    x->nops = 2;
+    x->index = i;
+    acc = x;
+  }
+  return acc;
+}
+
+/* The elements this thread holds of tile `old`. An accumulator that wgmma may
+ * still be writing is waited for first, at each use (the use may be in a
+ * branch that does not dominate the next one). */
 static oxi_instr **held(lowerer *L, const oxi_instr *old) {
-  assert(old->id >= 0 && L->tval[old->id]);
-  return L->tval[old->id];
+  assert(old->id >= 0 && (L->tval[old->id] || L->vacc[old->id]));
+  if (L->tval[old->id])
+    return L->tval[old->id];
+  oxi_instr *acc = wg_sync(L, L->vacc[old->id], 2, 0);
+  int n = oxi_vf32_len(acc->type);
+  oxi_instr **out = oxb_alloc(L->m->arena, sizeof *out * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    oxi_instr *u = emit(L, OXI_UNPACK, OX_F32);
+    u->ops[0] = acc;
+    u->nops = 1;
+    u->index = i;
+    out[i] = u;
+  }
+  return out;
 }
 
 /* Whether `old` is held in the mma layout (a splat is in both). */
@@ -1022,6 +1076,24 @@ static void tile_var(lowerer *L, const oxi_instr *in) {
   const oxi_tshape *s = in->op == OXI_VAR_GET ? in->tshape : in->ops[0]->tshape;
   bool mma = L->slot_mma[in->index];
   int n = count_in(L, s, mma);
+  mma_layout ml;
+  if (L->wg && mma && mma_layout_of(L, s, &ml) && ml.WN == 1 && ml.wm == 16) {
+    /* a wgmma accumulator's layout: kept as its registers, so that a K loop's
+       dot accumulates into them while the previous call's wgmmas run */
+    if (!L->vslot[in->index])
+      L->vslot[in->index] = oxi_slot_new(L->m, L->nk, oxi_vf32(n)) + 1;
+    int slot = L->vslot[in->index] - 1;
+    if (in->op == OXI_VAR_GET) {
+      L->vacc[in->id] = get_slot(L, slot);
+    } else if (L->vacc[in->ops[0]->id]) {
+      set_slot(L, slot, L->vacc[in->ops[0]->id]);
+    } else { /* other registers: no wgmma may still write the slot's */
+      oxi_instr **v = in_layout(L, in->ops[0], true);
+      wg_sync(L, NULL, 2, 0);
+      set_slot(L, slot, wg_pack(L, v, n));
+    }
+    return;
+  }
   if (!L->tslots[in->index]) {
     L->tslots[in->index] = oxb_alloc(L->m->arena, sizeof(int) * (size_t)n);
     for (int e = 0; e < n; e++)
@@ -1067,14 +1139,41 @@ static oxi_instr *cast(lowerer *L, oxi_instr *v, oxi_type t) {
   return c;
 }
 
+/* Where element (r, c) of an [R, C] operand tile of 16-bit elements is
+ * staged for wgmma: C/64 panels of R rows of 128 bytes (64 elements), each 8
+ * rows x 128 bytes a 1024-byte atom in which 16-byte piece p of row r sits at
+ * piece p ^ (r % 8) (the 128-byte swizzle, so that the 8 rows of a column of
+ * pieces fall in distinct banks). `c` is a multiple of 8. In elements from
+ * the operand's start. */
+static oxi_instr *swizzled(lowerer *L, oxi_instr *r, oxi_instr *c, int64_t R) {
+  oxi_instr *panel = bin(L, OXI_MUL, OX_U64, bin(L, OXI_SHR, OX_U64, c, cu64(L, 6)), cu64(L, (uint64_t)(R * 64)));
+  oxi_instr *piece = bin(L, OXI_XOR, OX_U64, bin(L, OXI_AND, OX_U64, bin(L, OXI_SHR, OX_U64, c, cu64(L, 3)), cu64(L, 7)),
+                         bin(L, OXI_AND, OX_U64, r, cu64(L, 7)));
+  return bin(L, OXI_ADD, OX_U64, panel,
+             bin(L, OXI_ADD, OX_U64, bin(L, OXI_SHL, OX_U64, r, cu64(L, 6)), bin(L, OXI_SHL, OX_U64, piece, cu64(L, 3))));
+}
+
 /* Writes the blocked elements of a [R, C] tile to shared memory `m` at
- * `base` + row * `pitch` + col: one address per thread plus constants. */
+ * `base` + row * `pitch` + col: one address per thread plus constants; or
+ * (pitch 0) swizzled for wgmma, an address an element. */
 static void stage(lowerer *L, const oxi_instr *old, oxi_mem m, int64_t base, int64_t pitch) {
   const oxi_tshape *s = old->tshape;
   int n = count_in(L, s, false);
   int64_t *off = malloc(sizeof *off * (size_t)n);
   oxi_instr *fb = position_parts(L, s, false, off);
   oxi_instr **v = elements(L, old);
+  if (!pitch) {
+    for (int e = 0; e < n; e++) {
+      oxi_instr *f = bin(L, OXI_ADD, OX_U64, fb, cu64(L, (uint64_t)off[e]));
+      oxi_instr *c = coord_at(L, s, 1, f);
+      oxi_instr *at = bin(L, OXI_ADD, OX_U64,
+                          swizzled(L, coord_at(L, s, 0, f), bin(L, OXI_AND, OX_U64, c, cu64(L, ~(uint64_t)7)), s->dims[0]),
+                          bin(L, OXI_ADD, OX_U64, bin(L, OXI_AND, OX_U64, c, cu64(L, 7)), cu64(L, (uint64_t)base)));
+      shared_store(L, m, at, v[e], exists(L, s, false, f));
+    }
+    free(off);
+    return;
+  }
   oxi_instr *a0 = bin(L, OXI_ADD, OX_U64, bin(L, OXI_MUL, OX_U64, coord_at(L, s, 0, fb), cu64(L, (uint64_t)pitch)),
                       bin(L, OXI_ADD, OX_U64, coord_at(L, s, 1, fb), cu64(L, (uint64_t)base)));
   for (int e = 0; e < n; e++) {
@@ -1089,7 +1188,8 @@ static void stage(lowerer *L, const oxi_instr *old, oxi_mem m, int64_t base, int
  * the dot's staging area in 16-byte pieces (cp.async.cg, no registers): each
  * row of the [R, C] tile is C/8 pieces of eight 16-bit elements, dealt over
  * the threads; a piece the tensor's edge cuts reads only its elements inside
- * and zero-fills the rest, which is the padding a load gives. */
+ * and zero-fills the rest, which is the padding a load gives. Rows are
+ * `pitch` elements apart from `base`, or (pitch 0) swizzled for wgmma. */
 static void copy_async(lowerer *L, const oxi_instr *ld, oxi_instr *c0, oxi_instr *c1, oxi_mem m,
                        oxi_instr *base, int64_t pitch) {
   const oxi_tshape *s = ld->tshape;
@@ -1117,8 +1217,9 @@ static void copy_async(lowerer *L, const oxi_instr *ld, oxi_instr *c0, oxi_instr
     /* outside, the tensor's start, read for 0 bytes */
     oxi_instr *gidx = pick(L, inside, bin(L, OXI_ADD, OX_U64, bin(L, OXI_MUL, OX_U64, grow, stride0), gcol),
                              cu64(L, 0));
-    oxi_instr *sidx = bin(L, OXI_ADD, OX_U64, bin(L, OXI_MUL, OX_U64, r, cu64(L, (uint64_t)pitch)),
-                          bin(L, OXI_ADD, OX_U64, c, base));
+    oxi_instr *sidx = pitch ? bin(L, OXI_ADD, OX_U64, bin(L, OXI_MUL, OX_U64, r, cu64(L, (uint64_t)pitch)),
+                                  bin(L, OXI_ADD, OX_U64, c, base))
+                            : bin(L, OXI_ADD, OX_U64, swizzled(L, r, c, R), base);
     oxi_instr *b32 = cast(L, bytes, OX_U32);
     oxi_instr *cp = emit(L, OXI_CP_ASYNC, OXI_VOID);
     cp->mem = ld->mem;
@@ -1147,19 +1248,38 @@ static bool dot_on_tensor_cores(const lowerer *L, const oxi_instr *in) {
   return L->cuda && tc_operands(in) && mma_layout_of(L, in->tshape, &ml);
 }
 
+/* How a tensor-core dot's operands A [M, K] and B [K, N] are staged in
+ * shared memory: rows `pa` and `pb` elements apart (padded by 16 bytes
+ * against bank conflicts; 0: swizzled for wgmma, no padding), B `bat`
+ * elements after A, `area` elements in all. */
+typedef struct staging {
+  int64_t pa, pb, bat, area;
+} staging;
+
+static staging staging_of(const lowerer *L, const oxi_instr *in) {
+  int64_t M = in->ops[0]->tshape->dims[0], K = in->ops[0]->tshape->dims[1], N = in->ops[1]->tshape->dims[1];
+  staging g = {0, 0, M * K, M * K + K * N};
+  if (!L->wg) {
+    g.pa = K + (in->ops[0]->type == OX_TF32 ? 4 : 8);
+    g.pb = N + 8;
+    g.bat = M * g.pa;
+    g.area = g.bat + K * g.pb;
+  }
+  return g;
+}
+
 /* Copies the operands of the call `ahead` calls after this one (at
  * coordinates `c`, in ring area `r`) along K into their ring area, as one
  * cp.async group. */
 static void prefetch(lowerer *L, const oxi_instr *in, oxi_instr *const *c, oxi_instr *r, int ahead, oxi_mem m,
-                     int64_t area, int S) {
-  const oxi_instr *la = in->ops[0], *lb = in->ops[1];
-  int64_t M = la->tshape->dims[0], pa = la->tshape->dims[1] + 8, pb = lb->tshape->dims[1] + 8;
+                     int S) {
+  staging g = staging_of(L, in);
   oxi_instr *j = cu64(L, (uint64_t)ahead);
   oxi_instr *ring = bin(L, OXI_REM, OX_U64, bin(L, OXI_ADD, OX_U64, r, j), cu64(L, (uint64_t)S));
-  oxi_instr *at = bin(L, OXI_MUL, OX_U64, ring, cu64(L, (uint64_t)area));
-  copy_async(L, la, c[0], bin(L, OXI_ADD, OX_U64, c[1], j), m, at, pa);
-  copy_async(L, lb, bin(L, OXI_ADD, OX_U64, c[2], j), c[3], m, bin(L, OXI_ADD, OX_U64, at, cu64(L, (uint64_t)(M * pa))),
-             pb);
+  oxi_instr *at = bin(L, OXI_MUL, OX_U64, ring, cu64(L, (uint64_t)g.area));
+  copy_async(L, in->ops[0], c[0], bin(L, OXI_ADD, OX_U64, c[1], j), m, at, g.pa);
+  copy_async(L, in->ops[1], bin(L, OXI_ADD, OX_U64, c[2], j), c[3], m,
+             bin(L, OXI_ADD, OX_U64, at, cu64(L, (uint64_t)g.bat)), g.pb);
   emit(L, OXI_CP_COMMIT, OXI_VOID);
 }
 
@@ -1175,7 +1295,7 @@ static void prefetch(lowerer *L, const oxi_instr *in, oxi_instr *const *c, oxi_i
  * Slots from `slot`: whether prefetches are in flight, the next call's 4
  * coordinates as guessed, and this call's area in the ring. Returns the
  * element offset of this call's area. */
-static oxi_instr *dot_pipeline(lowerer *L, const oxi_instr *in, oxi_mem m, int64_t area, int slot, int S) {
+static oxi_instr *dot_pipeline(lowerer *L, const oxi_instr *in, oxi_mem m, int slot, int S) {
   const oxi_instr *la = in->ops[0], *lb = in->ops[1];
   oxi_instr *c[4] = {mapped(L, la->ops[0]), mapped(L, la->ops[1]), mapped(L, lb->ops[0]), mapped(L, lb->ops[1])};
   oxi_instr *get[6];
@@ -1193,14 +1313,21 @@ static oxi_instr *dot_pipeline(lowerer *L, const oxi_instr *in, oxi_mem m, int64
   barrier(L); /* other warps may still read the previous call's area */
   oxi_instr *w0 = emit(L, OXI_CP_WAIT, OXI_VOID); /* wrong guesses may still be landing */
   w0->imm = 0;
-  for (int j = 0; j < S - 1; j++) /* this call's operands and the next S - 2 calls' */
-    prefetch(L, in, c, r, j, m, area, S);
+  /* copies run D - 1 calls ahead; with wgmma, the previous call's wgmmas may
+     still read its area (dot_wg), so the ring has one area more than that */
+  int D = L->wg ? S - 1 : S;
+  for (int j = 0; j < D - 1; j++) /* this call's operands and the next D - 2 calls' */
+    prefetch(L, in, c, r, j, m, S);
   end_if(L, join);
-  /* S - 1 groups in flight, this call's the oldest */
+  /* D - 1 groups in flight, this call's the oldest */
   oxi_instr *w = emit(L, OXI_CP_WAIT, OXI_VOID);
-  w->imm = S - 2;
+  w->imm = (uint64_t)(D - 2);
+  if (L->wg) /* wgmma reads them through the async proxy */
+    emit(L, OXI_FENCE_ASYNC, OXI_VOID);
   barrier(L);
-  prefetch(L, in, c, r, S - 1, m, area, S); /* into the previous call's area, which every warp is done with */
+  /* into the area of the call D calls back (S - D + 1 calls after it was last read), which every
+     warp is done with */
+  prefetch(L, in, c, r, D - 1, m, S);
   oxi_instr *t = emit(L, OXI_CONST, OX_BOOL);
   t->imm = 1;
   set_slot(L, slot, t);
@@ -1209,10 +1336,113 @@ static oxi_instr *dot_pipeline(lowerer *L, const oxi_instr *in, oxi_mem m, int64
   for (int i = 0; i < 4; i++)
     set_slot(L, slot + 1 + i, nc[i]);
   set_slot(L, slot + 5, bin(L, OXI_REM, OX_U64, bin(L, OXI_ADD, OX_U64, r, cu64(L, 1)), cu64(L, (uint64_t)S)));
-  return bin(L, OXI_MUL, OX_U64, r, cu64(L, (uint64_t)area));
+  return bin(L, OXI_MUL, OX_U64, r, cu64(L, (uint64_t)staging_of(L, in).area));
 }
 
-/* dot on tensor cores. a [M, K] and b [K, N] are staged in shared memory with
+/* Stages the operands of tensor-core dot `in` in shared memory (staging_of):
+ * copied there by cp.async if they are direct loads, through the ring of a
+ * pipelined dot (dot_pipeline), else written from registers; then a barrier.
+ * Sets *m to the shared array and returns the element offset of this call's
+ * area in it. */
+static oxi_instr *stage_operands(lowerer *L, const oxi_instr *in, oxi_mem *m) {
+  staging g = staging_of(L, in);
+  oxi_type t = in->ops[0]->type;
+  int S = L->pipe[in->id].stages;
+  /* a pipelined dot has its own areas: prefetches stay in flight across other steps */
+  *m = S ? shared_array(L, t, S * g.area) : scratch(L, t, g.area);
+  if (L->wg) /* the swizzle is on address bits: atoms start at 1024-byte boundaries */
+    ((oxi_shared *)L->nk->shared.items[m->index])->align = 1024;
+  if (S)
+    return dot_pipeline(L, in, *m, L->pipe[in->id].slot, S);
+  bool copies = false;
+  for (int i = 0; i < 2; i++) {
+    const oxi_instr *ld = in->ops[i];
+    int64_t pitch = i ? g.pb : g.pa, at = i ? g.bat : 0;
+    if (L->direct[ld->id]) {
+      copy_async(L, ld, mapped(L, ld->ops[0]), mapped(L, ld->ops[1]), *m, cu64(L, (uint64_t)at), pitch);
+      copies = true;
+    } else {
+      stage(L, ld, *m, at, pitch);
+    }
+  }
+  if (copies) {
+    emit(L, OXI_CP_COMMIT, OXI_VOID);
+    emit(L, OXI_CP_WAIT, OXI_VOID);
+  }
+  if (L->wg) /* wgmma reads the operands through the async proxy */
+    emit(L, OXI_FENCE_ASYNC, OXI_VOID);
+  barrier(L);
+  return cu64(L, 0);
+}
+
+/* A matrix descriptor of wgmma for an operand staged swizzled (`swizzled`)
+ * at shared address `addr` (bytes): the address / 16 in bits 0-13, the
+ * leading byte offset / 16 in bits 16-29, the stride byte offset / 16 in bits
+ * 32-45, the 128-byte swizzle (1) in bits 62-63. The stride byte offset is
+ * the distance between atoms of 8 rows (1024 bytes); the leading one, for
+ * N-major B, between panels of 64 columns (K rows of 128 bytes) (unused for
+ * K-major A: 1). */
+static oxi_instr *wg_desc(lowerer *L, oxi_instr *addr, int64_t lbo) {
+  uint64_t hi = ((uint64_t)lbo >> 4) << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
+  return bin(L, OXI_OR, OX_U64, bin(L, OXI_SHR, OX_U64, addr, cu64(L, 4)), cu64(L, hi));
+}
+
+/* dot on wgmma (sm_90). The block's warpgroups each compute 64 rows of the
+ * [M, N] result (M / 16 warps, L->wg), from A and B staged swizzled: per step
+ * of 16 along K, one wgmma.m64nNk16 reads the group's 64 x 16 of A and the
+ * 16 x N of B from shared memory through descriptors. The accumulator, N / 2
+ * f32 registers a thread, is the mma layout with 16 x N warp tiles. The
+ * wgmmas of a call are one group. A pipelined dot leaves it in flight (at
+ * most one group pending: the previous call's is done, so its staging area is
+ * free for dot_pipeline's copies) and its result is the registers as wgmma
+ * leaves them (L->vacc), which the next call accumulates into directly and
+ * any other use waits for (held); otherwise the call waits for its group. */
+static void dot_wg(lowerer *L, const oxi_instr *in) {
+  int64_t M = in->ops[0]->tshape->dims[0], K = in->ops[0]->tshape->dims[1], N = in->ops[1]->tshape->dims[1];
+  int n = (int)(N / 2);
+  bool pipelined = L->pipe[in->id].stages != 0;
+  oxi_mem m;
+  oxi_instr *cur = stage_operands(L, in, &m);
+  oxi_instr *acc = NULL;
+  if (in->nops == 3 && L->vacc[in->ops[2]->id])
+    acc = L->vacc[in->ops[2]->id];
+  else if (in->nops == 3)
+    acc = wg_pack(L, in_layout(L, in->ops[2], true), n);
+  else
+    acc = emit(L, OXI_CONST, oxi_vf32(n));
+  acc = wg_sync(L, acc, 0, 0);
+  /* byte addresses: A of this warpgroup (rows 64g..), B */
+  oxi_instr *base = emit(L, OXI_SHARED_ADDR, OX_U64);
+  base->mem = m;
+  base->ops[0] = cur;
+  base->nops = 1;
+  oxi_instr *group = bin(L, OXI_SHR, OX_U64, L->t, cu64(L, 7));
+  oxi_instr *a0 = bin(L, OXI_ADD, OX_U64, base, bin(L, OXI_MUL, OX_U64, group, cu64(L, 64 * 128)));
+  oxi_instr *b0 = bin(L, OXI_ADD, OX_U64, base, cu64(L, (uint64_t)(2 * M * K)));
+  for (int64_t ks = 0; ks < K / 16; ks++) {
+    /* A: panel ks / 4 (M rows of 128 bytes each), 32 bytes a step within it; B: 16 rows a step */
+    int64_t aoff = ks / 4 * M * 128 + ks % 4 * 32, boff = ks * 16 * 128;
+    oxi_instr *da = wg_desc(L, bin(L, OXI_ADD, OX_U64, a0, cu64(L, (uint64_t)aoff)), 16);
+    oxi_instr *db = wg_desc(L, bin(L, OXI_ADD, OX_U64, b0, cu64(L, (uint64_t)boff)), K * 128);
+    oxi_instr *w = emit(L, OXI_WGMMA, oxi_vf32(n));
+    w->sub = in->ops[0]->type;
+    w->imm = (uint64_t)N;
+    w->ops[0] = da;
+    w->ops[1] = db;
+    w->ops[2] = acc;
+    w->nops = 3;
+    acc = w;
+  }
+  acc = wg_sync(L, acc, 1, pipelined ? 1 : 0);
+  L->vacc[in->id] = acc;
+  if (!pipelined) {
+    barrier(L); /* the scratch area is free for the next use */
+    L->tval[in->id] = held(L, in);
+  }
+  L->nk->uses_sync = true;
+}
+
+/* dot on tensor cores with mma.sync. a [M, K] and b [K, N] are staged in shared memory with
  * rows padded by 8 elements (16 bytes), so the eight 16-byte rows that one
  * ldmatrix phase reads fall in distinct banks. Each warp then computes its
  * warp tile: per step of 16 along K, ldmatrix.x4 fragments of A (one per 16
@@ -1222,44 +1452,18 @@ static oxi_instr *dot_pipeline(lowerer *L, const oxi_instr *in, oxi_mem m, int64
  * ldmatrix also gives (an 8 x 4 block of 32-bit elements is an 8 x 8 one of
  * 16-bit halves) and whose B fragments are plain shared loads. */
 static void dot_tc(lowerer *L, const oxi_instr *in) {
-  const oxi_tshape *as = in->ops[0]->tshape, *bs = in->ops[1]->tshape;
+  const oxi_tshape *as = in->ops[0]->tshape;
   oxi_type t = in->ops[0]->type;
   bool tf = t == OX_TF32;
-  /* rows padded by 16 bytes (A) and, for tf32's B, 8 elements (below) */
-  int64_t M = as->dims[0], K = as->dims[1], N = bs->dims[1], pa = K + (tf ? 4 : 8), pb = N + 8;
+  int64_t M = as->dims[0], K = as->dims[1];
+  staging g = staging_of(L, in);
+  int64_t pa = g.pa, pb = g.pb;
   int64_t kstep = tf ? 8 : 16, cols = tf ? 4 : 8; /* K per mma; elements in 16 bytes */
   mma_layout ml;
   mma_layout_of(L, in->tshape, &ml);
-  int64_t area = M * pa + K * pb; /* one staging area: A, then B */
   int S = L->pipe[in->id].stages;
-  oxi_mem m = {OXI_MEM_SHARED, 0};
-  if (S) { /* its own areas: prefetches stay in flight across other steps */
-    m = shared_array(L, t, S * area);
-  } else {
-    m = scratch(L, t, area);
-  }
-  oxi_instr *cur = cu64(L, 0); /* where this dot's operands are staged */
-  if (S)
-    cur = dot_pipeline(L, in, m, area, L->pipe[in->id].slot, S);
-  else {
-    bool copies = false;
-    for (int i = 0; i < 2; i++) {
-      const oxi_instr *ld = in->ops[i];
-      int64_t pitch = i ? pb : pa;
-      if (L->direct[ld->id]) {
-        copy_async(L, ld, mapped(L, ld->ops[0]), mapped(L, ld->ops[1]), m, cu64(L, (uint64_t)(i ? M * pa : 0)),
-                   pitch);
-        copies = true;
-      } else {
-        stage(L, ld, m, i ? M * pa : 0, pitch);
-      }
-    }
-    if (copies) {
-      emit(L, OXI_CP_COMMIT, OXI_VOID);
-      emit(L, OXI_CP_WAIT, OXI_VOID);
-    }
-    barrier(L);
-  }
+  oxi_mem m;
+  oxi_instr *cur = stage_operands(L, in, &m);
   int tiles = (int)(ml.wm / 16 * (ml.wn / 8));
   oxi_instr **acc = malloc(sizeof *acc * (size_t)tiles);
   oxi_instr **c = in->nops == 3 ? in_layout(L, in->ops[2], true) : NULL;
@@ -1403,7 +1607,9 @@ static void dot_simple(lowerer *L, const oxi_instr *in) {
 }
 
 static void lower_dot(lowerer *L, const oxi_instr *in) {
-  if (L->mma[in->id])
+  if (L->mma[in->id] && L->wg)
+    dot_wg(L, in);
+  else if (L->mma[in->id])
     dot_tc(L, in);
   else
     dot_simple(L, in);
@@ -1854,6 +2060,8 @@ static void lower_instr(lowerer *L, const oxi_instr *in) {
     if (L->pipelined) { /* no copy may land after the block has given its shared memory back */
       oxi_instr *w = emit(L, OXI_CP_WAIT, OXI_VOID);
       w->imm = 0;
+      if (L->wg) /* nor a wgmma read it */
+        wg_sync(L, NULL, 2, 0);
     }
     break;
   default: break;
@@ -1957,14 +2165,17 @@ static void choose_direct_loads(lowerer *L) {
             ld->imm == 0 && ld->fimm == 0) /* zero padding: what cp.async fills in */
           L->direct[ld->id] = 1;
       }
-      /* staging areas of A [M, K] and B [K, N] (2 bytes an element, rows
-       * padded by 8): 3 if they fit. On the H200, 2 measured 1-2% slower and
-       * 4 much slower (one block an SM instead of two) */
-      const oxi_tshape *as = in->ops[0]->tshape, *bs = in->ops[1]->tshape;
-      int64_t area = 2 * (as->dims[0] * (as->dims[1] + 8) + bs->dims[0] * (bs->dims[1] + 8));
+      /* staging areas of A [M, K] and B [K, N]: 3 if they fit. On the
+       * H200 (mma.sync), 2 measured 1-2% slower and 4 much slower (one
+       * block an SM instead of two) */
+      int64_t area = staging_of(L, in).area * ox_dtype_size((ox_dtype)in->ops[0]->type);
       int64_t fit = L->shared_limit * 3 / 4 / area; /* a quarter left for the rest */
       int S = (int)(fit < 3 ? fit : 3);
-      if (L->direct[in->ops[0]->id] && L->direct[in->ops[1]->id] && in_loop(k, b) && S >= 2) {
+      if (L->wg) { /* one area more (dot_pipeline) */
+        fit = (L->shared_limit - 8192) / area;
+        S = (int)(fit < 4 ? fit : 4);
+      }
+      if (L->direct[in->ops[0]->id] && L->direct[in->ops[1]->id] && in_loop(k, b) && S >= (L->wg ? 3 : 2)) {
         static const oxi_type types[6] = {OX_BOOL, OX_U64, OX_U64, OX_U64, OX_U64, OX_U64};
         L->pipe[in->id].stages = S;
         L->pipelined = true;
@@ -2010,40 +2221,61 @@ static void group_tiles(lowerer *L) {
   L->grouped[1] = bin(L, OXI_DIV, OX_U64, in, rows);
 }
 
+/* Whether tensor-core dot `in` suits wgmma.m64nNk16 as dot_wg issues it:
+ * bf16/f16 operands, M 64 or 128 (one or two warpgroups; 256 would leave too
+ * few registers a thread), K a multiple of 64 and N of 64 up to 256 (whole
+ * 128-byte swizzle atoms). */
+static bool wg_operands(const oxi_instr *in) {
+  oxi_type t = in->ops[0]->type;
+  int64_t M = in->tshape->dims[0], K = in->ops[0]->tshape->dims[1], N = in->tshape->dims[1];
+  return (t == OX_BF16 || t == OX_F16) && (M == 64 || M == 128) && K % 64 == 0 && N % 64 == 0 && N <= 256;
+}
+
 /* Threads per block: from the largest tile, so that each thread holds a few
  * 16-byte chunks of it and at most MAX_PER_THREAD elements. A dot on tensor
  * cores asks for one warp per 64 x 64 of its result (4 to 8 warps): that warp
  * tile reuses each operand fragment 8 times (a 64 x 32 one, 4 to 8), which is
  * what keeps the tensor cores busy; each thread then holds 128 accumulator
- * elements. Returns 0 if the largest tile (`*emax` elements) is more than
- * 1024 threads hold (`*most`). */
-static int64_t block_threads(const oxi_kernel *k, bool cuda, int64_t *emax_out, int64_t *most) {
-  int64_t emax = 1, dot = 0;
+ * elements. On sm_90, if every tensor-core dot suits wgmma with the same M
+ * and the other tiles allow, dots run on wgmma (*wg) with one warp per 16
+ * rows: 2M threads. Returns 0 if the largest tile (`*emax` elements) is more
+ * than 1024 threads hold (`*most`). */
+static int64_t block_threads(const oxi_kernel *k, int sm, int64_t *emax_out, int64_t *most, bool *wg) {
+  int64_t emax = 1, dot = 0, wg_m = 0;
+  bool wg_all = sm == 90;
   for (int bi = 0; bi < k->blocks.len; bi++) {
     const oxi_block *b = k->blocks.items[bi];
     for (int ii = 0; ii < b->instrs.len; ii++) {
       const oxi_instr *in = b->instrs.items[ii];
       if (in->tshape && elems(in->tshape) > emax)
         emax = elems(in->tshape);
-      if (cuda && in->op == OXI_T_DOT && tc_operands(in) && elems(in->tshape) > dot)
-        dot = elems(in->tshape);
+      if (sm && in->op == OXI_T_DOT && tc_operands(in)) {
+        if (elems(in->tshape) > dot)
+          dot = elems(in->tshape);
+        wg_all &= wg_operands(in) && (!wg_m || wg_m == in->tshape->dims[0]);
+        wg_m = in->tshape->dims[0];
+      }
     }
   }
   int64_t limit = dot ? 2 * MAX_PER_THREAD : MAX_PER_THREAD;
+  *emax_out = emax;
+  *most = 1024 * limit;
+  *wg = dot && wg_all && emax / (2 * wg_m) <= limit;
+  if (*wg)
+    return 2 * wg_m;
   int64_t T = emax / 4 < 1 ? 1 : emax / 4 > 128 ? 128 : emax / 4;
   while (T < 1024 && emax / T > limit)
     T *= 2;
   int64_t warps = dot / 4096 < 4 ? 4 : dot / 4096 > 8 ? 8 : dot / 4096;
   if (dot && T < 32 * warps)
     T = 32 * warps;
-  *emax_out = emax;
-  *most = 1024 * limit;
   return emax / T > limit ? 0 : T;
 }
 
-ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda, int64_t shared_limit) {
+ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) {
   assert(k->is_tile);
-  int64_t emax, most, T = block_threads(k, cuda, &emax, &most);
+  bool cuda = sm != 0, wg;
+  int64_t emax, most, T = block_threads(k, sm, &emax, &most, &wg);
   if (!T)
     return oxb_set_error(OX_ERR_UNSUPPORTED,
                          "%s:%d:%d: kernel '%s' has a tile of %lld elements; this version of the "
@@ -2055,6 +2287,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda, int64_t shared_limi
   L.serial = !cuda;
   L.T = L.serial ? 1 : (int)T;
   L.cuda = cuda;
+  L.wg = wg;
   L.shared_limit = shared_limit;
   oxi_kernel *nk = oxb_alloc(m->arena, sizeof *nk);
   *nk = *k;
@@ -2071,6 +2304,8 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda, int64_t shared_limi
   L.direct = calloc(nv, 1);
   L.pipe = calloc(nv, sizeof *L.pipe);
   L.tslots = calloc(ns, sizeof *L.tslots);
+  L.vacc = calloc(nv, sizeof *L.vacc);
+  L.vslot = calloc(ns, sizeof *L.vslot);
   L.nb = calloc((size_t)k->blocks.len, sizeof *L.nb);
   L.buf = calloc(nv, sizeof *L.buf);
   if (!L.serial) { /* the CPU has one layout, a buffer, and no tensor cores */
@@ -2113,12 +2348,15 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, bool cuda, int64_t shared_limi
   free(L.direct);
   free(L.pipe);
   free(L.tslots);
+  free(L.vacc);
+  free(L.vslot);
   free(L.nb);
   free(L.buf);
   /* the scratch arrays, after what the kernel had */
   for (int i = user_shared; i < nk->shared.len; i++) {
     oxi_shared *sh = nk->shared.items[i];
-    sh->offset = (nk->shared_bytes + 15) & ~(int64_t)15;
+    int64_t align = sh->align > 16 ? sh->align : 16;
+    sh->offset = (nk->shared_bytes + align - 1) & ~(align - 1);
     nk->shared_bytes = sh->offset + sh->count * (int64_t)ox_dtype_size(sh->dtype);
   }
   if (!L.serial && nk->shared_bytes > shared_limit)
