@@ -571,8 +571,71 @@ static void test_print_ops(void) {
   oxb_arena_free(&t.arena);
 }
 
+/* Hopper's warpgroup ops: a well-formed sequence verifies and prints; each
+ * kind of misuse is named. Variant v (0 = good) breaks one thing. */
+static void wgmma_kernel(T *t, int v) {
+  t_init(t, "wg");
+  oxi_shared *sh = oxb_alloc(&t->arena, sizeof *sh);
+  sh->dtype = OX_BF16;
+  sh->count = 64 * 64 + 64 * 128;
+  sh->align = 1024;
+  oxb_vec_push(&t->arena, &t->k->shared, sh);
+  param(t, "x", OXI_P_SLICE, OX_BF16);
+  oxi_block *b = blk(t);
+  oxi_instr *zero = konst(t, b, oxi_vf32(64), 0);
+  oxi_instr *one = konst(t, b, v == 1 ? OX_I32 : OX_F32, 1);
+  oxi_instr *acc = ins(t, b, OXI_VSET, oxi_vf32(64), 0, zero, one, NULL);
+  acc->index = 3;
+  oxi_instr *addr = ins(t, b, OXI_SHARED_ADDR, OX_U64, 0, konst(t, b, OX_U64, 0), NULL, NULL);
+  addr->mem.kind = v == 2 ? OXI_MEM_PARAM : OXI_MEM_SHARED;
+  ins(t, b, OXI_FENCE_ASYNC, OXI_VOID, 0, NULL, NULL, NULL);
+  acc = ins(t, b, OXI_WGMMA_SYNC, oxi_vf32(64), 0, acc, NULL, NULL);
+  oxi_instr *w = ins(t, b, OXI_WGMMA, oxi_vf32(64), OX_BF16, addr, addr, acc);
+  w->imm = v == 3 ? 96 : 128; /* 96 columns: 48 registers, not 64 */
+  oxi_instr *done = ins(t, b, OXI_WGMMA_SYNC, oxi_vf32(64), 1, w, NULL, NULL);
+  done->imm = 1;
+  ins(t, b, OXI_WGMMA_SYNC, OXI_VOID, 2, NULL, NULL, NULL);
+  ins(t, b, OXI_UNPACK, OX_F32, 0, done, NULL, NULL)->index = v == 4 ? 64 : 63;
+  ret(t, b);
+}
+
+static void test_wgmma(void) {
+  static const char *const want[] = {
+      NULL, "vset (v2): vset: a vf32 with one register replaced by an f32",
+      "shared.addr (v4): shared.addr: u64 address of a shared array's element at a u64 index",
+      "wgmma (v6): wgmma: vf32 x N/2 from two u64 descriptors",
+      "unpack (v8): unpack: a 32-bit scalar from a v4, or an f32 from a vf32"};
+  for (int v = 0; v < 5; v++) {
+    T t;
+    wgmma_kernel(&t, v);
+    oxb_str err = {0};
+    bool ok = oxi_verify(&t.m, &err);
+    if (!v) {
+      CHECK(ok, "the verifier rejects good wgmma IR:\n%s", err.buf ? err.buf : "");
+      oxb_str out = {0};
+      oxi_print(&t.m, &out);
+      const char *o = out.buf ? out.buf : "";
+      static const char *const lines[] = {
+          "  shared0: [bf16; 12288] at 0, align 1024\n", "    v0: vf32x64 = const 0\n", "    v2: vf32x64 = vset 3, v0, v1\n",
+          "    v4: u64 = shared.addr shared0 v3\n", "    fence.async\n",
+          "    v5: vf32x64 = wgmma.sync.fence v2\n", "    v6: vf32x64 = wgmma.m64n128k16.bf16 v4, v4, v5\n",
+          "    v7: vf32x64 = wgmma.sync.commit.wait 1, v6\n", "    wgmma.sync.wait 0\n",
+          "    v8: f32 = unpack 63, v7\n"};
+      for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        CHECK(strstr(o, lines[i]), "missing printed line %s in:\n%s", lines[i], o);
+      oxb_str_free(&out);
+    } else {
+      CHECK(!ok && err.buf && strstr(err.buf, want[v]), "wgmma variant %d: expected %s, got %s", v, want[v],
+            err.buf ? err.buf : "(accepted)");
+    }
+    oxb_str_free(&err);
+    oxb_arena_free(&t.arena);
+  }
+}
+
 int main(void) {
   test_good();
+  test_wgmma();
   test_bad();
   test_several();
   test_loops();

@@ -29,7 +29,8 @@ static char *slurp(const char *path) {
 
 /* Tile kernels with static tiles big enough for tensor cores (the examples'
  * generics are compiled at a placeholder of 16, which is too small for the
- * warps' mma tiles): their PTX must hold ldmatrix and mma.sync. */
+ * warps' mma tiles): their PTX must hold ldmatrix and mma.sync (sm_80) or
+ * wgmma (sm_90). */
 static const char *TENSOR_CORES =
     "#[tile]\n"
     "fn mm_bf16(c: &mut Tensor<f32, [128, 128]>, a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>) {\n"
@@ -45,8 +46,9 @@ static const char *TENSOR_CORES =
     "    c.store(reduce_sum(d, 1));\n"
     "}\n";
 
-/* Dots with K steps of 64 and 128 bf16/f16 elements: wgmma on sm_90 (one
- * and two warpgroups, N 64 and 256), mma.sync on sm_80. */
+/* Dots with K steps of 64 and 128 bf16/f16 elements (A's rows swizzled by
+ * 128 bytes, in one or two panels): wgmma on sm_90 (one and two warpgroups,
+ * N 64 and 256), mma.sync on sm_80. */
 static const char *WGMMA =
     "#[tile]\n"
     "fn mm_wide(c: &mut Tensor<f32, [128, 256]>, a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>) {\n"
@@ -141,16 +143,24 @@ static void look_vecadd(const char *name, int sm, const char *ptx) {
 }
 
 /* With contiguous tensors, the operands of the K loop's dot are copied with
- * cp.async, the next K tile's ahead. */
+ * cp.async, the next K tiles' ahead; on sm_90 into swizzled staging for wgmma
+ * (A's rows of 32 elements: the 64-byte swizzle). */
 static void look_pipelined(const char *name, int sm, const char *ptx) {
-  (void)sm;
   CHECK(strstr(ptx, "cp.async.cg.shared.global") != NULL, "%s: no cp.async", name);
   CHECK(strstr(ptx, "cp.async.wait_group 1") != NULL, "%s: no pipelined wait", name);
-  CHECK(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != NULL, "%s: no mma.sync", name);
+  if (sm == 90)
+    CHECK(strstr(ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") != NULL, "%s: no wgmma", name);
+  else
+    CHECK(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != NULL, "%s: no mma.sync", name);
 }
 
+/* bf16 and f16 dots: mma.sync fed by ldmatrix on sm_80, wgmma on sm_90. */
 static void look_tensor_cores(const char *name, int sm, const char *ptx) {
-  (void)sm;
+  if (sm == 90) {
+    CHECK(strstr(ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") != NULL, "%s: no bf16 wgmma", name);
+    CHECK(strstr(ptx, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") != NULL, "%s: no f16 wgmma", name);
+    return;
+  }
   CHECK(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != NULL, "%s: no bf16 mma.sync", name);
   CHECK(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != NULL, "%s: no f16 mma.sync", name);
   CHECK(strstr(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") != NULL, "%s: no ldmatrix.trans", name);

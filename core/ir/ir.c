@@ -126,10 +126,10 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
     for (int d = 0; d < in->tshape->rank; d++)
       oxb_str_addf(o, "%s%lld", d ? "x" : "", (long long)in->tshape->dims[d]);
     oxb_str_add(o, "] = ", 4);
-  } else if (in->id >= 0 && oxi_is_vf32(in->type))
-    oxb_str_addf(o, "v%d: vf32x%d = ", in->id, oxi_vf32_len(in->type));
-  else if (in->id >= 0)
-    oxb_str_addf(o, "v%d: %s = ", in->id, oxi_type_name(in->type));
+  } else if (in->id >= 0) {
+    oxb_str_addf(o, "v%d: %s", in->id, oxi_type_name(in->type));
+    oxb_str_addf(o, oxi_is_vf32(in->type) ? "x%d = " : " = ", oxi_vf32_len(in->type));
+  }
   oxb_str_addf(o, "%s", oxi_op_name(in->op));
   switch (in->op) {
   case OXI_BIN: case OXI_ATOMIC: oxb_str_addf(o, ".%s%s", bin_name(in->sub), in->nuw ? ".nuw" : ""); break;
@@ -164,8 +164,8 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
   case OXI_UNPACK: case OXI_VSET: oxb_str_addf(o, " %d,", in->index); break;
   case OXI_WGMMA: oxb_str_addf(o, ".m64n%lluk16.%s", (unsigned long long)in->imm, oxi_type_name(in->sub)); break;
   case OXI_WGMMA_SYNC:
-    oxb_str_addf(o, in->sub == 1 ? ".commit.wait %llu," : in->sub ? ".wait %llu," : ".fence",
-                 (unsigned long long)in->imm);
+    oxb_str_addf(o, in->sub == 1 ? ".commit.wait %llu%s" : in->sub ? ".wait %llu%s" : ".fence",
+                 (unsigned long long)in->imm, in->nops ? "," : "");
     break;
   default: break;
   }
@@ -241,11 +241,14 @@ void oxi_print(const oxi_module *m, oxb_str *o) {
     }
     for (int i = 0; i < k->shared.len; i++) {
       const oxi_shared *s = k->shared.items[i];
-      oxb_str_addf(o, "  shared%d: [%s; %lld] at %lld\n", i, ox_dtype_name(s->dtype),
+      oxb_str_addf(o, "  shared%d: [%s; %lld] at %lld", i, ox_dtype_name(s->dtype),
                    (long long)s->count, (long long)s->offset);
+      oxb_str_addf(o, s->align ? ", align %lld\n" : "\n", (long long)s->align);
     }
-    for (int i = 0; i < k->slots.len; i++)
-      oxb_str_addf(o, "  $%d: %s\n", i, oxi_type_name(oxi_slot_type(k, i)));
+    for (int i = 0; i < k->slots.len; i++) {
+      oxb_str_addf(o, "  $%d: %s", i, oxi_type_name(oxi_slot_type(k, i)));
+      oxb_str_addf(o, oxi_is_vf32(oxi_slot_type(k, i)) ? "x%d\n" : "\n", oxi_vf32_len(oxi_slot_type(k, i)));
+    }
     for (int bi = 0; bi < k->blocks.len; bi++) {
       const oxi_block *b = k->blocks.items[bi];
       oxb_str_addf(o, "  bb%d:\n", b->id);
