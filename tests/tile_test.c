@@ -692,10 +692,11 @@ static void test_matmul(ox_kernel k, ox_dtype dt, const int64_t *tile, const cha
   }
 }
 
-/* Epilogues of a bf16 matmul on 64 x 64 tiles: c = alpha * acc + 1 (stays in
- * the mma layout, stored from it) and d = max(c, 0) + bias[j] (converted to
- * the blocked layout for the broadcast row); then the row sums of A x B (K steps of 64: wgmma on sm_90),
- * reduce_sum of the accumulator over column tiles of 64. */
+/* Epilogues of a bf16 matmul on 64 x 64 tiles (wgmma on sm_90, mma.sync
+ * before): c = alpha * acc + 1 (stays in the mma layout, stored from it) and
+ * d = max(c, 0) + bias[j] (converted to the blocked layout for the broadcast
+ * row); then the row sums of A x B, reduce_sum of the accumulator over column
+ * tiles of 64 (K steps of 64; the accumulator reset in an outer loop). */
 static void test_epilogue(ox_kernel epi, ox_kernel rowsum) {
   static const mm_case cases[] = {{200, 136, 72, ALIGNED}, {70, 40, 5, TRANSPOSED}, {100, 70, 40, UNALIGNED}};
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
@@ -1192,15 +1193,16 @@ int main(int argc, char **argv) {
   rng_state = 0x9E3779B97F4A7C15ULL * ((uint64_t)seed + 1);
   const size_t nmm = sizeof mm_cases / sizeof mm_cases[0];
   const int64_t t128[2] = {128, 128}, t64[2] = {64, 64}, t32[2] = {32, 32}, t16[2] = {16, 16};
-  if (mm_bf16) { /* tensor cores on CUDA (4 warps of 64 x 64) */
+  if (mm_bf16) { /* tensor cores on CUDA (mma.sync: 4 warps of 64 x 64; wgmma on sm_90, A's rows
+                    64-byte swizzled) */
     test_matmul(mm_bf16, OX_BF16, t128, "mm_bf16", mm_cases, nmm);
     /* 18 x 4 tiles: on CUDA the pipelined K loop runs its blocks in groups of 8
        rows of tiles, the last group short */
     static const mm_case many[] = {{1100, 200, 72, ALIGNED}};
     test_matmul(mm_bf16, OX_BF16, t64, "mm_bf16", many, 1);
   }
-  if (mm_wg && mm_wg16) { /* wgmma on sm_90: one or two warpgroups, N of 64 to 256, K in one or two
-                             128-byte panels (mma.sync elsewhere) */
+  if (mm_wg && mm_wg16) { /* wgmma on sm_90: one or two warpgroups, N of 64 to 256, A's rows in one
+                             or two 128-byte panels (mma.sync elsewhere) */
     static const int64_t tiles[][2] = {{128, 128}, {64, 64}, {128, 256}, {64, 128}};
     for (int i = 0; i < 4; i++)
       test_matmul(mm_wg, OX_BF16, tiles[i], "mm_wg", mm_cases, nmm);
@@ -1209,7 +1211,8 @@ int main(int argc, char **argv) {
     test_matmul(mm_wg16, OX_F16, tiles[3], "mm_wg16", mm_cases, nmm);
     test_matmul(mm_wg16, OX_F16, tiles[0], "mm_wg16", big, 2);
   }
-  if (mm_f16) /* dot on tensor cores on CUDA (4 warps of 32 x 32); `acc += dot` adds in the blocked layout */
+  if (mm_f16) /* dot on tensor cores on CUDA (mma.sync: 4 warps of 32 x 32; wgmma on sm_90, A's rows
+                 32-byte swizzled); `acc += dot` adds in the blocked layout */
     test_matmul(mm_f16, OX_F16, t64, "mm_f16", mm_cases, nmm);
   if (mm_f32) /* shared memory everywhere */
     test_matmul(mm_f32, OX_F32, t32, "mm_f32", mm_cases, nmm);
