@@ -706,6 +706,14 @@ static LLVMValueRef vf32_asm(cg_t *C, const char *text, LLVMValueRef acc, LLVMVa
   return r;
 }
 
+/* A PTX statement without operands that must stay where it is ("memory"). */
+static void ptx_void(cg_t *C, const char *text) {
+  LLVMTypeRef fty = LLVMFunctionType(voidt(C), NULL, 0, 0);
+  LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), "~{memory}", 9, 1, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+  LLVMBuildCall2(C->b, fty, asmv, NULL, 0, "");
+}
+
 /* wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}: A K-major and B
  * N-major (imm-trans-b 1), both from shared memory through descriptors; D
  * accumulates (scale-d true). */
@@ -736,9 +744,7 @@ static LLVMValueRef wgmma_sync(cg_t *C, const oxi_instr *in) {
     snprintf(text, sizeof text, "wgmma.fence.sync.aligned;");
   if (in->nops)
     return vf32_asm(C, text, val(C, in->ops[0]), NULL, 0, "");
-  LLVMTypeRef fty = LLVMFunctionType(voidt(C), NULL, 0, 0);
-  LLVMBuildCall2(C->b, fty, LLVMGetInlineAsm(fty, text, strlen(text), "~{memory}", 9, 1, 0, LLVMInlineAsmDialectATT, 0),
-                 NULL, 0, "");
+  ptx_void(C, text);
   return NULL;
 }
 
@@ -853,15 +859,10 @@ static void emit_instr(cg_t *C, const oxi_instr *in) {
   case OXI_SHARED_ADDR: r = LLVMBuildPtrToInt(C->b, elem_ptr(C, in->mem, val(C, in->ops[0])), i64t(C), ""); break;
   case OXI_WGMMA: r = wgmma(C, in); break;
   case OXI_WGMMA_SYNC: r = wgmma_sync(C, in); break;
-  case OXI_FENCE_ASYNC: {
+  case OXI_FENCE_ASYNC:
     assert(C->opt->target == OXL_CUDA && "the tile lowering gives fences to the CUDA target only");
-    static const char text[] = "fence.proxy.async.shared::cta;";
-    LLVMTypeRef fty = LLVMFunctionType(voidt(C), NULL, 0, 0);
-    LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, sizeof text - 1, "~{memory}", 9, 1, 0,
-                                         LLVMInlineAsmDialectATT, 0);
-    LLVMBuildCall2(C->b, fty, asmv, NULL, 0, "");
+    ptx_void(C, "fence.proxy.async.shared::cta;");
     break;
-  }
   case OXI_BR: LLVMBuildBr(C->b, C->bbs[in->target[0]->id]); break;
   case OXI_CONDBR:
     LLVMBuildCondBr(C->b, val(C, in->ops[0]), C->bbs[in->target[0]->id], C->bbs[in->target[1]->id]);
