@@ -1238,5 +1238,27 @@ int main(int argc, char **argv) {
   if (hist)
     test_hist(hist);
   ox_module_destroy(m);
+  if (ox_device_compute_capability(dev) >= 90) {
+    /* On sm_90 the bf16/f16 dots above run on wgmma. Compiled for sm_80 (PTX
+       the driver compiles for this GPU), the same kernels take the mma.sync
+       path that sm_80 to sm_89 GPUs run: check it here too. */
+    ox_compile_options o80 = {.filename = "tile80.oxk", .sm = 80};
+    m = NULL;
+    CHECK_OK(ox_module_compile(dev, SRC, &o80, &m));
+    const char *names[] = {"mm_bf16", "mm_wg", "mm_f16", "mm_epi", "mm_rowsum", "mm_two", "mm_rev"};
+    ox_kernel ks[7] = {NULL};
+    for (int i = 0; m && i < 7; i++)
+      CHECK_OK(ox_module_get_kernel(m, names[i], &ks[i]));
+    if (ks[6]) {
+      static const mm_case many[] = {{1100, 200, 72, ALIGNED}};
+      test_matmul(ks[0], OX_BF16, t128, "mm_bf16 (sm_80)", mm_cases, nmm);
+      test_matmul(ks[0], OX_BF16, t64, "mm_bf16 (sm_80)", many, 1);
+      test_matmul(ks[1], OX_BF16, t128, "mm_wg (sm_80)", mm_cases, nmm);
+      test_matmul(ks[2], OX_F16, t64, "mm_f16 (sm_80)", mm_cases, nmm);
+      test_epilogue(ks[3], ks[4]);
+      test_two_dots(ks[5], ks[6]);
+    }
+    ox_module_destroy(m);
+  }
   return test_done("tile_test");
 }
