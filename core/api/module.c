@@ -525,7 +525,8 @@ ox_status ox_emit(const char *source, const ox_compile_options *opts, ox_target 
       oxi_param *ip = k->params.items[p];
       ip->contiguous16 = o.emit_contiguous && oxi_is_tensor_kind(ip->kind);
     }
-    s = oxt_lower(&m, k, target == OX_TARGET_CUDA ? (o.sm ? o.sm : 90) : 0, oxt_shared_limit(o.sm ? o.sm : 90));
+    int sm = o.sm ? o.sm : 90; /* what code generation below targets */
+    s = oxt_lower(&m, k, target == OX_TARGET_CUDA ? sm : 0, oxt_shared_limit(sm));
   }
   if (!s && first_tile < m.kernels.len && kind != OX_EMIT_AST) {
     oxb_str err = {0};

@@ -257,11 +257,17 @@ static oxi_instr *wg_pack(lowerer *L, oxi_instr **v, int n) {
 /* The elements this thread holds of tile value `old`, in its layout. An
  * accumulator that wgmma may still be writing is waited for first, at each
  * use (the use may be in a branch that does not dominate the next one). */
+static oxi_instr **unpack_acc(lowerer *L, oxi_instr *acc);
+
 static oxi_instr **held(lowerer *L, const oxi_instr *old) {
   assert(old->id >= 0 && (L->tval[old->id] || L->vacc[old->id]));
   if (L->tval[old->id])
     return L->tval[old->id];
-  oxi_instr *acc = wg_sync(L, L->vacc[old->id], 2, 0);
+  return unpack_acc(L, wg_sync(L, L->vacc[old->id], 2, 0));
+}
+
+/* The elements of accumulator `acc`, which no wgmma writes any more. */
+static oxi_instr **unpack_acc(lowerer *L, oxi_instr *acc) {
   int n = oxi_vf32_len(acc->type);
   oxi_instr **out = oxb_alloc(L->m->arena, sizeof *out * (size_t)n);
   for (int i = 0; i < n; i++) {
@@ -1492,9 +1498,9 @@ static void dot_wg(lowerer *L, const oxi_instr *in) {
   if (pipelined)
     pipeline_advance(L, in, m, L->pipe[in->id].slot, L->pipe[in->id].stages, &ps);
   L->vacc[in->id] = acc;
-  if (!pipelined) {
-    barrier(L); /* the scratch area is free for the next use */
-    L->tval[in->id] = held(L, in);
+  if (!pipelined) { /* waited for: the elements are ready, and the scratch area free after a barrier */
+    barrier(L);
+    L->tval[in->id] = unpack_acc(L, acc);
   }
   L->nk->uses_sync = true;
 }
