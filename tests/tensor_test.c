@@ -4,10 +4,10 @@
  * available devices, zeros/full/arange for every dtype, and the errors
  * (bad arguments, NULL and released handles). */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "check.h"
-#include "runtime/runtime.h" /* the tensor struct, for a fake released handle */
 
 static ox_device dev, cpu;
 
@@ -288,10 +288,10 @@ static void test_handles(void) {
   ox_tensor v = (ox_tensor)1, x = NULL;
   int64_t g[OX_MAX_DIMS];
   CHECK_ERR(ox_tensor_slice(NULL, 0, 0, 1, 1, &v), OX_ERR_INVALID_ARGUMENT,
-            "ox_tensor_slice: the tensor is NULL");
+            "ox_tensor_slice: tensor is NULL");
   CHECK(v == NULL, "out cleared");
   CHECK_ERR(ox_tensor_reshape(NULL, 0, NULL, &v), OX_ERR_INVALID_ARGUMENT,
-            "ox_tensor_reshape: the tensor is NULL");
+            "ox_tensor_reshape: tensor is NULL");
   CHECK_ERR(ox_tensor_permute(NULL, NULL, &v), OX_ERR_INVALID_ARGUMENT, "ox_tensor_permute");
   CHECK_ERR(ox_tensor_transpose(NULL, 0, 1, &v), OX_ERR_INVALID_ARGUMENT, "ox_tensor_transpose");
   CHECK_ERR(ox_tensor_broadcast_to(NULL, 0, NULL, &v), OX_ERR_INVALID_ARGUMENT, "ox_tensor_broadcast_to");
@@ -306,20 +306,17 @@ static void test_handles(void) {
   CHECK_ERR(ox_tensor_to(x, NULL, NULL, &v), OX_ERR_INVALID_ARGUMENT, "device is NULL");
   CHECK_ERR(ox_tensor_copy(x, NULL, NULL), OX_ERR_INVALID_ARGUMENT, "src is NULL");
 
-  /* a handle whose magic is gone (what release leaves behind) is refused */
-  struct ox_tensor_s fake;
-  memset(&fake, 0, sizeof fake);
-  CHECK_ERR(ox_tensor_slice(&fake, 0, 0, 1, 1, &v), OX_ERR_INVALID_ARGUMENT, "not a live tensor");
-  CHECK_ERR(ox_tensor_copy(x, &fake, NULL), OX_ERR_INVALID_ARGUMENT, "src is not a live tensor");
-  CHECK_ERR(ox_tensor_to(&fake, dev, NULL, &v), OX_ERR_INVALID_ARGUMENT, "not a live tensor");
-  CHECK(ox_tensor_strides(&fake) == NULL && ox_tensor_partition_grid(&fake, g) == 0, "fake queries");
-#if !defined(__SANITIZE_ADDRESS__)
-  /* a really released handle (a use after free by design, so not under ASan) */
+  /* a value that never was a handle is refused */
+  ox_tensor fake = (ox_tensor)(uintptr_t)0x1234567;
+  CHECK_ERR(ox_tensor_slice(fake, 0, 0, 1, 1, &v), OX_ERR_INVALID_ARGUMENT, "not live");
+  CHECK_ERR(ox_tensor_copy(x, fake, NULL), OX_ERR_INVALID_ARGUMENT, "src is not a live tensor");
+  CHECK_ERR(ox_tensor_to(fake, dev, NULL, &v), OX_ERR_INVALID_ARGUMENT, "not a live tensor");
+  CHECK(ox_tensor_strides(fake) == NULL && ox_tensor_partition_grid(fake, g) == 0, "fake queries");
+  /* a released handle too (handle_test checks every kind of handle) */
   ox_tensor y = NULL;
   CHECK_OK(ox_tensor_zeros(dev, NULL, OX_F32, 1, ((int64_t[]){4}), &y));
   ox_tensor_release(y);
-  CHECK_ERR(ox_tensor_transpose(y, 0, 0, &v), OX_ERR_INVALID_ARGUMENT, "not a live tensor");
-#endif
+  CHECK_ERR(ox_tensor_transpose(y, 0, 0, &v), OX_ERR_INVALID_ARGUMENT, "not live");
   ox_tensor_release(x);
 }
 

@@ -37,8 +37,13 @@ typedef struct oxa_spec {
   struct oxa_spec *next;
 } oxa_spec;
 
-struct ox_kernel_s {
-  ox_module mod;
+typedef struct oxa_module oxa_module;
+typedef struct oxa_kernel oxa_kernel;
+
+/* A kernel; its public handle (ox_kernel) lives as long as its module. */
+struct oxa_kernel {
+  ox_kernel handle;
+  oxa_module *mod;
   const oxi_kernel *ir; /* lives in the module's arena (tile kernels: a signature only) */
   uint32_t tag;         /* identifies the kernel in device-side error records */
   int nflat;            /* flattened parameter count (slices count twice) */
@@ -51,7 +56,9 @@ struct ox_kernel_s {
   pthread_mutex_t lock; /* guards specs */
 };
 
-struct ox_module_s {
+/* A module; its public handle is ox_module. */
+struct oxa_module {
+  ox_module handle;
   ox_device dev;
   oxb_arena arena;
   oxi_module ir;
@@ -60,7 +67,7 @@ struct ox_module_s {
   char *text;      /* a copy of the source: tile kernels are specialized from it later */
   ox_compile_options opts;
   int nkernels;
-  struct ox_kernel_s *kernels;
+  oxa_kernel *kernels;
   oxa_code code;
   int from_cache;
 };
@@ -79,16 +86,32 @@ static inline unsigned oxa_dynamic_shared(const oxi_kernel *ki) {
   return ki->shared_bytes > OXI_STATIC_SHARED_MAX ? (unsigned)ki->shared_bytes : 0;
 }
 
+/* The kernel behind handle `h`, or NULL with the last error set (naming API
+ * function `fn`) for NULL or a handle that is not live (its module was
+ * destroyed, or it is not a kernel handle). */
+oxa_kernel *oxa_kernel_get(const char *fn, ox_kernel h);
+
+/* The tensors of a launch of `k`: tens[i] is argument i's tensor (NULL for a
+ * scalar or a NULL tensor). An argument count out of range, NULL args, or a
+ * tensor handle that is not live is an error. */
+ox_status oxa_arg_tensors(const oxa_kernel *k, const ox_arg *args, int nargs, oxr_tensor **tens);
+
 /* Refuses a launch whose mutable argument shares memory with another. */
-ox_status oxa_check_overlap(const oxi_kernel *ki, const ox_arg *args, int nargs);
+ox_status oxa_check_overlap(const oxi_kernel *ki, oxr_tensor *const *tens, int nargs);
+
+/* Checks (and with `run`, queues) a launch of `k` on `s` with the
+ * arguments' tensors `tens` (oxa_arg_tensors): the body of ox_launch_check
+ * and ox_launch. */
+ox_status oxa_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, const ox_arg *args,
+                     int nargs, oxr_tensor *const *tens, bool run);
 
 /* The bits of a scalar launch argument as the kernel expects them. */
 void oxa_scalar_bits(const ox_arg *a, uint64_t *slot);
 
 /* Checks (and with `run`, queues) a launch of tile kernel `k`: binds its
  * generics from the output partitions, specializes it on first use. */
-ox_status oxa_tile_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
-                          const ox_arg *args, int nargs, bool run);
+ox_status oxa_tile_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg,
+                          const ox_arg *args, int nargs, oxr_tensor *const *tens, bool run);
 
 /* Runs the front end on `source`: on success the IR is in `m` (allocated in
  * `a`); on failure returns OX_ERR_COMPILE with every diagnostic as the last

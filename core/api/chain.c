@@ -13,34 +13,55 @@ typedef struct step {
   ox_kernel k; /* NULL: a copy */
   ox_launch_config cfg;
   ox_arg args[OXA_MAX_PARAMS];
+  oxr_tensor *tens[OXA_MAX_PARAMS]; /* the arguments' tensors, retained */
   int nargs;
-  ox_tensor dst, src;
+  oxr_tensor *dst, *src; /* a copy's, retained */
 } step;
 
-struct ox_chain_s {
+typedef struct oxa_chain {
+  ox_chain handle;
   ox_device dev;
   step *steps;
   int n, cap;
   CUgraph graph;
   CUgraphExec exec;
-  ox_stream captured_on;
-};
+  oxr_stream *captured_on;
+} oxa_chain;
+
+/* The chain behind handle `h`, or NULL with the last error set. */
+static oxa_chain *chain_get(const char *fn, ox_chain h) {
+  if (!h) {
+    oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: chain is NULL", fn);
+    return NULL;
+  }
+  oxa_chain *c = oxb_handle_get(OXB_H_CHAIN, (uint64_t)(uintptr_t)h);
+  if (!c)
+    oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                  "%s: the chain handle is not live (the chain was destroyed, or it is not a "
+                  "chain handle)",
+                  fn);
+  return c;
+}
 
 ox_status ox_chain_create(ox_device dev, ox_chain *out) {
   if (!out)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_chain_create: out is NULL");
   *out = NULL;
-  if (!dev)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_chain_create: device is NULL");
-  ox_chain c = calloc(1, sizeof *c);
-  if (!c)
+  if (!oxr_device_check(__func__, dev))
+    return ox_last_status();
+  oxa_chain *c = calloc(1, sizeof *c);
+  uint64_t h = c ? oxb_handle_new(OXB_H_CHAIN, c) : 0;
+  if (!h) {
+    free(c);
     return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  c->handle = (ox_chain)(uintptr_t)h;
   c->dev = dev;
-  *out = c;
+  *out = c->handle;
   return OX_OK;
 }
 
-static void drop_graph(ox_chain c) {
+static void drop_graph(oxa_chain *c) {
   if (c->exec)
     oxr_cu.cuGraphExecDestroy(c->exec);
   if (c->graph)
@@ -50,24 +71,27 @@ static void drop_graph(ox_chain c) {
   c->captured_on = NULL;
 }
 
-void ox_chain_destroy(ox_chain c) {
+void ox_chain_destroy(ox_chain h) {
+  if (!h)
+    return;
+  oxa_chain *c = chain_get(__func__, h);
   if (!c)
     return;
+  oxb_handle_free((uint64_t)(uintptr_t)h);
   if (c->graph && oxr_cuda_make_current(c->dev) == OX_OK)
     drop_graph(c);
   for (int i = 0; i < c->n; i++) {
     step *s = &c->steps[i];
     for (int a = 0; a < s->nargs; a++)
-      if (s->args[a].kind == OX_ARG_TENSOR)
-        ox_tensor_release(s->args[a].v.tensor);
-    ox_tensor_release(s->dst);
-    ox_tensor_release(s->src);
+      oxr_tensor_release(s->tens[a]);
+    oxr_tensor_release(s->dst);
+    oxr_tensor_release(s->src);
   }
   free(c->steps);
   free(c);
 }
 
-static step *new_step(ox_chain c) {
+static step *new_step(oxa_chain *c) {
   if (c->n == c->cap) {
     int cap = c->cap ? 2 * c->cap : 8;
     step *ns = realloc(c->steps, sizeof *ns * (size_t)cap);
@@ -81,43 +105,54 @@ static step *new_step(ox_chain c) {
   return s;
 }
 
-ox_status ox_chain_launch(ox_chain c, ox_kernel k, const ox_launch_config *cfg, const ox_arg *args,
+ox_status ox_chain_launch(ox_chain h, ox_kernel kh, const ox_launch_config *cfg, const ox_arg *args,
                           int nargs) {
+  oxa_chain *c = chain_get(__func__, h);
   if (!c)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_chain_launch: chain is NULL");
-  ox_stream s;
-  ox_status st = ox_device_stream(c->dev, &s);
+    return ox_last_status();
+  oxa_kernel *k = oxa_kernel_get(__func__, kh);
+  if (!k)
+    return ox_last_status();
+  if (k->mod->dev != c->dev)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the kernel's module is on %s, the chain on %s",
+                         __func__, c->dev->name, k->mod->dev->name);
+  oxr_tensor *tens[OXA_MAX_PARAMS];
+  ox_status st = oxa_arg_tensors(k, args, nargs, tens);
   if (!st)
-    st = ox_launch_check(k, s, cfg, args, nargs);
+    st = oxa_launch(k, c->dev->default_stream, cfg, args, nargs, tens, false);
   if (st)
     return st;
   step *sp = new_step(c);
   if (!sp)
     return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
-  sp->k = k;
+  sp->k = kh;
   if (cfg) /* tile kernels take their grid from the partitions: cfg may be NULL */
     sp->cfg = *cfg;
   sp->nargs = nargs;
   for (int i = 0; i < nargs; i++) {
     sp->args[i] = args[i];
-    if (args[i].kind == OX_ARG_TENSOR)
-      ox_tensor_retain(args[i].v.tensor);
+    sp->tens[i] = tens[i];
+    if (tens[i])
+      oxr_tensor_retain(tens[i]);
   }
   c->n++;
   drop_graph(c); /* a captured graph no longer matches */
   return OX_OK;
 }
 
-ox_status ox_chain_copy(ox_chain c, ox_tensor dst, ox_tensor src) {
+ox_status ox_chain_copy(ox_chain h, ox_tensor dst_h, ox_tensor src_h) {
+  oxa_chain *c = chain_get(__func__, h);
   if (!c)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_chain_copy: chain is NULL");
-  if (!oxr_tensor_valid(dst) || !oxr_tensor_valid(src))
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_chain_copy: a tensor is NULL or released");
+    return ox_last_status();
+  oxr_tensor *dst = oxr_tensor_get("ox_chain_copy (dst)", dst_h);
+  oxr_tensor *src = dst ? oxr_tensor_get("ox_chain_copy (src)", src_h) : NULL;
+  if (!src)
+    return ox_last_status();
   step *sp = new_step(c);
   if (!sp)
     return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
-  ox_tensor_retain(dst);
-  ox_tensor_retain(src);
+  oxr_tensor_retain(dst);
+  oxr_tensor_retain(src);
   sp->dst = dst;
   sp->src = src;
   c->n++;
@@ -125,21 +160,30 @@ ox_status ox_chain_copy(ox_chain c, ox_tensor dst, ox_tensor src) {
   return OX_OK;
 }
 
-static ox_status run_steps(ox_chain c, ox_stream s) {
+static ox_status run_steps(oxa_chain *c, oxr_stream *s) {
   for (int i = 0; i < c->n; i++) {
     step *sp = &c->steps[i];
-    ox_status st = sp->k ? ox_launch(sp->k, s, sp->k->fn ? NULL : &sp->cfg, sp->args, sp->nargs)
-                         : ox_tensor_copy(sp->dst, sp->src, s);
+    ox_status st;
+    if (sp->k) {
+      /* the module must outlive the chain: a destroyed one ends the kernel handle */
+      oxa_kernel *k = oxa_kernel_get("ox_chain_run", sp->k);
+      st = k ? oxa_launch(k, s, k->fn ? NULL : &sp->cfg, sp->args, sp->nargs, sp->tens, true)
+             : ox_last_status();
+    } else {
+      st = ox_tensor_copy(sp->dst->handle, sp->src->handle, s->handle);
+    }
     if (st)
       return oxb_set_error(st, "chain step %d: %s", i + 1, ox_last_error());
   }
   return OX_OK;
 }
 
-ox_status ox_chain_run(ox_chain c, ox_stream s) {
+ox_status ox_chain_run(ox_chain h, ox_stream sh) {
+  oxa_chain *c = chain_get(__func__, h);
+  oxr_stream *s;
   if (!c)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_chain_run: chain is NULL");
-  ox_status st = oxr_resolve_stream("ox_chain_run", c->dev, &s);
+    return ox_last_status();
+  ox_status st = oxr_resolve_stream("ox_chain_run", c->dev, sh, &s);
   if (st)
     return st;
   if (!c->exec)
@@ -152,7 +196,7 @@ ox_status ox_chain_run(ox_chain c, ox_stream s) {
   for (int i = 0; i < c->n; i++) {
     step *sp = &c->steps[i];
     for (int a = 0; a < sp->nargs; a++)
-      if (sp->args[a].kind == OX_ARG_TENSOR && (st = oxr_tensor_use(sp->args[a].v.tensor, s, true)))
+      if (sp->tens[a] && (st = oxr_tensor_use(sp->tens[a], s, true)))
         return st;
     if (!sp->k && ((st = oxr_tensor_use(sp->src, s, false)) || (st = oxr_tensor_use(sp->dst, s, true))))
       return st;
@@ -163,10 +207,12 @@ ox_status ox_chain_run(ox_chain c, ox_stream s) {
   return r ? oxr_cuda_error(r, "cuGraphLaunch") : OX_OK;
 }
 
-ox_status ox_chain_capture(ox_chain c, ox_stream s) {
+ox_status ox_chain_capture(ox_chain h, ox_stream sh) {
+  oxa_chain *c = chain_get(__func__, h);
+  oxr_stream *s;
   if (!c)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_chain_capture: chain is NULL");
-  ox_status st = oxr_resolve_stream("ox_chain_capture", c->dev, &s);
+    return ox_last_status();
+  ox_status st = oxr_resolve_stream("ox_chain_capture", c->dev, sh, &s);
   if (st || c->dev->type != OX_DEVICE_CUDA)
     return st; /* the CPU runs chains step by step */
   if (!oxr_cu.cuStreamBeginCapture || !oxr_cu.cuGraphInstantiateWithFlags)

@@ -29,19 +29,19 @@ static bool mutable_kind(oxi_pkind k) {
 /* A mutable argument must not overlap any other argument: the kernel was
  * compiled assuming it does not (noalias), and the promise that each element
  * has one writer (DisjointSlice, an output partition) would not hold. */
-ox_status oxa_check_overlap(const oxi_kernel *ki, const ox_arg *args, int nargs) {
+ox_status oxa_check_overlap(const oxi_kernel *ki, oxr_tensor *const *tens, int nargs) {
   for (int i = 0; i < nargs; i++) {
     const oxi_param *p = ki->params.items[i];
     if (!mutable_kind(p->kind))
       continue;
     uintptr_t lo, hi;
-    oxr_tensor_extent(args[i].v.tensor, &lo, &hi);
+    oxr_tensor_extent(tens[i], &lo, &hi);
     for (int j = 0; j < nargs; j++) {
       const oxi_param *q = ki->params.items[j];
       if (j == i || q->kind == OXI_P_SCALAR)
         continue;
       uintptr_t lo2, hi2;
-      oxr_tensor_extent(args[j].v.tensor, &lo2, &hi2);
+      oxr_tensor_extent(tens[j], &lo2, &hi2);
       if (lo < hi2 && lo2 < hi)
         return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                              "kernel '%s': argument %d ('%s', %s) overlaps argument %d ('%s'); a "
@@ -52,14 +52,34 @@ ox_status oxa_check_overlap(const oxi_kernel *ki, const ox_arg *args, int nargs)
   return OX_OK;
 }
 
-static ox_status check_args(ox_kernel k, ox_stream s, const ox_arg *args, int nargs) {
+ox_status oxa_arg_tensors(const oxa_kernel *k, const ox_arg *args, int nargs, oxr_tensor **tens) {
+  const char *kn = k->ir->name;
+  if (nargs < 0 || nargs > OXA_MAX_PARAMS)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s': %d arguments (at most %d)", kn, nargs,
+                         OXA_MAX_PARAMS);
+  if (nargs && !args)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s': args is NULL", kn);
+  for (int i = 0; i < nargs; i++) {
+    tens[i] = NULL;
+    if (args[i].kind != OX_ARG_TENSOR || !args[i].v.tensor)
+      continue;
+    tens[i] = oxb_handle_get(OXB_H_TENSOR, (uint64_t)(uintptr_t)args[i].v.tensor);
+    if (!tens[i])
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                           "kernel '%s', argument %d: the tensor handle is not live (the tensor was "
+                           "released, or it is not a tensor handle)",
+                           kn, i + 1);
+  }
+  return OX_OK;
+}
+
+static ox_status check_args(const oxa_kernel *k, const oxr_stream *s, const ox_arg *args, int nargs,
+                            oxr_tensor *const *tens) {
   const oxi_kernel *ki = k->ir;
   const char *kn = ki->name;
   if (nargs != ki->params.len)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s' takes %d argument%s, got %d", kn,
                          ki->params.len, ki->params.len == 1 ? "" : "s", nargs);
-  if (nargs && !args)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s': args is NULL", kn);
   for (int i = 0; i < nargs; i++) {
     const oxi_param *p = ki->params.items[i];
     const ox_arg *a = &args[i];
@@ -76,16 +96,12 @@ static ox_status check_args(ox_kernel k, ox_stream s, const ox_arg *args, int na
                              kn, i + 1, p->name, ox_dtype_name(p->dtype), ox_dtype_name(a->dtype));
       continue;
     }
-    if (a->kind != OX_ARG_TENSOR || !a->v.tensor)
+    const oxr_tensor *t = tens[i];
+    if (a->kind != OX_ARG_TENSOR || !t)
       return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                            "kernel '%s', argument %d ('%s'): expected a tensor for %s of %s, got %s",
                            kn, i + 1, p->name, pkind_name(p->kind), ox_dtype_name(p->dtype),
                            a->kind == OX_ARG_SCALAR ? "a scalar" : "NULL");
-    ox_tensor t = a->v.tensor;
-    if (!oxr_tensor_valid(t))
-      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
-                           "kernel '%s', argument %d ('%s'): the tensor was released", kn, i + 1,
-                           p->name);
     if (mutable_kind(p->kind) && (t->flags & OXR_T_READ_ONLY))
       return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                            "kernel '%s', argument %d ('%s', %s): the tensor is read-only (a "
@@ -105,7 +121,7 @@ static ox_status check_args(ox_kernel k, ox_stream s, const ox_arg *args, int na
                            "tensor",
                            kn, i + 1, p->name);
   }
-  return oxa_check_overlap(ki, args, nargs);
+  return oxa_check_overlap(ki, tens, nargs);
 }
 
 /* ----------------------------------------------------- contract evaluation */
@@ -126,16 +142,17 @@ static int64_t arg_int(const ox_arg *a, bool *ok) {
   return a->v.i;
 }
 
-static int64_t eval(const oxi_hexpr *e, const ox_arg *args, bool *ok) {
+/* Evaluates a contract expression over the arguments (tens: their tensors). */
+static int64_t eval(const oxi_hexpr *e, const ox_arg *args, oxr_tensor *const *tens, bool *ok) {
   switch (e->kind) {
   case OXI_H_CONST: return e->value;
-  case OXI_H_LEN: return args[e->param].v.tensor->numel;
+  case OXI_H_LEN: return tens[e->param]->numel;
   case OXI_H_PARAM: return arg_int(&args[e->param], ok);
-  case OXI_H_NOT: return !eval(e->a, args, ok);
-  case OXI_H_AND: return eval(e->a, args, ok) && eval(e->b, args, ok);
-  case OXI_H_OR: return eval(e->a, args, ok) || eval(e->b, args, ok);
+  case OXI_H_NOT: return !eval(e->a, args, tens, ok);
+  case OXI_H_AND: return eval(e->a, args, tens, ok) && eval(e->b, args, tens, ok);
+  case OXI_H_OR: return eval(e->a, args, tens, ok) || eval(e->b, args, tens, ok);
   case OXI_H_CMP: {
-    int64_t a = eval(e->a, args, ok), b = eval(e->b, args, ok);
+    int64_t a = eval(e->a, args, tens, ok), b = eval(e->b, args, tens, ok);
     switch (e->sub) {
     case OXI_EQ: return a == b;
     case OXI_NE: return a != b;
@@ -146,7 +163,7 @@ static int64_t eval(const oxi_hexpr *e, const ox_arg *args, bool *ok) {
     }
   }
   case OXI_H_BIN: {
-    int64_t a = eval(e->a, args, ok), b = eval(e->b, args, ok), r = 0;
+    int64_t a = eval(e->a, args, tens, ok), b = eval(e->b, args, tens, ok), r = 0;
     switch (e->sub) {
     case OXI_ADD: if (__builtin_add_overflow(a, b, &r)) *ok = false; break;
     case OXI_SUB: if (__builtin_sub_overflow(a, b, &r)) *ok = false; break;
@@ -167,23 +184,25 @@ static int64_t eval(const oxi_hexpr *e, const ox_arg *args, bool *ok) {
   return 0;
 }
 
-static void describe_lens(const oxi_kernel *ki, const oxi_hexpr *e, const ox_arg *args, oxb_str *o) {
+static void describe_lens(const oxi_kernel *ki, const oxi_hexpr *e, const ox_arg *args,
+                          oxr_tensor *const *tens, oxb_str *o) {
   if (!e)
     return;
   if (e->kind == OXI_H_LEN)
     oxb_str_addf(o, "%s%s.len() = %lld", o->len ? ", " : "", ((oxi_param *)ki->params.items[e->param])->name,
-                 (long long)args[e->param].v.tensor->numel);
+                 (long long)tens[e->param]->numel);
   else if (e->kind == OXI_H_PARAM) {
     bool ok = true;
     oxb_str_addf(o, "%s%s = %lld", o->len ? ", " : "", ((oxi_param *)ki->params.items[e->param])->name,
                  (long long)arg_int(&args[e->param], &ok));
   }
-  describe_lens(ki, e->a, args, o);
-  describe_lens(ki, e->b, args, o);
+  describe_lens(ki, e->a, args, tens, o);
+  describe_lens(ki, e->b, args, tens, o);
 }
 
-static ox_status check_config(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
-                              const ox_arg *args, uint32_t grid[3], uint32_t block[3]) {
+static ox_status check_config(const oxa_kernel *k, const oxr_stream *s, const ox_launch_config *cfg,
+                              const ox_arg *args, oxr_tensor *const *tens, uint32_t grid[3],
+                              uint32_t block[3]) {
   const oxi_kernel *ki = k->ir;
   ox_device dev = s->dev;
   if (!cfg)
@@ -225,11 +244,11 @@ static ox_status check_config(ox_kernel k, ox_stream s, const ox_launch_config *
   for (int i = 0; i < ki->requires.len; i++) {
     const oxi_requires *r = ki->requires.items[i];
     bool ok = true;
-    int64_t v = eval(r->expr, args, &ok);
+    int64_t v = eval(r->expr, args, tens, &ok);
     if (ok && v)
       continue;
     oxb_str vals = {0};
-    describe_lens(ki, r->expr, args, &vals);
+    describe_lens(ki, r->expr, args, tens, &vals);
     ox_status st = oxb_set_error(OX_ERR_LAUNCH,
                                  "%s:%d:%d: launch contract of kernel '%s' violated: %s %s (%s)",
                                  k->mod->ir.filename, r->line, r->col, ki->name, r->text,
@@ -241,34 +260,31 @@ static ox_status check_config(ox_kernel k, ox_stream s, const ox_launch_config *
   return OX_OK;
 }
 
-static ox_status resolve(ox_kernel k, ox_stream *s) {
-  if (!k)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "launch: kernel is NULL");
-  if (!*s) {
-    ox_status st = ox_device_stream(k->mod->dev, s);
-    if (st)
-      return st;
-  }
-  if (!(*s)->live)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "launch of '%s': the stream was destroyed", k->ir->name);
-  if ((*s)->dev != k->mod->dev)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
-                         "launch of '%s': the module is loaded on %s but the stream is on %s",
-                         k->ir->name, ox_device_name(k->mod->dev), ox_device_name((*s)->dev));
-  return OX_OK;
+/* The kernel, stream and argument tensors of a public launch call. */
+static ox_status resolve(const char *fn, ox_kernel kh, ox_stream sh, const ox_arg *args, int nargs,
+                         oxa_kernel **k, oxr_stream **s, oxr_tensor **tens) {
+  if (!(*k = oxa_kernel_get(fn, kh)))
+    return ox_last_status();
+  ox_status st = oxr_resolve_stream(fn, (*k)->mod->dev, sh, s);
+  return st ? st : oxa_arg_tensors(*k, args, nargs, tens);
 }
 
-ox_status ox_launch_check(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
+ox_status ox_launch_check(ox_kernel kh, ox_stream sh, const ox_launch_config *cfg,
                           const ox_arg *args, int nargs) {
-  uint32_t grid[3], block[3];
-  ox_status st = resolve(k, &s);
-  if (!st && k->fn)
-    return oxa_tile_launch(k, s, cfg, args, nargs, false);
-  if (!st)
-    st = check_args(k, s, args, nargs);
-  if (!st)
-    st = check_config(k, s, cfg, args, grid, block);
-  return st;
+  oxa_kernel *k;
+  oxr_stream *s;
+  oxr_tensor *tens[OXA_MAX_PARAMS];
+  ox_status st = resolve(__func__, kh, sh, args, nargs, &k, &s, tens);
+  return st ? st : oxa_launch(k, s, cfg, args, nargs, tens, false);
+}
+
+ox_status ox_launch(ox_kernel kh, ox_stream sh, const ox_launch_config *cfg, const ox_arg *args,
+                    int nargs) {
+  oxa_kernel *k;
+  oxr_stream *s;
+  oxr_tensor *tens[OXA_MAX_PARAMS];
+  ox_status st = resolve(__func__, kh, sh, args, nargs, &k, &s, tens);
+  return st ? st : oxa_launch(k, s, cfg, args, nargs, tens, true);
 }
 
 /* f32 -> IEEE binary16 bits, rounded to nearest even (portable C: not every
@@ -328,17 +344,15 @@ void oxa_scalar_bits(const ox_arg *a, uint64_t *slot) {
   }
 }
 
-ox_status ox_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg, const ox_arg *args,
-                    int nargs) {
+ox_status oxa_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, const ox_arg *args,
+                     int nargs, oxr_tensor *const *tens, bool run) {
+  if (k->fn)
+    return oxa_tile_launch(k, s, cfg, args, nargs, tens, run);
   uint32_t grid[3], block[3];
-  ox_status st = resolve(k, &s);
-  if (!st && k->fn)
-    return oxa_tile_launch(k, s, cfg, args, nargs, true);
+  ox_status st = check_args(k, s, args, nargs, tens);
   if (!st)
-    st = check_args(k, s, args, nargs);
-  if (!st)
-    st = check_config(k, s, cfg, args, grid, block);
-  if (st)
+    st = check_config(k, s, cfg, args, tens, grid, block);
+  if (st || !run)
     return st;
   /* argument values, flattened: scalars by value, slices as (pointer, length) */
   uint64_t vals[OXI_MAX_PARAM_VALUES];
@@ -351,7 +365,7 @@ ox_status ox_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg, const
       ptrs[j] = &vals[j];
       j++;
     } else {
-      ox_tensor t = args[i].v.tensor;
+      oxr_tensor *t = tens[i];
       vals[j] = (uint64_t)(uintptr_t)t->data;
       ptrs[j] = &vals[j];
       vals[j + 1] = (uint64_t)t->numel;

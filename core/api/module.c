@@ -58,10 +58,10 @@ ox_status oxa_front(oxb_arena *a, const char *source, const char *filename, oxi_
 /* Every loaded kernel gets a tag that generated code copies into the error
  * record, so the host can name the kernel and the source location. */
 static pthread_mutex_t tag_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ox_kernel_s **tags;
+static oxa_kernel **tags;
 static uint32_t ntags, captags;
 
-static uint32_t tag_register(struct ox_kernel_s *k) {
+static uint32_t tag_register(oxa_kernel *k) {
   pthread_mutex_lock(&tag_lock);
   uint32_t t = 0;
   for (uint32_t i = 0; i < ntags; i++)
@@ -72,7 +72,7 @@ static uint32_t tag_register(struct ox_kernel_s *k) {
   if (!t) {
     if (ntags == captags) {
       uint32_t cap = captags ? captags * 2 : 64;
-      struct ox_kernel_s **nt = realloc(tags, sizeof *nt * cap);
+      oxa_kernel **nt = realloc(tags, sizeof *nt * cap);
       if (!nt) {
         pthread_mutex_unlock(&tag_lock);
         return 0;
@@ -99,7 +99,7 @@ static ox_status report_error(const oxr_errrec *rec) {
   static const char *const kinds[] = {"read", "write", "atomic"};
   const char *kind = rec->kind < 3 ? kinds[rec->kind] : "access";
   pthread_mutex_lock(&tag_lock);
-  struct ox_kernel_s *k = rec->tag && rec->tag <= ntags ? tags[rec->tag - 1] : NULL;
+  oxa_kernel *k = rec->tag && rec->tag <= ntags ? tags[rec->tag - 1] : NULL;
   ox_status s;
   if (k && (int)rec->site < k->ir->sites.len) {
     const oxi_site *site = k->ir->sites.items[rec->site];
@@ -331,18 +331,49 @@ ox_status oxa_build(ox_device dev, const oxi_module *irm, const char *source, co
   return s;
 }
 
+oxa_kernel *oxa_kernel_get(const char *fn, ox_kernel h) {
+  if (!h) {
+    oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: kernel is NULL", fn);
+    return NULL;
+  }
+  oxa_kernel *k = oxb_handle_get(OXB_H_KERNEL, (uint64_t)(uintptr_t)h);
+  if (!k)
+    oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                  "%s: the kernel handle is not live (its module was destroyed, or it is not a "
+                  "kernel handle)",
+                  fn);
+  return k;
+}
+
+/* The module behind handle `h`, or NULL with the last error set. */
+static oxa_module *module_get(const char *fn, ox_module h) {
+  if (!h) {
+    oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: module is NULL", fn);
+    return NULL;
+  }
+  oxa_module *m = oxb_handle_get(OXB_H_MODULE, (uint64_t)(uintptr_t)h);
+  if (!m)
+    oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                  "%s: the module handle is not live (the module was destroyed, or it is not a "
+                  "module handle)",
+                  fn);
+  return m;
+}
+
+static void module_free(oxa_module *m);
+
 ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_options *opts,
                             ox_module *out) {
   if (!out)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_module_compile: out is NULL");
   *out = NULL;
-  if (!dev)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_module_compile: device is NULL");
+  if (!oxr_device_check(__func__, dev))
+    return ox_last_status();
   pthread_once(&reporter_once, install_reporter);
   ox_compile_options o = {0};
   if (opts)
     o = *opts;
-  ox_module m = calloc(1, sizeof *m);
+  oxa_module *m = calloc(1, sizeof *m);
   if (!m)
     return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
   m->dev = dev;
@@ -350,7 +381,7 @@ ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_
   m->opts.filename = NULL;
   ox_status s = oxa_front(&m->arena, source, o.filename, &m->ir, NULL, &m->prog);
   if (s) {
-    ox_module_destroy(m);
+    module_free(m);
     return s;
   }
   m->text = strdup(source);
@@ -363,7 +394,7 @@ ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_
   m->nkernels = m->ir.kernels.len + ntile;
   m->kernels = calloc((size_t)m->nkernels, sizeof *m->kernels);
   if (!m->text || !m->kernels) {
-    ox_module_destroy(m);
+    module_free(m);
     return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
   }
   int ti = m->ir.kernels.len;
@@ -371,7 +402,7 @@ ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_
     const oxf_fn *fn = m->prog->fns.items[i];
     if (!fn->is_tile)
       continue;
-    struct ox_kernel_s *k = &m->kernels[ti++];
+    oxa_kernel *k = &m->kernels[ti++];
     k->fn = fn;
     k->ngenerics = fn->generics.len;
     int64_t placeholders[OXA_MAX_GENERICS];
@@ -386,14 +417,14 @@ ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_
                               m->ir.filename, fn->name, OXA_MAX_GENERICS)
               : oxb_set_error_text(OX_ERR_COMPILE, d.text.buf ? d.text.buf : "tile kernel error");
       oxb_str_free(&d.text);
-      ox_module_destroy(m);
+      module_free(m);
       return s;
     }
     oxb_str_free(&d.text);
     k->ir = m->sigs.kernels.items[m->sigs.kernels.len - 1];
   }
   for (int i = 0; i < m->nkernels; i++) {
-    struct ox_kernel_s *k = &m->kernels[i];
+    oxa_kernel *k = &m->kernels[i];
     k->mod = m;
     if (i < m->ir.kernels.len)
       k->ir = m->ir.kernels.items[i];
@@ -401,11 +432,16 @@ ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_
     for (int j = 0; j < k->ir->params.len; j++)
       k->nflat += oxi_param_width(k->ir->params.items[j]);
     if (k->ir->params.len > OXA_MAX_PARAMS) {
-      ox_module_destroy(m);
+      module_free(m);
       return oxb_set_error(OX_ERR_COMPILE, "%s: kernel '%s' has more than %d parameters",
                            m->ir.filename, k->ir->name, OXA_MAX_PARAMS);
     }
     k->tag = tag_register(k);
+    k->handle = (ox_kernel)(uintptr_t)oxb_handle_new(OXB_H_KERNEL, k);
+    if (!k->tag || !k->handle) {
+      module_free(m);
+      return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
+    }
   }
   /* code for the #[kernel]s: from the cache, or generated */
   if (m->ir.kernels.len) {
@@ -413,11 +449,16 @@ ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_
     for (int i = 0; !s && i < m->ir.kernels.len; i++)
       s = oxa_entry(dev, &m->code, m->kernels[i].ir, &m->kernels[i].cu_fn, &m->kernels[i].cpu);
     if (s) {
-      ox_module_destroy(m);
+      module_free(m);
       return s;
     }
   }
-  *out = m;
+  m->handle = (ox_module)(uintptr_t)oxb_handle_new(OXB_H_MODULE, m);
+  if (!m->handle) {
+    module_free(m);
+    return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  *out = m->handle;
   return OX_OK;
 }
 
@@ -440,11 +481,12 @@ ox_status ox_module_compile_file(ox_device dev, const char *path, const ox_compi
   return s;
 }
 
-void ox_module_destroy(ox_module m) {
-  if (!m)
-    return;
+/* Frees a module and ends its handles (every field may still be unset). */
+static void module_free(oxa_module *m) {
+  oxb_handle_free((uint64_t)(uintptr_t)m->handle);
   for (int i = 0; i < m->nkernels; i++) {
-    struct ox_kernel_s *k = &m->kernels[i];
+    oxa_kernel *k = &m->kernels[i];
+    oxb_handle_free((uint64_t)(uintptr_t)k->handle);
     tag_release(k->tag);
     for (oxa_spec *sp = k->specs, *next; sp; sp = next) {
       next = sp->next;
@@ -462,12 +504,26 @@ void ox_module_destroy(ox_module m) {
   free(m);
 }
 
-ox_status ox_module_get_kernel(ox_module m, const char *name, ox_kernel *out) {
-  if (!m || !name || !out)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_module_get_kernel: NULL argument");
+void ox_module_destroy(ox_module h) {
+  if (!h)
+    return;
+  oxa_module *m = module_get(__func__, h);
+  if (m)
+    module_free(m);
+}
+
+ox_status ox_module_get_kernel(ox_module h, const char *name, ox_kernel *out) {
+  if (!out)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: out is NULL", __func__);
+  *out = NULL;
+  oxa_module *m = module_get(__func__, h);
+  if (!m)
+    return ox_last_status();
+  if (!name)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: name is NULL", __func__);
   for (int i = 0; i < m->nkernels; i++)
     if (!strcmp(m->kernels[i].ir->name, name)) {
-      *out = &m->kernels[i];
+      *out = m->kernels[i].handle;
       return OX_OK;
     }
   oxb_str names = {0};
@@ -480,9 +536,20 @@ ox_status ox_module_get_kernel(ox_module m, const char *name, ox_kernel *out) {
   return s;
 }
 
-int ox_module_from_cache(ox_module m) { return m ? m->from_cache : 0; }
-int ox_kernel_num_params(ox_kernel k) { return k ? k->ir->params.len : -1; }
-const char *ox_kernel_name(ox_kernel k) { return k ? k->ir->name : ""; }
+int ox_module_from_cache(ox_module h) {
+  oxa_module *m = module_get(__func__, h);
+  return m ? m->from_cache : 0;
+}
+
+int ox_kernel_num_params(ox_kernel h) {
+  oxa_kernel *k = oxa_kernel_get(__func__, h);
+  return k ? k->ir->params.len : -1;
+}
+
+const char *ox_kernel_name(ox_kernel h) {
+  oxa_kernel *k = oxa_kernel_get(__func__, h);
+  return k ? k->ir->name : "";
+}
 
 const char *ox_version(void) {
   return "0.1.0 (LLVM " OXIDE_LLVM_VERSION ")";

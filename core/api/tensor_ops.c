@@ -204,7 +204,7 @@ static ox_status builtin_kernel(const char *fn, ox_device dev, int g, const char
 /* Launches k over n elements in blocks of 256 threads: one thread per
  * element (per_thread), or a grid-stride loop with enough blocks to fill
  * the device and no more than needed. */
-static ox_status launch_n(ox_kernel k, ox_stream s, int64_t n, bool per_thread, const ox_arg *args,
+static ox_status launch_n(ox_kernel k, oxr_stream *s, int64_t n, bool per_thread, const ox_arg *args,
                           int nargs) {
   int64_t mp = s->dev->multiprocessors > 0 ? s->dev->multiprocessors : 1;
   int64_t blocks = per_thread ? (n + 255) / 256 : (n + 1023) / 1024; /* grid_stride: 4 each */
@@ -214,12 +214,13 @@ static ox_status launch_n(ox_kernel k, ox_stream s, int64_t n, bool per_thread, 
     return oxb_set_error(OX_ERR_UNSUPPORTED, "%lld elements are too many for one launch",
                          (long long)n);
   ox_launch_config cfg = {{(uint32_t)(blocks > 0 ? blocks : 1), 1, 1}, {256, 1, 1}};
-  return ox_launch(k, s, &cfg, args, nargs);
+  return ox_launch(k, s->handle, &cfg, args, nargs);
 }
 
 /* A 1-D dense view of n elements of dtype dt at byte `offset` of t's storage:
  * what a slice parameter receives. */
-static ox_status flat_view(ox_tensor t, ox_dtype dt, int64_t n, int64_t offset, ox_tensor *out) {
+static ox_status flat_view(const oxr_tensor *t, ox_dtype dt, int64_t n, int64_t offset,
+                           oxr_tensor **out) {
   int64_t one = 1;
   return oxr_tensor_make(t->storage, dt, 1, &n, &one, offset, 0, out);
 }
@@ -317,37 +318,39 @@ static ox_status named(const char *fn, ox_status st) {
   return st == OX_OK ? st : oxb_set_error(st, "%s: %s", fn, ox_last_error());
 }
 
-/* ox_tensor_empty on dev, ordered on *s (resolved here), errors naming fn. */
-static ox_status new_tensor(const char *fn, ox_device dev, ox_stream *s, ox_dtype dtype, int ndim,
-                            const int64_t *shape, ox_tensor *out) {
+/* A new tensor for API function `fn` on dev, ordered on stream handle sh
+ * (resolved into *s): checks the arguments; *t is the tensor. */
+static ox_status new_tensor(const char *fn, ox_device dev, ox_stream sh, oxr_stream **s,
+                            ox_dtype dtype, int ndim, const int64_t *shape, oxr_tensor **t,
+                            ox_tensor *out) {
+  *t = NULL;
   if (!out)
     return INVALID("%s: out is NULL", fn);
   *out = NULL;
-  if (!dev)
-    return INVALID("%s: device is NULL", fn);
-  ox_status st = oxr_resolve_stream(fn, dev, s);
-  if (st != OX_OK)
-    return st;
-  st = ox_tensor_empty(dev, *s, dtype, ndim, shape, out);
-  if (st != OX_OK) {
-    const char *m = ox_last_error(), *p = "ox_tensor_empty: ";
-    st = oxb_set_error(st, "%s: %s", fn, strncmp(m, p, strlen(p)) ? m : m + strlen(p));
-  }
+  if (!oxr_device_check(fn, dev))
+    return ox_last_status();
+  ox_status st = oxr_resolve_stream(fn, dev, sh, s);
+  if (st == OX_OK)
+    st = oxr_tensor_new(fn, dev, *s, dtype, ndim, shape, t);
   return st;
 }
 
-static ox_status check_tensor(const char *fn, const char *what, ox_tensor t) {
+/* The tensor behind argument `what` of `fn`, or NULL with the last error set. */
+static oxr_tensor *get_tensor(const char *fn, const char *what, ox_tensor h) {
+  if (!h) {
+    INVALID("%s: %s is NULL", fn, what);
+    return NULL;
+  }
+  oxr_tensor *t = oxr_tensor_get(fn, h);
   if (!t)
-    return INVALID("%s: %s is NULL", fn, what);
-  if (!oxr_tensor_valid(t))
-    return INVALID("%s: %s is not a live tensor (released, or not a tensor)", fn, what);
-  return OX_OK;
+    INVALID("%s: %s is not a live tensor (released, or not a tensor handle)", fn, what);
+  return t;
 }
 
 /* ------------------------------------------------------------------ fills */
 
 /* Sets every element of the dense tensor t to the element `bits`, on s. */
-static ox_status fill_bits(const char *fn, ox_tensor t, ox_stream s, uint64_t bits) {
+static ox_status fill_bits(const char *fn, oxr_tensor *t, oxr_stream *s, uint64_t bits) {
   size_t es = ox_dtype_size(t->dtype), bytes = (size_t)t->numel * es;
   if (bytes == 0)
     return OX_OK;
@@ -373,46 +376,51 @@ static ox_status fill_bits(const char *fn, ox_tensor t, ox_stream s, uint64_t bi
   char name[32];
   snprintf(name, sizeof name, "fill_%s", ox_dtype_name(u));
   ox_kernel k;
-  ox_tensor v;
+  oxr_tensor *v;
   if ((st = builtin_kernel(fn, t->dev, G_FILL + log2_size(es), name, &k)) != OX_OK)
     return st;
   if ((st = flat_view(t, u, t->numel, t->offset, &v)) != OX_OK)
     return named(fn, st);
-  ox_arg args[2] = {ox_arg_tensor(v), scalar(u, bits)};
+  ox_arg args[2] = {ox_arg_tensor(v->handle), scalar(u, bits)};
   st = named(fn, launch_n(k, s, t->numel, false, args, 2));
-  ox_tensor_release(v);
+  oxr_tensor_release(v);
   return st;
 }
 
-ox_status ox_tensor_zeros(ox_device dev, ox_stream s, ox_dtype dtype, int ndim,
+/* Hands the new tensor t to the caller if st is OX_OK, else frees it. */
+static ox_status give(ox_status st, oxr_tensor *t, ox_tensor *out) {
+  if (st == OX_OK)
+    *out = t->handle;
+  else
+    oxr_tensor_release(t);
+  return st;
+}
+
+ox_status ox_tensor_zeros(ox_device dev, ox_stream sh, ox_dtype dtype, int ndim,
                           const int64_t *shape, ox_tensor *out) {
-  ox_status st = new_tensor(__func__, dev, &s, dtype, ndim, shape, out);
-  if (st == OX_OK && (st = fill_bits(__func__, *out, s, 0)) != OX_OK) {
-    ox_tensor_release(*out);
-    *out = NULL;
-  }
-  return st;
+  oxr_stream *s;
+  oxr_tensor *t;
+  ox_status st = new_tensor(__func__, dev, sh, &s, dtype, ndim, shape, &t, out);
+  return st ? st : give(fill_bits(__func__, t, s, 0), t, out);
 }
 
-ox_status ox_tensor_full(ox_device dev, ox_stream s, ox_dtype dtype, int ndim,
+ox_status ox_tensor_full(ox_device dev, ox_stream sh, ox_dtype dtype, int ndim,
                          const int64_t *shape, double value, ox_tensor *out) {
   if (out)
     *out = NULL;
   if (is_fp8(dtype)) /* no conversion to fp8 yet: storage-only types */
     return oxb_set_error(OX_ERR_UNSUPPORTED, "%s: %s is a storage-only dtype (copies only)",
                          __func__, ox_dtype_name(dtype));
-  ox_status st = new_tensor(__func__, dev, &s, dtype, ndim, shape, out);
-  if (st == OX_OK && (st = fill_bits(__func__, *out, s, value_bits(dtype, value))) != OX_OK) {
-    ox_tensor_release(*out);
-    *out = NULL;
-  }
-  return st;
+  oxr_stream *s;
+  oxr_tensor *t;
+  ox_status st = new_tensor(__func__, dev, sh, &s, dtype, ndim, shape, &t, out);
+  return st ? st : give(fill_bits(__func__, t, s, value_bits(dtype, value)), t, out);
 }
 
 /* Integral start and step of an integer dtype are computed exactly in i64
  * and truncated to the type (as `as` does, wrapping); everything else is
  * computed in f64 and converted with `as` (saturating for integers). */
-ox_status ox_tensor_arange(ox_device dev, ox_stream s, ox_dtype dtype, double start, double step,
+ox_status ox_tensor_arange(ox_device dev, ox_stream sh, ox_dtype dtype, double start, double step,
                            int64_t n, ox_tensor *out) {
   if (out)
     *out = NULL;
@@ -423,9 +431,11 @@ ox_status ox_tensor_arange(ox_device dev, ox_stream s, ox_dtype dtype, double st
   if (is_fp8(dtype))
     return oxb_set_error(OX_ERR_UNSUPPORTED, "%s: %s is a storage-only dtype (copies only)",
                          __func__, ox_dtype_name(dtype));
-  ox_status st = new_tensor(__func__, dev, &s, dtype, 1, &n, out);
+  oxr_stream *s;
+  oxr_tensor *t;
+  ox_status st = new_tensor(__func__, dev, sh, &s, dtype, 1, &n, &t, out);
   if (st != OX_OK || n == 0)
-    return st;
+    return st ? st : give(st, t, out);
   double lim = ldexp(1, 63);
   bool exact = is_int(dtype) && start == trunc(start) && step == trunc(step) && start >= -lim &&
                start < lim && step >= -lim && step < lim;
@@ -433,15 +443,11 @@ ox_status ox_tensor_arange(ox_device dev, ox_stream s, ox_dtype dtype, double st
   snprintf(name, sizeof name, "%sarange_%s", exact ? "i" : "", ox_dtype_name(dtype));
   ox_kernel k;
   if ((st = builtin_kernel(__func__, dev, G_ARANGE + (int)dtype, name, &k)) == OX_OK) {
-    ox_arg args[3] = {ox_arg_tensor(*out), exact ? ox_arg_i64((int64_t)start) : ox_arg_f64(start),
+    ox_arg args[3] = {ox_arg_tensor(t->handle), exact ? ox_arg_i64((int64_t)start) : ox_arg_f64(start),
                       exact ? ox_arg_i64((int64_t)step) : ox_arg_f64(step)};
     st = named(__func__, launch_n(k, s, n, false, args, 3));
   }
-  if (st != OX_OK) {
-    ox_tensor_release(*out);
-    *out = NULL;
-  }
-  return st;
+  return give(st, t, out);
 }
 
 /* ----------------------------------------------------------------- copies */
@@ -453,7 +459,7 @@ typedef struct plan {
   int64_t n[OX_MAX_DIMS], d[OX_MAX_DIMS], s[OX_MAX_DIMS]; /* sizes, dst and src strides */
 } plan;
 
-static void collapse(ox_tensor dst, ox_tensor src, plan *p) {
+static void collapse(const oxr_tensor *dst, const oxr_tensor *src, plan *p) {
   p->nd = 0;
   for (int i = dst->ndim - 1; i >= 0; i--) {
     int64_t n = dst->shape[i];
@@ -484,7 +490,7 @@ static int64_t span(const plan *p, const int64_t *strides) {
 }
 
 /* Copies between two non-empty tensors of one device, queued on s. */
-static ox_status copy_same(const char *fn, ox_tensor dst, ox_tensor src, ox_stream s) {
+static ox_status copy_same(const char *fn, oxr_tensor *dst, oxr_tensor *src, oxr_stream *s) {
   uintptr_t dlo, dhi, slo, shi;
   oxr_tensor_extent(dst, &dlo, &dhi);
   oxr_tensor_extent(src, &slo, &shi);
@@ -495,13 +501,13 @@ static ox_status copy_same(const char *fn, ox_tensor dst, ox_tensor src, ox_stre
       return OX_OK; /* a copy onto itself */
     /* The memory overlaps (or interleaves, which a kernel's flat arguments
      * cannot tell apart): read all of src before writing any of dst. */
-    ox_tensor tmp;
-    st = named(fn, ox_tensor_empty(dst->dev, s, src->dtype, src->ndim, src->shape, &tmp));
+    oxr_tensor *tmp;
+    st = oxr_tensor_new(fn, dst->dev, s, src->dtype, src->ndim, src->shape, &tmp);
     if (st != OX_OK)
       return st;
     if ((st = copy_same(fn, tmp, src, s)) == OX_OK)
       st = copy_same(fn, dst, tmp, s);
-    ox_tensor_release(tmp);
+    oxr_tensor_release(tmp);
     return st;
   }
   plan p;
@@ -530,14 +536,14 @@ static ox_status copy_same(const char *fn, ox_tensor dst, ox_tensor src, ox_stre
   ox_kernel k;
   if ((st = builtin_kernel(fn, dst->dev, G_COPY + log2_size(es), name, &k)) != OX_OK)
     return st;
-  ox_tensor sv = NULL, dv = NULL;
+  oxr_tensor *sv = NULL, *dv = NULL;
   if ((st = flat_view(src, u, span(&p, p.s), src->offset, &sv)) == OX_OK)
     st = flat_view(dst, u, dense ? dst->numel : span(&p, p.d), dst->offset, &dv);
   if (st == OX_OK) {
     ox_arg a[4 + 3 * OX_MAX_DIMS];
     int na = 0;
-    a[na++] = ox_arg_tensor(sv);
-    a[na++] = ox_arg_tensor(dv);
+    a[na++] = ox_arg_tensor(sv->handle);
+    a[na++] = ox_arg_tensor(dv->handle);
     if (!dense)
       a[na++] = ox_arg_u64((uint64_t)dst->numel);
     a[na++] = ox_arg_u32((uint32_t)p.nd);
@@ -549,43 +555,43 @@ static ox_status copy_same(const char *fn, ox_tensor dst, ox_tensor src, ox_stre
       a[na++] = ox_arg_u64(i < p.nd ? (uint64_t)p.d[i] : 0);
     st = launch_n(k, s, dst->numel, true, a, na);
   }
-  ox_tensor_release(sv);
-  ox_tensor_release(dv);
+  oxr_tensor_release(sv);
+  oxr_tensor_release(dv);
   return named(fn, st);
 }
 
 /* Copies between two non-empty tensors of any devices, ordered on s (a
  * stream of dst's device, or of src's when dst is on the CPU). */
-static ox_status copy_any(const char *fn, ox_tensor dst, ox_tensor src, ox_stream s) {
+static ox_status copy_any(const char *fn, oxr_tensor *dst, oxr_tensor *src, oxr_stream *s) {
   if (dst->dev == src->dev)
     return copy_same(fn, dst, src, s);
   ox_device cpu;
   ox_status st = ox_device_get(OX_DEVICE_CPU, 0, &cpu);
   if (st != OX_OK)
     return named(fn, st);
-  ox_stream cs = cpu->default_stream;
+  oxr_stream *cs = cpu->default_stream;
   if (dst->dev->type == OX_DEVICE_CUDA && src->dev->type == OX_DEVICE_CUDA) {
     /* two GPUs: through host memory (the driver table has no peer copy) */
-    ox_tensor h;
-    st = named(fn, ox_tensor_empty(cpu, NULL, src->dtype, src->ndim, src->shape, &h));
+    oxr_tensor *h;
+    st = oxr_tensor_new(fn, cpu, cs, src->dtype, src->ndim, src->shape, &h);
     if (st != OX_OK)
       return st;
     if ((st = copy_any(fn, h, src, src->dev->default_stream)) == OX_OK)
       st = copy_any(fn, dst, h, s);
-    ox_tensor_release(h);
+    oxr_tensor_release(h);
     return st;
   }
   /* CPU <-> GPU: a DMA between dense tensors, with dense staging tensors on
    * either side for strided ones; s is a stream of the GPU. */
   bool to_gpu = dst->dev->type == OX_DEVICE_CUDA;
-  ox_tensor h = to_gpu ? src : dst, g = to_gpu ? dst : src, hd = h, gd = g;
+  oxr_tensor *h = to_gpu ? src : dst, *g = to_gpu ? dst : src, *hd = h, *gd = g;
   if (!oxr_tensor_dense(h)) {
-    st = named(fn, ox_tensor_empty(cpu, NULL, h->dtype, h->ndim, h->shape, &hd));
+    st = oxr_tensor_new(fn, cpu, cs, h->dtype, h->ndim, h->shape, &hd);
     if (st == OX_OK && to_gpu)
       st = copy_same(fn, hd, h, cs);
   }
   if (st == OX_OK && !oxr_tensor_dense(g)) {
-    st = named(fn, ox_tensor_empty(g->dev, s, g->dtype, g->ndim, g->shape, &gd));
+    st = oxr_tensor_new(fn, g->dev, s, g->dtype, g->ndim, g->shape, &gd);
     if (st == OX_OK && !to_gpu)
       st = copy_same(fn, gd, g, s);
   }
@@ -613,9 +619,9 @@ static ox_status copy_any(const char *fn, ox_tensor dst, ox_tensor src, ox_strea
   if (st == OX_OK && !to_gpu && hd != h)
     st = copy_same(fn, h, hd, cs);
   if (hd != h)
-    ox_tensor_release(hd);
+    oxr_tensor_release(hd);
   if (gd != g)
-    ox_tensor_release(gd);
+    oxr_tensor_release(gd);
   return st;
 }
 
@@ -624,8 +630,8 @@ static ox_device order_device(ox_device dst, ox_device src) {
   return dst->type == OX_DEVICE_CUDA ? dst : src;
 }
 
-static ox_status resolve_order(const char *fn, ox_device od, ox_stream *s) {
-  ox_status st = oxr_resolve_stream(fn, od, s);
+static ox_status resolve_order(const char *fn, ox_device od, ox_stream sh, oxr_stream **s) {
+  ox_status st = oxr_resolve_stream(fn, od, sh, s);
   if (st != OX_OK)
     st = oxb_set_error(st, "%s (a copy is ordered on a stream of the destination's device, or of "
                            "the source's when the destination is on the CPU)",
@@ -633,12 +639,13 @@ static ox_status resolve_order(const char *fn, ox_device od, ox_stream *s) {
   return st;
 }
 
-ox_status ox_tensor_copy(ox_tensor dst, ox_tensor src, ox_stream s) {
-  ox_status st = check_tensor(__func__, "dst", dst);
-  if (st == OX_OK)
-    st = check_tensor(__func__, "src", src);
-  if (st != OX_OK)
-    return st;
+ox_status ox_tensor_copy(ox_tensor dst_h, ox_tensor src_h, ox_stream sh) {
+  oxr_tensor *dst = get_tensor(__func__, "dst", dst_h);
+  oxr_tensor *src = dst ? get_tensor(__func__, "src", src_h) : NULL;
+  oxr_stream *s;
+  ox_status st;
+  if (!src)
+    return ox_last_status();
   char b[200], b2[200];
   if (dst->dtype != src->dtype)
     return INVALID("%s: dst is %s but src is %s; a copy does not convert", __func__,
@@ -650,7 +657,7 @@ ox_status ox_tensor_copy(ox_tensor dst, ox_tensor src, ox_stream s) {
   if (dst->flags & OXR_T_READ_ONLY)
     return INVALID("%s: dst is read-only (a broadcast view, or marked so by its DLPack producer)",
                    __func__);
-  if ((st = resolve_order(__func__, order_device(dst->dev, src->dev), &s)) != OX_OK)
+  if ((st = resolve_order(__func__, order_device(dst->dev, src->dev), sh, &s)) != OX_OK)
     return st;
   if (s->capturing && dst->dev != src->dev) /* it waits for the host: nothing to put in a graph */
     return oxb_set_error(OX_ERR_UNSUPPORTED,
@@ -660,24 +667,20 @@ ox_status ox_tensor_copy(ox_tensor dst, ox_tensor src, ox_stream s) {
   return dst->numel ? copy_any(__func__, dst, src, s) : OX_OK;
 }
 
-ox_status ox_tensor_to(ox_tensor src, ox_device dev, ox_stream s, ox_tensor *out) {
+ox_status ox_tensor_to(ox_tensor src_h, ox_device dev, ox_stream sh, ox_tensor *out) {
   if (!out)
     return INVALID("%s: out is NULL", __func__);
   *out = NULL;
-  ox_status st = check_tensor(__func__, "src", src);
-  if (st != OX_OK)
-    return st;
-  if (!dev)
-    return INVALID("%s: device is NULL", __func__);
+  oxr_tensor *src = get_tensor(__func__, "src", src_h), *t;
+  oxr_stream *s;
+  if (!src || !oxr_device_check(__func__, dev))
+    return ox_last_status();
   ox_device od = order_device(dev, src->dev);
-  if ((st = resolve_order(__func__, od, &s)) != OX_OK)
+  ox_status st;
+  if ((st = resolve_order(__func__, od, sh, &s)) != OX_OK)
     return st;
-  ox_stream as = od == dev ? s : NULL; /* the allocation's stream */
-  if ((st = new_tensor(__func__, dev, &as, src->dtype, src->ndim, src->shape, out)) != OX_OK)
+  oxr_stream *as = od == dev ? s : dev->default_stream; /* the allocation's stream */
+  if ((st = oxr_tensor_new(__func__, dev, as, src->dtype, src->ndim, src->shape, &t)) != OX_OK)
     return st;
-  if (src->numel && (st = copy_any(__func__, *out, src, s)) != OX_OK) {
-    ox_tensor_release(*out);
-    *out = NULL;
-  }
-  return st;
+  return give(src->numel ? copy_any(__func__, t, src, s) : OX_OK, t, out);
 }

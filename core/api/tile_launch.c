@@ -10,7 +10,8 @@
 #include "tile/tile.h"
 
 /* Binds k's generics from its &mut Tensor arguments' partition tiles. */
-static ox_status bind_generics(ox_kernel k, const ox_arg *args, int nargs, int64_t *gen) {
+static ox_status bind_generics(const oxa_kernel *k, int nargs, oxr_tensor *const *tens,
+                               int64_t *gen) {
   const oxf_fn *fn = k->fn;
   const char *kn = fn->name;
   for (int g = 0; g < OXA_MAX_GENERICS; g++)
@@ -18,19 +19,16 @@ static ox_status bind_generics(ox_kernel k, const ox_arg *args, int nargs, int64
   if (nargs != fn->params.len)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s' takes %d argument%s, got %d", kn,
                          fn->params.len, fn->params.len == 1 ? "" : "s", nargs);
-  if (nargs && !args)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s': args is NULL", kn);
   for (int i = 0; i < nargs; i++) {
     const oxf_param *p = fn->params.items[i];
     if (p->type->kind != OXF_TY_MUTTENSOR)
       continue;
-    ox_tensor t = args[i].kind == OX_ARG_TENSOR ? args[i].v.tensor : NULL;
-    if (!oxr_tensor_valid(t) || !(t->flags & OXR_T_PARTITION))
+    const oxr_tensor *t = tens[i];
+    if (!t || !(t->flags & OXR_T_PARTITION))
       return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                            "kernel '%s', argument %d ('%s'): an output tile is passed as a "
                            "partition of a tensor (ox_tensor_partition), got %s",
-                           kn, i + 1, p->name,
-                           !t ? "no tensor" : !oxr_tensor_valid(t) ? "a released tensor" : "a plain tensor");
+                           kn, i + 1, p->name, !t ? "no tensor" : "a plain tensor");
     if (t->ndim != p->type->rank)
       return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                            "kernel '%s', argument %d ('%s'): a partition of rank %d for a tile of rank %d",
@@ -70,11 +68,11 @@ static ox_status bind_generics(ox_kernel k, const ox_arg *args, int nargs, int64
 
 /* The launch facts the lowering exploits (oxi_param.contiguous16), one bit
  * per tensor argument: part of the specialization's key. */
-static uint64_t launch_facts(const ox_arg *args, int nargs) {
+static uint64_t launch_facts(oxr_tensor *const *tens, int nargs) {
   uint64_t facts = 0;
   for (int i = 0; i < nargs && i < 64; i++) {
-    ox_tensor t = args[i].kind == OX_ARG_TENSOR ? args[i].v.tensor : NULL;
-    if (!oxr_tensor_valid(t) || t->ndim < 1)
+    const oxr_tensor *t = tens[i];
+    if (!t || t->ndim < 1)
       continue;
     size_t es = ox_dtype_size(t->dtype);
     bool ok = (uintptr_t)t->data % 16 == 0 && t->strides[t->ndim - 1] == 1;
@@ -85,26 +83,29 @@ static uint64_t launch_facts(const ox_arg *args, int nargs) {
   return facts;
 }
 
-ox_status ox_kernel_set_generic(ox_kernel k, const char *name, int64_t value) {
-  if (!k || !name)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_kernel_set_generic: %s is NULL", k ? "name" : "k");
+ox_status ox_kernel_set_generic(ox_kernel kh, const char *name, int64_t value) {
+  oxa_kernel *k = oxa_kernel_get(__func__, kh);
+  if (!k)
+    return ox_last_status();
+  if (!name)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_kernel_set_generic: name is NULL");
   if (!k->fn)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s' is not a tile kernel: it has no generics",
-                         ox_kernel_name(k));
+                         k->ir->name);
   for (int g = 0; g < k->ngenerics; g++)
     if (!strcmp(k->fn->generics.items[g], name)) {
       if (value == 0)
         return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s': generic '%s' cannot be 0",
-                             ox_kernel_name(k), name);
+                             k->ir->name, name);
       k->explicit_generics[g] = value;
       return OX_OK;
     }
-  return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s' has no generic '%s'", ox_kernel_name(k), name);
+  return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s' has no generic '%s'", k->ir->name, name);
 }
 
 /* The specialization of k for `gen` and `facts`, made on first use. */
-static ox_status specialize(ox_kernel k, const int64_t *gen, uint64_t facts, oxa_spec **out) {
-  ox_module m = k->mod;
+static ox_status specialize(oxa_kernel *k, const int64_t *gen, uint64_t facts, oxa_spec **out) {
+  oxa_module *m = k->mod;
   pthread_mutex_lock(&k->lock);
   for (oxa_spec *sp = k->specs; sp; sp = sp->next)
     if (!memcmp(sp->generics, gen, sizeof sp->generics) && sp->facts == facts) {
@@ -170,8 +171,9 @@ static ox_status specialize(ox_kernel k, const int64_t *gen, uint64_t facts, oxa
 }
 
 /* Checks the arguments against the specialized signature. */
-static ox_status check_args(ox_kernel k, const oxi_kernel *ki, ox_stream s, const ox_arg *args,
-                            int nargs, int64_t grid[OXI_MAX_RANK], int *grid_rank) {
+static ox_status check_args(const oxi_kernel *ki, const oxr_stream *s, const ox_arg *args,
+                            oxr_tensor *const *tens, int nargs, int64_t grid[OXI_MAX_RANK],
+                            int *grid_rank) {
   const char *kn = ki->name;
   *grid_rank = 0;
   for (int i = 0; i < nargs; i++) {
@@ -186,8 +188,8 @@ static ox_status check_args(ox_kernel k, const oxi_kernel *ki, ox_stream s, cons
                              a->kind == OX_ARG_TENSOR ? "" : ox_dtype_name(a->dtype));
       continue;
     }
-    ox_tensor t = a->kind == OX_ARG_TENSOR ? a->v.tensor : NULL;
-    if (!oxr_tensor_valid(t))
+    const oxr_tensor *t = tens[i];
+    if (!t)
       return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s', argument %d ('%s'): expected a tensor",
                            kn, i + 1, p->name);
     if (t->dtype != p->dtype || t->dev != s->dev || t->ndim != p->rank)
@@ -228,23 +230,22 @@ static ox_status check_args(ox_kernel k, const oxi_kernel *ki, ox_stream s, cons
     *grid_rank = p->rank;
     memcpy(grid, g, sizeof(int64_t) * (size_t)p->rank);
   }
-  (void)k;
-  return oxa_check_overlap(ki, args, nargs);
+  return oxa_check_overlap(ki, tens, nargs);
 }
 
-ox_status oxa_tile_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
-                          const ox_arg *args, int nargs, bool run) {
+ox_status oxa_tile_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg,
+                          const ox_arg *args, int nargs, oxr_tensor *const *tens, bool run) {
   int64_t gen[OXA_MAX_GENERICS];
-  ox_status st = bind_generics(k, args, nargs, gen);
+  ox_status st = bind_generics(k, nargs, tens, gen);
   oxa_spec *sp = NULL;
   if (!st)
-    st = specialize(k, gen, launch_facts(args, nargs), &sp);
+    st = specialize(k, gen, launch_facts(tens, nargs), &sp);
   if (st)
     return st;
   const oxi_kernel *ki = sp->ir;
   int64_t g[OXI_MAX_RANK];
   int r;
-  if ((st = check_args(k, ki, s, args, nargs, g, &r)))
+  if ((st = check_args(ki, s, args, tens, nargs, g, &r)))
     return st;
   /* the grid: last tile axis on x, the one before on y, the rest on z; a
    * kernel without partitioned outputs (atomic tensors only) takes the
@@ -297,7 +298,7 @@ ox_status oxa_tile_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
       oxa_scalar_bits(&args[i], &vals[j++]);
       continue;
     }
-    ox_tensor t = args[i].v.tensor;
+    oxr_tensor *t = tens[i];
     vals[j++] = (uint64_t)(uintptr_t)t->data;
     vals[j++] = (uint64_t)t->numel;
     for (int d = 0; d < p->rank; d++)

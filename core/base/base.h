@@ -85,6 +85,27 @@ void oxb_hash_update(oxb_hasher *h, const void *data, size_t n);
 void oxb_hash_str(oxb_hasher *h, const char *s); /* hashes length and bytes */
 void oxb_hash_final_hex(oxb_hasher *h, char out[65]);
 
+/* ---- handles (handle.c): the public handles of oxide.h are generation-
+ * checked indices into one table, so a handle used after its object was
+ * released, a handle of another kind, or a value that never was a handle is
+ * refused instead of reaching memory that another object may now use. */
+typedef enum oxb_hkind {
+  OXB_H_TENSOR = 1,
+  OXB_H_STREAM,
+  OXB_H_EVENT,
+  OXB_H_MODULE,
+  OXB_H_KERNEL,
+  OXB_H_CHAIN,
+} oxb_hkind;
+/* A new handle for `obj`; 0 when out of memory (or 2^28 live handles). */
+uint64_t oxb_handle_new(oxb_hkind kind, void *obj);
+/* The object of live handle `h` of `kind`, or NULL for anything else. */
+void *oxb_handle_get(oxb_hkind kind, uint64_t h);
+/* Ends handle `h`: later lookups of it fail. Ignores handles not live. */
+void oxb_handle_free(uint64_t h);
+/* Live handles of every kind (for leak tests). */
+int64_t oxb_handle_live(void);
+
 /* ---- small helpers. */
 char *oxb_read_file(const char *path, size_t *len); /* malloc'ed, NUL-terminated; NULL on error */
 uint64_t oxb_now_ns(void);

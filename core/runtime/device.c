@@ -39,7 +39,7 @@ static const char *dev_label(ox_device d, char buf[32]) {
 /* ---------------------------------------------------------------- devices */
 
 static struct ox_device_s cpu_device;
-static struct ox_stream_s cpu_stream;
+static oxr_stream cpu_stream;
 static oxr_errrec cpu_stream_err;
 static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
 
@@ -65,6 +65,8 @@ static void cpu_init(void) {
   cpu_stream.live = 1;
   cpu_stream.err = &cpu_stream_err;
   cpu_stream.err_d = (CUdeviceptr)(uintptr_t)&cpu_stream_err;
+  /* the table's first handle: it cannot run out of memory yet */
+  cpu_stream.handle = (ox_stream)(uintptr_t)oxb_handle_new(OXB_H_STREAM, &cpu_stream);
   d->default_stream = &cpu_stream;
 }
 
@@ -177,14 +179,19 @@ static ox_status cuda_setup(ox_device d, int ordinal) {
     if (oxr_cu.cuDeviceGetDefaultMemPool(&pool, d->cu_dev) == CUDA_SUCCESS)
       (void)oxr_cu.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
   }
-  struct ox_stream_s *s = calloc(1, sizeof *s);
-  if (!s)
+  oxr_stream *s = calloc(1, sizeof *s);
+  uint64_t h = s ? oxb_handle_new(OXB_H_STREAM, s) : 0;
+  if (!h) {
+    free(s);
     return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory setting up %s", d->name);
+  }
   st = errrec_alloc(d, &s->err, &s->err_d);
   if (st != OX_OK) {
+    oxb_handle_free(h);
     free(s);
     return st;
   }
+  s->handle = (ox_stream)(uintptr_t)h;
   s->dev = d;
   s->cu = NULL; /* the legacy default stream */
   s->is_default = 1;
@@ -287,43 +294,48 @@ ox_status ox_device_default(ox_device *out) {
   return ox_device_get(OX_DEVICE_CPU, 0, out);
 }
 
-ox_device_type ox_device_get_type(ox_device d) {
+bool oxr_device_check(const char *fn, ox_device d) {
   if (!d) {
-    NULL_ARG("device");
-    return (ox_device_type)0;
+    oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: device is NULL", fn);
+    return false;
   }
+  /* only addresses of the device structs are devices: nothing else is read */
+  bool ok = d == &cpu_device && __atomic_load_n(&cpu_device.type, __ATOMIC_ACQUIRE);
+  int n = __atomic_load_n(&cuda_count, __ATOMIC_ACQUIRE);
+  if (!ok && n > 0 && d >= cuda_devices && d < cuda_devices + n)
+    ok = __atomic_load_n(&cuda_ready[d - cuda_devices], __ATOMIC_ACQUIRE);
+  if (!ok)
+    oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: not a device handle (use ox_device_get)", fn);
+  return ok;
+}
+
+ox_device_type ox_device_get_type(ox_device d) {
+  if (!oxr_device_check(__func__, d))
+    return (ox_device_type)0;
   return d->type;
 }
 
 int ox_device_ordinal(ox_device d) {
-  if (!d) {
-    NULL_ARG("device");
+  if (!oxr_device_check(__func__, d))
     return -1;
-  }
   return d->ordinal;
 }
 
 const char *ox_device_name(ox_device d) {
-  if (!d) {
-    NULL_ARG("device");
+  if (!oxr_device_check(__func__, d))
     return "";
-  }
   return d->name;
 }
 
 int ox_device_compute_capability(ox_device d) {
-  if (!d) {
-    NULL_ARG("device");
+  if (!oxr_device_check(__func__, d))
     return 0;
-  }
   return d->cc;
 }
 
 int ox_device_multiprocessors(ox_device d) {
-  if (!d) {
-    NULL_ARG("device");
+  if (!oxr_device_check(__func__, d))
     return 0;
-  }
   return d->multiprocessors;
 }
 
@@ -331,129 +343,51 @@ int ox_device_multiprocessors(ox_device d) {
 
 static pthread_mutex_t stream_lock = PTHREAD_MUTEX_INITIALIZER; /* guards free_streams */
 
-static struct ox_stream_s *stream_struct(ox_device dev);
-
-ox_status ox_stream_create(ox_device dev, ox_stream *out) {
-  if (!out)
-    return NULL_ARG("out");
-  *out = NULL;
-  if (!dev)
-    return NULL_ARG("device");
-  if (dev->type == OX_DEVICE_CUDA) {
-    ox_status st = oxr_cuda_make_current(dev);
-    if (st != OX_OK)
-      return st;
+oxr_stream *oxr_stream_get(const char *fn, ox_stream h) {
+  if (!h) {
+    oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: stream is NULL", fn);
+    return NULL;
   }
-  struct ox_stream_s *s = stream_struct(dev);
+  oxr_stream *s = oxb_handle_get(OXB_H_STREAM, (uint64_t)(uintptr_t)h);
+  if (!s)
+    oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                  "%s: the stream handle is not live (the stream was destroyed, or it is not a "
+                  "stream handle)",
+                  fn);
+  return s;
+}
+
+ox_status oxr_resolve_stream(const char *fn, ox_device dev, ox_stream h, oxr_stream **out) {
+  *out = NULL;
+  if (!h) {
+    assert(dev->default_stream);
+    *out = dev->default_stream;
+    return OX_OK;
+  }
+  oxr_stream *s = oxr_stream_get(fn, h);
   if (!s)
     return ox_last_status();
-  assert(s->dev == dev && !s->live && !s->is_default && !s->err->flag);
-  if (dev->type == OX_DEVICE_CUDA) {
-    /* Flags 0, not CU_STREAM_NON_BLOCKING: such a stream waits for work on the
-     * legacy default stream, where PyTorch and CuPy (by default) and Oxide's
-     * default stream queue theirs, so data they produce is complete before
-     * kernels here read it, with no events to manage. */
-    CUstream cu = NULL;
-    CUresult r = oxr_cu.cuStreamCreate(&cu, CU_STREAM_DEFAULT);
-    if (r != CUDA_SUCCESS) {
-      pthread_mutex_lock(&stream_lock);
-      s->next_free = dev->free_streams;
-      dev->free_streams = s;
-      pthread_mutex_unlock(&stream_lock);
-      return oxr_cuda_error(r, "cuStreamCreate");
-    }
-    __atomic_store_n(&s->cu, cu, __ATOMIC_RELAXED); /* read by tensor frees on any thread */
-  }
-  s->next_free = NULL;
-  s->live = 1;
+  char a[32], b[32];
+  if (s->dev != dev)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the stream belongs to device %s, not %s",
+                         fn, dev_label(s->dev, a), dev_label(dev, b));
   *out = s;
   return OX_OK;
 }
 
-ox_status ox_device_stream(ox_device dev, ox_stream *out) {
-  if (!out)
-    return NULL_ARG("out");
-  *out = NULL;
-  if (!dev)
-    return NULL_ARG("device");
-  assert(dev->default_stream);
-  *out = dev->default_stream;
-  return OX_OK;
-}
-
-/* Checks a stream argument: NULL means `dev`'s default stream. */
-ox_status oxr_resolve_stream(const char *fn, ox_device dev, ox_stream *s) {
-  if (!*s) {
-    *s = dev->default_stream;
-    assert(*s);
-    return OX_OK;
-  }
-  char a[32], b[32];
-  if ((*s)->dev != dev)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the stream belongs to device %s, not %s",
-                         fn, dev_label((*s)->dev, a), dev_label(dev, b));
-  if (!(*s)->live)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the stream was destroyed", fn);
-  return OX_OK;
-}
-
-ox_status ox_stream_synchronize(ox_stream s) {
-  if (!s)
-    return NULL_ARG("stream");
-  if (!s->live)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the stream was destroyed", __func__);
-  if (s->dev->type == OX_DEVICE_CUDA) {
-    ox_status st = oxr_cuda_make_current(s->dev);
-    if (st != OX_OK)
-      return st;
-    CUresult r = oxr_cu.cuStreamSynchronize(s->cu);
-    if (r != CUDA_SUCCESS)
-      return oxr_cuda_error(r, "cuStreamSynchronize");
-  }
-  return oxr_stream_check_error(s);
-}
-
-void ox_stream_destroy(ox_stream s) {
-  if (!s || s->is_default)
-    return;
-  if (!s->live) {
-    oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the stream was already destroyed", __func__);
-    return;
-  }
-  ox_device dev = s->dev;
-  if (dev->type == OX_DEVICE_CUDA && oxr_cuda_make_current(dev) == OX_OK) {
-    /* The wait makes the stream's tensors safe to free on any stream later.
-     * A borrowed stream is waited for too, but never destroyed. */
-    (void)oxr_cu.cuStreamSynchronize(s->cu);
-    if (!s->borrowed)
-      (void)oxr_cu.cuStreamDestroy(s->cu);
-    if (s->mark)
-      (void)oxr_cu.cuEventDestroy(s->mark);
-  }
-  s->mark = NULL;
-  s->borrowed = 0;
-  __atomic_store_n(&s->cu, NULL, __ATOMIC_RELAXED);
-  memset(s->err, 0, sizeof *s->err); /* an unreported error dies with the stream */
-  s->live = 0;
+/* Puts stream struct `s` (no longer live) on its device's free list. */
+static void stream_put(oxr_stream *s) {
   pthread_mutex_lock(&stream_lock);
-  s->next_free = dev->free_streams;
-  dev->free_streams = s;
+  s->next_free = s->dev->free_streams;
+  s->dev->free_streams = s;
   pthread_mutex_unlock(&stream_lock);
 }
 
-ox_device ox_stream_device(ox_stream s) {
-  if (!s) {
-    NULL_ARG("stream");
-    return NULL;
-  }
-  return s->dev;
-}
-
-/* Takes a stream struct from the free list (or makes one) for `dev`; NULL,
- * with the last error set, when out of memory. */
-static struct ox_stream_s *stream_struct(ox_device dev) {
+/* Takes a stream struct from the free list (or makes one) for `dev` and gives
+ * it a new handle; NULL, with the last error set, when out of memory. */
+static oxr_stream *stream_take(ox_device dev) {
   pthread_mutex_lock(&stream_lock);
-  struct ox_stream_s *s = dev->free_streams;
+  oxr_stream *s = dev->free_streams;
   if (s)
     dev->free_streams = s->next_free;
   pthread_mutex_unlock(&stream_lock);
@@ -470,58 +404,189 @@ static struct ox_stream_s *stream_struct(ox_device dev) {
     }
   }
   s->next_free = NULL;
+  uint64_t h = oxb_handle_new(OXB_H_STREAM, s);
+  if (!h) {
+    stream_put(s);
+    oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory allocating a stream handle");
+    return NULL;
+  }
+  s->handle = (ox_stream)(uintptr_t)h;
   return s;
+}
+
+/* Ends stream `s`'s handle and keeps the struct for reuse (see the top). */
+static void stream_retire(oxr_stream *s) {
+  oxb_handle_free((uint64_t)(uintptr_t)s->handle);
+  s->handle = NULL;
+  s->live = 0;
+  stream_put(s);
+}
+
+ox_status ox_stream_create(ox_device dev, ox_stream *out) {
+  if (!out)
+    return NULL_ARG("out");
+  *out = NULL;
+  if (!oxr_device_check(__func__, dev))
+    return ox_last_status();
+  if (dev->type == OX_DEVICE_CUDA) {
+    ox_status st = oxr_cuda_make_current(dev);
+    if (st != OX_OK)
+      return st;
+  }
+  oxr_stream *s = stream_take(dev);
+  if (!s)
+    return ox_last_status();
+  assert(s->dev == dev && !s->live && !s->is_default && !s->err->flag);
+  if (dev->type == OX_DEVICE_CUDA) {
+    /* Flags 0, not CU_STREAM_NON_BLOCKING: such a stream waits for work on the
+     * legacy default stream, where PyTorch and CuPy (by default) and Oxide's
+     * default stream queue theirs, so data they produce is complete before
+     * kernels here read it, with no events to manage. */
+    CUstream cu = NULL;
+    CUresult r = oxr_cu.cuStreamCreate(&cu, CU_STREAM_DEFAULT);
+    if (r != CUDA_SUCCESS) {
+      stream_retire(s);
+      return oxr_cuda_error(r, "cuStreamCreate");
+    }
+    __atomic_store_n(&s->cu, cu, __ATOMIC_RELAXED); /* read by tensor frees on any thread */
+  }
+  s->live = 1;
+  *out = s->handle;
+  return OX_OK;
+}
+
+ox_status ox_device_stream(ox_device dev, ox_stream *out) {
+  if (!out)
+    return NULL_ARG("out");
+  *out = NULL;
+  if (!oxr_device_check(__func__, dev))
+    return ox_last_status();
+  assert(dev->default_stream);
+  *out = dev->default_stream->handle;
+  return OX_OK;
+}
+
+ox_status ox_stream_synchronize(ox_stream h) {
+  oxr_stream *s = oxr_stream_get(__func__, h);
+  if (!s)
+    return ox_last_status();
+  if (s->dev->type == OX_DEVICE_CUDA) {
+    ox_status st = oxr_cuda_make_current(s->dev);
+    if (st != OX_OK)
+      return st;
+    CUresult r = oxr_cu.cuStreamSynchronize(s->cu);
+    if (r != CUDA_SUCCESS)
+      return oxr_cuda_error(r, "cuStreamSynchronize");
+  }
+  return oxr_stream_check_error(s);
+}
+
+/* Waits for `s`'s work (when `wait`) and retires it (its handle ends; the
+ * struct is kept). */
+static void stream_destroy(oxr_stream *s, bool wait) {
+  ox_device dev = s->dev;
+  if (dev->type == OX_DEVICE_CUDA && oxr_cuda_make_current(dev) == OX_OK) {
+    /* The wait makes the stream's tensors safe to free on any stream later.
+     * A borrowed stream is waited for too, but never destroyed. */
+    if (wait)
+      (void)oxr_cu.cuStreamSynchronize(s->cu);
+    if (!s->borrowed)
+      (void)oxr_cu.cuStreamDestroy(s->cu);
+    if (s->mark)
+      (void)oxr_cu.cuEventDestroy(s->mark);
+  }
+  s->mark = NULL;
+  s->borrowed = 0;
+  s->is_default = 0;
+  __atomic_store_n(&s->cu, NULL, __ATOMIC_RELAXED);
+  memset(s->err, 0, sizeof *s->err); /* an unreported error dies with the stream */
+  stream_retire(s);
+}
+
+void ox_stream_destroy(ox_stream h) {
+  if (!h)
+    return;
+  oxr_stream *s = oxr_stream_get(__func__, h);
+  if (s && !s->is_default)
+    stream_destroy(s, true);
+}
+
+ox_device ox_stream_device(ox_stream h) {
+  oxr_stream *s = oxr_stream_get(__func__, h);
+  return s ? s->dev : NULL;
 }
 
 ox_status ox_stream_wrap(ox_device dev, void *cu_stream, ox_stream *out) {
   if (!out)
     return NULL_ARG("out");
   *out = NULL;
-  if (!dev)
-    return NULL_ARG("device");
+  if (!oxr_device_check(__func__, dev))
+    return ox_last_status();
   if (dev->type != OX_DEVICE_CUDA)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: only CUDA streams can be wrapped; %s is the CPU",
                          __func__, dev->name);
-  struct ox_stream_s *s = stream_struct(dev);
+  oxr_stream *s = stream_take(dev);
   if (!s)
     return ox_last_status();
   __atomic_store_n(&s->cu, (CUstream)cu_stream, __ATOMIC_RELAXED);
   s->borrowed = 1;
   s->live = 1;
-  *out = s;
+  *out = s->handle;
   return OX_OK;
 }
+
+/* The calling thread's per-thread stream wrappers, one per CUDA device,
+ * retired when the thread exits (a thread's per-thread stream is its own:
+ * ownership tracking must tell two threads' apart). The exit does not wait
+ * for the stream: a retired struct's frees go to the legacy default stream,
+ * which is ordered after every per-thread stream's work anyway. */
+enum { PER_THREAD_MAX = 16 };
+static pthread_key_t per_thread_key;
+static pthread_once_t per_thread_once = PTHREAD_ONCE_INIT;
+static void per_thread_exit(void *p) {
+  oxr_stream **mine = p;
+  for (int i = 0; i < PER_THREAD_MAX; i++)
+    if (mine[i])
+      stream_destroy(mine[i], false);
+  free(mine);
+}
+static void per_thread_init(void) { (void)pthread_key_create(&per_thread_key, per_thread_exit); }
 
 ox_status ox_device_per_thread_stream(ox_device dev, ox_stream *out) {
   if (!out)
     return NULL_ARG("out");
   *out = NULL;
-  if (!dev)
-    return NULL_ARG("device");
+  if (!oxr_device_check(__func__, dev))
+    return ox_last_status();
   if (dev->type != OX_DEVICE_CUDA)
     return ox_device_stream(dev, out);
-  /* one borrowed wrapper of CU_STREAM_PER_THREAD per thread and device */
-  static _Thread_local ox_stream mine[16];
+  pthread_once(&per_thread_once, per_thread_init);
+  oxr_stream **mine = pthread_getspecific(per_thread_key);
   int i = dev->ordinal;
-  if (i < 16 && mine[i])
-    return (*out = mine[i]), OX_OK;
-  ox_stream s;
-  ox_status st = ox_stream_wrap(dev, (void *)(uintptr_t)0x2 /* CU_STREAM_PER_THREAD */, &s);
+  if (mine && i < PER_THREAD_MAX && mine[i])
+    return (*out = mine[i]->handle), OX_OK;
+  if (!mine && i < PER_THREAD_MAX) {
+    mine = calloc(PER_THREAD_MAX, sizeof *mine);
+    if (!mine || pthread_setspecific(per_thread_key, mine) != 0) {
+      free(mine);
+      return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "%s: out of memory", __func__);
+    }
+  }
+  ox_stream h;
+  ox_status st = ox_stream_wrap(dev, (void *)(uintptr_t)0x2 /* CU_STREAM_PER_THREAD */, &h);
   if (st != OX_OK)
     return st;
+  oxr_stream *s = oxr_stream_get(__func__, h);
   s->is_default = 1; /* never destroyed through the API */
-  if (i < 16)
+  if (i < PER_THREAD_MAX)
     mine[i] = s;
-  *out = s;
+  *out = h;
   return OX_OK;
 }
 
-void *ox_stream_handle(ox_stream s) {
-  if (!s) {
-    NULL_ARG("stream");
-    return NULL;
-  }
-  return (void *)__atomic_load_n(&s->cu, __ATOMIC_RELAXED);
+void *ox_stream_handle(ox_stream h) {
+  oxr_stream *s = oxr_stream_get(__func__, h);
+  return s ? (void *)__atomic_load_n(&s->cu, __ATOMIC_RELAXED) : NULL;
 }
 
 static oxr_error_reporter error_reporter; /* set once by the api layer; read atomically */
@@ -530,7 +595,7 @@ void oxr_set_error_reporter(oxr_error_reporter fn) {
   __atomic_store_n(&error_reporter, fn, __ATOMIC_RELEASE);
 }
 
-ox_status oxr_stream_check_error(ox_stream s) {
+ox_status oxr_stream_check_error(oxr_stream *s) {
   assert(s && s->err);
   if (__atomic_load_n(&s->err->flag, __ATOMIC_ACQUIRE) == 0)
     return OX_OK;

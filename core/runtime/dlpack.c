@@ -229,9 +229,12 @@ static ox_status import(const DLTensor *dl, uint64_t dl_flags, void (*release)(v
   if (!st)
     return oxb_set_error(OX_ERR_OUT_OF_MEMORY, IMPORT ": out of memory");
   *owned = true; /* from here on the storage calls the deleter, once */
-  e = oxr_tensor_make(st, dtype, ndim, shape, strides, (int64_t)off, flags, out);
+  oxr_tensor *t;
+  e = oxr_tensor_make(st, dtype, ndim, shape, strides, (int64_t)off, flags, &t);
   if (e != OX_OK)
     e = oxb_set_error(e, IMPORT ": %s", ox_last_error());
+  else
+    *out = t->handle;
   /* the tensor holds the storage now, or nothing does and it goes */
   return keep_error(e, release_storage, st);
 }
@@ -281,33 +284,35 @@ typedef struct export_s {
     DLManagedTensorVersioned v;
     DLManagedTensor l;
   } m;
-  ox_tensor t; /* the reference the exchange holds */
+  oxr_tensor *t; /* the reference the exchange holds */
   int64_t shape[OX_MAX_DIMS], strides[OX_MAX_DIMS];
 } export_s;
 
 static void export_free(export_s *x) {
-  ox_tensor_release(x->t);
+  oxr_tensor_release(x->t);
   free(x);
 }
 static void delete_versioned(DLManagedTensorVersioned *self) { export_free((export_s *)self); }
 static void delete_legacy(DLManagedTensor *self) { export_free((export_s *)self); }
 
-ox_status ox_tensor_to_dlpack(ox_tensor t, ox_stream consumer, int versioned, void **out) {
+ox_status ox_tensor_to_dlpack(ox_tensor h, ox_stream consumer_h, int versioned, void **out) {
   if (!out)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, EXPORT ": out is NULL");
   *out = NULL;
-  if (!oxr_tensor_valid(t))
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, EXPORT ": %s",
-                         t ? "the tensor was released" : "tensor is NULL");
+  oxr_tensor *t = oxr_tensor_get(EXPORT, h);
+  if (!t)
+    return ox_last_status();
   if (!versioned && (t->flags & OXR_T_READ_ONLY))
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                          EXPORT ": the tensor is read-only, and a legacy DLManagedTensor cannot "
                                 "say so; export it versioned");
-  if (consumer) {
-    if (!consumer->live || consumer->dev != t->dev)
-      return oxb_set_error(OX_ERR_INVALID_ARGUMENT, EXPORT ": the consumer stream %s",
-                           !consumer->live ? "was destroyed"
-                                           : "belongs to another device than the tensor");
+  if (consumer_h) {
+    oxr_stream *consumer = oxr_stream_get(EXPORT, consumer_h);
+    if (!consumer)
+      return ox_last_status();
+    if (consumer->dev != t->dev)
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                           EXPORT ": the consumer stream belongs to another device than the tensor");
     ox_status e = oxr_tensor_use(t, consumer, false);
     if (e != OX_OK)
       return oxb_set_error(e, EXPORT ": ordering the consumer's stream: %s", ox_last_error());
@@ -315,7 +320,7 @@ ox_status ox_tensor_to_dlpack(ox_tensor t, ox_stream consumer, int versioned, vo
   export_s *x = calloc(1, sizeof *x);
   if (!x)
     return oxb_set_error(OX_ERR_OUT_OF_MEMORY, EXPORT ": out of memory");
-  ox_tensor_retain(t);
+  oxr_tensor_retain(t);
   x->t = t;
   memcpy(x->shape, t->shape, sizeof x->shape);
   memcpy(x->strides, t->strides, sizeof x->strides);

@@ -1,75 +1,110 @@
 /* event.c - events: points in a stream's work, to wait for or to time. On the
  * CPU, work runs when it is queued, so an event completes when it is recorded
- * and holds the host time of that moment. */
+ * and holds the host time of that moment.
+ *
+ * An event that was never recorded marks no work: waiting for it or timing it
+ * is refused (CUDA would return at once, which hides a forgotten record). */
 #include <stdlib.h>
 
 #include "runtime/runtime.h"
 
-struct ox_event_s {
+typedef struct oxr_event {
+  ox_event handle;
   ox_device dev;
   CUevent cu;
-  uint64_t host_ns; /* CPU: when it was recorded; 0 = never */
-  int recorded;
-};
+  uint64_t host_ns; /* CPU: when it was recorded */
+  int recorded;     /* atomic: 1 once recorded */
+} oxr_event;
+
+/* The live event behind `h`, or NULL with the last error set. */
+static oxr_event *event_get(const char *fn, ox_event h) {
+  if (!h) {
+    oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: event is NULL", fn);
+    return NULL;
+  }
+  oxr_event *e = oxb_handle_get(OXB_H_EVENT, (uint64_t)(uintptr_t)h);
+  if (!e)
+    oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                  "%s: the event handle is not live (the event was destroyed, or it is not an "
+                  "event handle)",
+                  fn);
+  return e;
+}
+
+/* The event, which must have been recorded, or NULL with the last error set. */
+static oxr_event *recorded_event(const char *fn, ox_event h) {
+  oxr_event *e = event_get(fn, h);
+  if (e && !__atomic_load_n(&e->recorded, __ATOMIC_ACQUIRE)) {
+    oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the event was never recorded (ox_event_record)", fn);
+    return NULL;
+  }
+  return e;
+}
 
 ox_status ox_event_create(ox_device dev, ox_event *out) {
   if (!out)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_event_create: out is NULL");
   *out = NULL;
-  if (!dev)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_event_create: device is NULL");
-  ox_event e = calloc(1, sizeof *e);
-  if (!e)
+  if (!oxr_device_check(__func__, dev))
+    return ox_last_status();
+  oxr_event *e = calloc(1, sizeof *e);
+  uint64_t h = e ? oxb_handle_new(OXB_H_EVENT, e) : 0;
+  if (!h) {
+    free(e);
     return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "ox_event_create: out of memory");
+  }
+  e->handle = (ox_event)(uintptr_t)h;
   e->dev = dev;
   if (dev->type == OX_DEVICE_CUDA) {
     ox_status s = oxr_cuda_make_current(dev);
     CUresult r = s ? CUDA_SUCCESS : oxr_cu.cuEventCreate(&e->cu, 0);
     if (s || r) {
+      oxb_handle_free(h);
       free(e);
       return s ? s : oxr_cuda_error(r, "cuEventCreate");
     }
   }
-  *out = e;
+  *out = e->handle;
   return OX_OK;
 }
 
-void ox_event_destroy(ox_event e) {
+void ox_event_destroy(ox_event h) {
+  if (!h)
+    return;
+  oxr_event *e = event_get(__func__, h);
   if (!e)
     return;
+  oxb_handle_free((uint64_t)(uintptr_t)h);
   if (e->cu && oxr_cuda_make_current(e->dev) == OX_OK)
     oxr_cu.cuEventDestroy(e->cu);
   free(e);
 }
 
-static ox_status check_pair(const char *fn, ox_event e, ox_stream s) {
-  if (!e || !s)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, e ? "stream" : "event");
-  if (!s->live)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the stream was destroyed", fn);
-  if (e->dev != s->dev)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the event is on %s, the stream on %s", fn,
-                         e->dev->name, s->dev->name);
+ox_status ox_event_record(ox_event eh, ox_stream sh) {
+  oxr_event *e = event_get(__func__, eh);
+  oxr_stream *s;
+  if (!e)
+    return ox_last_status();
+  ox_status st = sh ? oxr_resolve_stream(__func__, e->dev, sh, &s)
+                    : oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: stream is NULL", __func__);
+  if (st)
+    return st;
+  if (!e->cu) {
+    e->host_ns = oxb_now_ns();
+  } else {
+    st = oxr_cuda_make_current(e->dev);
+    CUresult r = st ? CUDA_SUCCESS : oxr_cu.cuEventRecord(e->cu, s->cu);
+    if (st || r)
+      return st ? st : oxr_cuda_error(r, "cuEventRecord");
+  }
+  __atomic_store_n(&e->recorded, 1, __ATOMIC_RELEASE);
   return OX_OK;
 }
 
-ox_status ox_event_record(ox_event e, ox_stream s) {
-  ox_status st = check_pair("ox_event_record", e, s);
-  if (st)
-    return st;
-  e->recorded = 1;
-  if (!e->cu) {
-    e->host_ns = oxb_now_ns();
-    return OX_OK;
-  }
-  st = oxr_cuda_make_current(e->dev);
-  CUresult r = st ? CUDA_SUCCESS : oxr_cu.cuEventRecord(e->cu, s->cu);
-  return st ? st : r ? oxr_cuda_error(r, "cuEventRecord") : OX_OK;
-}
-
-ox_status ox_event_synchronize(ox_event e) {
+ox_status ox_event_synchronize(ox_event h) {
+  oxr_event *e = recorded_event(__func__, h);
   if (!e)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_event_synchronize: event is NULL");
+    return ox_last_status();
   if (!e->cu)
     return OX_OK;
   ox_status st = oxr_cuda_make_current(e->dev);
@@ -77,8 +112,13 @@ ox_status ox_event_synchronize(ox_event e) {
   return st ? st : r ? oxr_cuda_error(r, "cuEventSynchronize") : OX_OK;
 }
 
-ox_status ox_stream_wait_event(ox_stream s, ox_event e) {
-  ox_status st = check_pair("ox_stream_wait_event", e, s);
+ox_status ox_stream_wait_event(ox_stream sh, ox_event eh) {
+  oxr_event *e = recorded_event(__func__, eh);
+  oxr_stream *s;
+  if (!e)
+    return ox_last_status();
+  ox_status st = sh ? oxr_resolve_stream(__func__, e->dev, sh, &s)
+                    : oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: stream is NULL", __func__);
   if (st || !e->cu)
     return st;
   st = oxr_cuda_make_current(e->dev);
@@ -86,11 +126,13 @@ ox_status ox_stream_wait_event(ox_stream s, ox_event e) {
   return st ? st : r ? oxr_cuda_error(r, "cuStreamWaitEvent") : OX_OK;
 }
 
-ox_status ox_event_elapsed_ms(ox_event start, ox_event end, float *ms) {
-  if (!start || !end || !ms)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_event_elapsed_ms: NULL argument");
-  if (!start->recorded || !end->recorded)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_event_elapsed_ms: an event was never recorded");
+ox_status ox_event_elapsed_ms(ox_event start_h, ox_event end_h, float *ms) {
+  if (!ms)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: ms is NULL", __func__);
+  oxr_event *start = recorded_event(__func__, start_h);
+  oxr_event *end = start ? recorded_event(__func__, end_h) : NULL;
+  if (!end)
+    return ox_last_status();
   if (start->dev != end->dev)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_event_elapsed_ms: events of two devices");
   if (!start->cu) {

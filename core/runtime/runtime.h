@@ -2,8 +2,11 @@
  * runtime.h - devices, streams, tensors and kernel execution, on the CPU and on
  * CUDA GPUs through the driver API loaded at run time. Prefix: oxr_.
  *
- * The public handles of oxide.h (ox_device, ox_stream, ox_tensor) are defined
- * here; the api layer builds modules and launches on top of them.
+ * Devices (ox_device) are structs that live as long as the process. Streams
+ * and tensors are oxr_stream and oxr_tensor objects; their public handles
+ * (ox_stream, ox_tensor) are entries of base's handle table, turned into
+ * objects at the API boundary by oxr_stream_get, oxr_resolve_stream and
+ * oxr_tensor_get. The api layer builds modules and launches on top of them.
  */
 #ifndef OXIDE_RUNTIME_H
 #define OXIDE_RUNTIME_H
@@ -24,6 +27,9 @@ typedef struct oxr_errrec {
   uint64_t len;   /* the length it was checked against */
 } oxr_errrec;
 
+typedef struct oxr_stream oxr_stream;
+typedef struct oxr_tensor oxr_tensor;
+
 /* ---- devices. */
 struct ox_device_s {
   ox_device_type type;
@@ -37,14 +43,19 @@ struct ox_device_s {
   int multiprocessors;      /* CUDA SMs; CPU: worker threads */
   CUdevice cu_dev;
   CUcontext cu_ctx; /* the retained primary context */
-  struct ox_stream_s *default_stream;
-  int mem_pools;                   /* CUDA: stream-ordered allocation (cuMemAllocAsync) works */
-  struct ox_stream_s *free_streams; /* destroyed streams kept for reuse (see device.c) */
+  oxr_stream *default_stream;
+  int mem_pools;            /* CUDA: stream-ordered allocation (cuMemAllocAsync) works */
+  oxr_stream *free_streams; /* destroyed streams kept for reuse (see device.c) */
 };
+
+/* True if `d` is one of the process's devices (set up), with the last error
+ * naming API function `fn` set when not (NULL, or not a device). */
+bool oxr_device_check(const char *fn, ox_device d);
 
 /* ---- streams. On the CPU, work runs when it is queued (synchronously), and
  * errors are still reported at the next synchronization, as on a GPU. */
-struct ox_stream_s {
+struct oxr_stream {
+  ox_stream handle;  /* its public handle while live */
   ox_device dev;
   CUstream cu;       /* CUDA: the driver stream (NULL = legacy default stream) */
   int is_default;    /* the device's default stream: never destroyed */
@@ -54,8 +65,12 @@ struct ox_stream_s {
   int borrowed;      /* wraps someone else's CUstream: never destroyed here */
   CUevent mark;      /* recorded when another stream must wait for this one (lazy) */
   int capturing;     /* a chain is being captured on it: no cross-stream waits */
-  struct ox_stream_s *next_free;
+  oxr_stream *next_free;
 };
+
+/* The live stream behind handle `h`, or NULL with the last error set
+ * (naming API function `fn`) for NULL or a destroyed or invalid handle. */
+oxr_stream *oxr_stream_get(const char *fn, ox_stream h);
 
 /* ---- tensors. A tensor is a view (dtype, shape, strides, offset) of a
  * storage: one allocation, shared by every view of it and released with the
@@ -72,18 +87,16 @@ struct oxr_storage {
   void *owner_ctx;
   /* ownership tracking, under `lock` */
   int lock;                        /* a spin lock (atomic flag) */
-  ox_stream writer;                /* the stream of the last write, or NULL */
-  ox_stream readers[8];            /* streams that read since that write */
+  oxr_stream *writer;              /* the stream of the last write, or NULL */
+  oxr_stream *readers[8];          /* streams that read since that write */
   int nreaders;
 };
 
-#define OXR_TENSOR_MAGIC 0x0c7e5a11u
-
 enum { OXR_T_READ_ONLY = 1, OXR_T_PARTITION = 2, OXR_T_COPIED = 4 };
 
-struct ox_tensor_s {
-  uint32_t magic;      /* OXR_TENSOR_MAGIC while alive; catches use after release */
-  int refcount;        /* atomic */
+struct oxr_tensor {
+  ox_tensor handle;    /* its public handle */
+  int refcount;        /* atomic; the handle lives while it is above 0 */
   oxr_storage *storage;
   ox_device dev;
   ox_dtype dtype;
@@ -97,12 +110,16 @@ struct ox_tensor_s {
   int64_t tile[OX_MAX_DIMS]; /* partition tile shape (OXR_T_PARTITION) */
 };
 
-/* True if `t` looks like a live tensor handle. */
-bool oxr_tensor_valid(ox_tensor t);
+/* The live tensor behind handle `h`, or NULL with the last error set (naming
+ * API function `fn`) for NULL or a released or invalid handle. */
+oxr_tensor *oxr_tensor_get(const char *fn, ox_tensor h);
+void oxr_tensor_retain(oxr_tensor *t);
+/* Drops one reference; the last frees the tensor and its handle. NULL is ignored. */
+void oxr_tensor_release(oxr_tensor *t);
 /* Writes "[2, 3]" (n dims of d) into buf, for messages; returns buf. */
 const char *oxr_dims_str(int n, const int64_t *d, char buf[200]);
 /* A new storage of `bytes` on `dev`, allocated by Oxide (stream-ordered on s). */
-ox_status oxr_storage_alloc(ox_device dev, ox_stream s, size_t bytes, oxr_storage **out);
+ox_status oxr_storage_alloc(ox_device dev, oxr_stream *s, size_t bytes, oxr_storage **out);
 /* A storage around foreign memory; `release(ctx)` runs once with the last reference. */
 oxr_storage *oxr_storage_foreign(ox_device dev, void *ptr, size_t bytes, void (*release)(void *),
                                  void *ctx);
@@ -111,21 +128,26 @@ void oxr_storage_release(oxr_storage *st);
 /* A new tensor handle on `st` (retains it). Checks that every element lies in
  * the storage and that the byte offset is aligned to the element size. */
 ox_status oxr_tensor_make(oxr_storage *st, ox_dtype dtype, int ndim, const int64_t *shape,
-                          const int64_t *strides, int64_t offset, int flags, ox_tensor *out);
+                          const int64_t *strides, int64_t offset, int flags, oxr_tensor **out);
+/* A new contiguous tensor on `dev` ordered on `s` (resolved); `fn` names the
+ * API function in messages. */
+ox_status oxr_tensor_new(const char *fn, ox_device dev, oxr_stream *s, ox_dtype dtype, int ndim,
+                         const int64_t *shape, oxr_tensor **out);
 /* True if the elements are dense and row-major (empty tensors are). */
-bool oxr_tensor_dense(ox_tensor t);
+bool oxr_tensor_dense(const oxr_tensor *t);
 /* Byte range [lo, hi) the tensor's elements span (lo == hi when empty). */
-void oxr_tensor_extent(ox_tensor t, uintptr_t *lo, uintptr_t *hi);
+void oxr_tensor_extent(const oxr_tensor *t, uintptr_t *lo, uintptr_t *hi);
 /* Ownership tracking: called before work on `s` reads (write = false) or
  * writes `t`. Makes `s` wait on the device for the other streams' pending
  * work on the memory, then records this use. */
-ox_status oxr_tensor_use(ox_tensor t, ox_stream s, bool write);
+ox_status oxr_tensor_use(oxr_tensor *t, oxr_stream *s, bool write);
 /* Makes `s` wait, on the device, for everything queued on `other` so far. */
-ox_status oxr_stream_wait_stream(ox_stream s, ox_stream other);
+ox_status oxr_stream_wait_stream(oxr_stream *s, oxr_stream *other);
 
-/* Checks a stream argument of API function `fn`: NULL means `dev`'s default
- * stream; a stream of another device or a destroyed one is an error. */
-ox_status oxr_resolve_stream(const char *fn, ox_device dev, ox_stream *s);
+/* Turns stream argument `h` of API function `fn` into its stream: NULL means
+ * `dev`'s default stream; a stream of another device or a destroyed or
+ * invalid handle is an error. */
+ox_status oxr_resolve_stream(const char *fn, ox_device dev, ox_stream h, oxr_stream **out);
 
 /* Makes `dev`'s primary context current on the calling thread (cheap when it
  * already is). */
@@ -136,7 +158,7 @@ ox_status oxr_cuda_make_current(ox_device dev);
  * kernels) to build the message. */
 typedef ox_status (*oxr_error_reporter)(const oxr_errrec *rec);
 void oxr_set_error_reporter(oxr_error_reporter fn);
-ox_status oxr_stream_check_error(ox_stream s);
+ox_status oxr_stream_check_error(oxr_stream *s);
 
 /* ---- the CPU executor. Generated CPU code receives an oxr_cpu_ctx. Its layout
  * is shared with generated code (backend/codegen.c): keep the two in step. */

@@ -27,7 +27,7 @@ static void lock(oxr_storage *st) {
 }
 static void unlock(oxr_storage *st) { __atomic_clear(&st->lock, __ATOMIC_RELEASE); }
 
-ox_status oxr_storage_alloc(ox_device dev, ox_stream s, size_t bytes, oxr_storage **out) {
+ox_status oxr_storage_alloc(ox_device dev, oxr_stream *s, size_t bytes, oxr_storage **out) {
   *out = NULL;
   oxr_storage *st = calloc(1, sizeof *st);
   if (!st)
@@ -85,7 +85,7 @@ void oxr_storage_release(oxr_storage *st) {
   ox_device dev = st->dev;
   if (dev->type == OX_DEVICE_CUDA && oxr_cuda_make_current(dev) == OX_OK) {
     /* The memory may be reused only after every stream's pending work on it. */
-    ox_stream last = st->writer ? st->writer : dev->default_stream;
+    oxr_stream *last = st->writer ? st->writer : dev->default_stream;
     for (int i = 0; i < st->nreaders; i++)
       (void)oxr_stream_wait_stream(last, st->readers[i]);
     if (st->owner_release) {
@@ -110,7 +110,7 @@ void oxr_storage_release(oxr_storage *st) {
 
 /* --------------------------------------------------------------- tracking */
 
-ox_status oxr_stream_wait_stream(ox_stream s, ox_stream other) {
+ox_status oxr_stream_wait_stream(oxr_stream *s, oxr_stream *other) {
   if (!s || !other || s == other || s->dev->type != OX_DEVICE_CUDA || other->dev != s->dev)
     return OX_OK; /* CPU streams run their work when it is queued */
   CUstream scu = __atomic_load_n(&s->cu, __ATOMIC_RELAXED);
@@ -139,7 +139,7 @@ ox_status oxr_stream_wait_stream(ox_stream s, ox_stream other) {
   return r == CUDA_SUCCESS ? OX_OK : oxr_cuda_error(r, "ordering streams (cuEventRecord/cuStreamWaitEvent)");
 }
 
-ox_status oxr_tensor_use(ox_tensor t, ox_stream s, bool write) {
+ox_status oxr_tensor_use(oxr_tensor *t, oxr_stream *s, bool write) {
   oxr_storage *st = t->storage;
   if (s->dev->type != OX_DEVICE_CUDA || s->capturing)
     return OX_OK; /* a capture is ordered after the other streams before it starts */
@@ -148,7 +148,7 @@ ox_status oxr_tensor_use(ox_tensor t, ox_stream s, bool write) {
     disabled = getenv("OXIDE_DEBUG_NO_STREAM_ORDERING") != NULL;
   if (disabled)
     return OX_OK;
-  ox_stream wait[9];
+  oxr_stream *wait[9];
   int n = 0;
   lock(st);
   if (st->writer && st->writer != s)
@@ -174,7 +174,7 @@ ox_status oxr_tensor_use(ox_tensor t, ox_stream s, bool write) {
     if (!known && st->nreaders == (int)OXB_COUNT(st->readers)) {
       /* full: s takes over the oldest reader's place, after waiting for it,
        * so that waiting for s later also covers that reader's work so far */
-      ox_stream old = st->readers[0];
+      oxr_stream *old = st->readers[0];
       memmove(st->readers, st->readers + 1, sizeof st->readers[0] * (OXB_COUNT(st->readers) - 1));
       st->nreaders--;
       unlock(st);
@@ -194,7 +194,19 @@ ox_status oxr_tensor_use(ox_tensor t, ox_stream s, bool write) {
 
 /* ---------------------------------------------------------------- tensors */
 
-bool oxr_tensor_valid(ox_tensor t) { return t && t->magic == OXR_TENSOR_MAGIC; }
+oxr_tensor *oxr_tensor_get(const char *fn, ox_tensor h) {
+  if (!h) {
+    oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: tensor is NULL", fn);
+    return NULL;
+  }
+  oxr_tensor *t = oxb_handle_get(OXB_H_TENSOR, (uint64_t)(uintptr_t)h);
+  if (!t)
+    oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                  "%s: the tensor handle is not live (the tensor was released, or it is not a "
+                  "tensor handle)",
+                  fn);
+  return t;
+}
 
 /* "f32 tensor of shape [2, 3]", for messages. */
 static const char *describe(ox_dtype dtype, int ndim, const int64_t *shape, char buf[256]) {
@@ -245,7 +257,7 @@ static ox_status layout(const char *fn, ox_dtype dtype, int ndim, const int64_t 
 }
 
 ox_status oxr_tensor_make(oxr_storage *st, ox_dtype dtype, int ndim, const int64_t *shape,
-                          const int64_t *strides, int64_t offset, int flags, ox_tensor *out) {
+                          const int64_t *strides, int64_t offset, int flags, oxr_tensor **out) {
   *out = NULL;
   int64_t numel;
   size_t bytes;
@@ -271,10 +283,13 @@ ox_status oxr_tensor_make(oxr_storage *st, ox_dtype dtype, int ndim, const int64
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                          "the tensor's elements reach byte %lld of a %zu-byte allocation",
                          (long long)(offset + span), st->bytes);
-  struct ox_tensor_s *t = calloc(1, sizeof *t);
-  if (!t)
+  oxr_tensor *t = calloc(1, sizeof *t);
+  uint64_t h = t ? oxb_handle_new(OXB_H_TENSOR, t) : 0;
+  if (!h) {
+    free(t);
     return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
-  t->magic = OXR_TENSOR_MAGIC;
+  }
+  t->handle = (ox_tensor)(uintptr_t)h;
   t->refcount = 1;
   t->storage = st;
   oxr_storage_retain(st);
@@ -293,7 +308,7 @@ ox_status oxr_tensor_make(oxr_storage *st, ox_dtype dtype, int ndim, const int64
   return OX_OK;
 }
 
-void oxr_tensor_extent(ox_tensor t, uintptr_t *lo, uintptr_t *hi) {
+void oxr_tensor_extent(const oxr_tensor *t, uintptr_t *lo, uintptr_t *hi) {
   uintptr_t base = (uintptr_t)t->data, span = 0;
   if (t->numel) {
     span = ox_dtype_size(t->dtype);
@@ -304,19 +319,12 @@ void oxr_tensor_extent(ox_tensor t, uintptr_t *lo, uintptr_t *hi) {
   *hi = base + span;
 }
 
-/* Creates a contiguous tensor; `fn` names the API function in messages. */
-static ox_status tensor_new(const char *fn, ox_device dev, ox_stream s, ox_dtype dtype, int ndim,
-                            const int64_t *shape, ox_tensor *out) {
-  if (!out)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+ox_status oxr_tensor_new(const char *fn, ox_device dev, oxr_stream *s, ox_dtype dtype, int ndim,
+                         const int64_t *shape, oxr_tensor **out) {
   *out = NULL;
-  if (!dev)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: device is NULL", fn);
   int64_t numel = 0;
   size_t bytes = 0;
   ox_status e = layout(fn, dtype, ndim, shape, &numel, &bytes);
-  if (e == OX_OK)
-    e = oxr_resolve_stream(fn, dev, &s);
   if (e != OX_OK)
     return e;
   oxr_storage *st;
@@ -335,9 +343,9 @@ static ox_status tensor_new(const char *fn, ox_device dev, ox_stream s, ox_dtype
   return e;
 }
 
-static size_t tensor_bytes(ox_tensor t) { return (size_t)t->numel * ox_dtype_size(t->dtype); }
+static size_t tensor_bytes(const oxr_tensor *t) { return (size_t)t->numel * ox_dtype_size(t->dtype); }
 
-bool oxr_tensor_dense(ox_tensor t) {
+bool oxr_tensor_dense(const oxr_tensor *t) {
   if (t->numel == 0)
     return true;
   int64_t expect = 1;
@@ -350,10 +358,7 @@ bool oxr_tensor_dense(ox_tensor t) {
 }
 
 /* Checks a host copy's tensor, byte count and pointer. */
-static ox_status check_host_copy(const char *fn, ox_tensor t, const void *host, size_t bytes) {
-  if (!oxr_tensor_valid(t))
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: %s", fn,
-                         t ? "the tensor was released (or is not a tensor)" : "tensor is NULL");
+static ox_status check_host_copy(const char *fn, const oxr_tensor *t, const void *host, size_t bytes) {
   size_t want = tensor_bytes(t);
   char desc[256];
   if (bytes != want)
@@ -369,7 +374,7 @@ static ox_status check_host_copy(const char *fn, ox_tensor t, const void *host, 
 }
 
 /* Copies between host memory and `t` on `s` (resolved) and waits for it. */
-static ox_status host_copy(ox_tensor t, ox_stream s, void *host, size_t bytes, bool to_device) {
+static ox_status host_copy(oxr_tensor *t, oxr_stream *s, void *host, size_t bytes, bool to_device) {
   ox_status e = oxr_tensor_use(t, s, to_device);
   if (e != OX_OK || bytes == 0)
     return e;
@@ -392,80 +397,109 @@ static ox_status host_copy(ox_tensor t, ox_stream s, void *host, size_t bytes, b
   return r == CUDA_SUCCESS ? OX_OK : oxr_cuda_error(r, "cuStreamSynchronize");
 }
 
-ox_status ox_tensor_empty(ox_device dev, ox_stream s, ox_dtype dtype, int ndim,
-                          const int64_t *shape, ox_tensor *out) {
-  return tensor_new(__func__, dev, s, dtype, ndim, shape, out);
+/* A new contiguous tensor for API function `fn`: checks the arguments and
+ * gives the tensor to the caller as a handle. */
+static ox_status tensor_new(const char *fn, ox_device dev, ox_stream sh, ox_dtype dtype, int ndim,
+                            const int64_t *shape, oxr_tensor **t, ox_tensor *out) {
+  if (!out)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+  *out = NULL;
+  *t = NULL;
+  oxr_stream *s;
+  if (!oxr_device_check(fn, dev))
+    return ox_last_status();
+  ox_status e = oxr_resolve_stream(fn, dev, sh, &s);
+  if (e == OX_OK)
+    e = oxr_tensor_new(fn, dev, s, dtype, ndim, shape, t);
+  if (e == OX_OK)
+    *out = (*t)->handle;
+  return e;
 }
 
-ox_status ox_tensor_from_host(ox_device dev, ox_stream s, ox_dtype dtype, int ndim,
+ox_status ox_tensor_empty(ox_device dev, ox_stream s, ox_dtype dtype, int ndim,
+                          const int64_t *shape, ox_tensor *out) {
+  oxr_tensor *t;
+  return tensor_new(__func__, dev, s, dtype, ndim, shape, &t, out);
+}
+
+ox_status ox_tensor_from_host(ox_device dev, ox_stream sh, ox_dtype dtype, int ndim,
                               const int64_t *shape, const void *host, size_t bytes,
                               ox_tensor *out) {
-  ox_tensor t;
-  ox_status e = tensor_new(__func__, dev, s, dtype, ndim, shape, &t);
+  oxr_tensor *t;
+  ox_status e = tensor_new(__func__, dev, sh, dtype, ndim, shape, &t, out);
   if (e != OX_OK)
     return e;
-  if (!s)
-    s = dev->default_stream;
-  e = check_host_copy(__func__, t, host, bytes);
+  oxr_stream *s;
+  e = oxr_resolve_stream(__func__, dev, sh, &s);
+  if (e == OX_OK)
+    e = check_host_copy(__func__, t, host, bytes);
   if (e == OX_OK)
     e = host_copy(t, s, (void *)host, bytes, true);
   if (e != OX_OK) {
-    ox_tensor_release(t);
+    oxr_tensor_release(t);
     *out = NULL;
-    return e;
   }
-  *out = t;
-  return OX_OK;
+  return e;
 }
 
-ox_status ox_tensor_copy_from_host(ox_tensor t, ox_stream s, const void *src, size_t bytes) {
+ox_status ox_tensor_copy_from_host(ox_tensor h, ox_stream sh, const void *src, size_t bytes) {
+  oxr_tensor *t = oxr_tensor_get(__func__, h);
+  oxr_stream *s;
+  if (!t)
+    return ox_last_status();
   ox_status e = check_host_copy(__func__, t, src, bytes);
   if (e == OX_OK)
-    e = oxr_resolve_stream(__func__, t->dev, &s);
+    e = oxr_resolve_stream(__func__, t->dev, sh, &s);
   if (e == OX_OK && (t->flags & OXR_T_READ_ONLY))
     e = oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the tensor is read-only", __func__);
   return e == OX_OK ? host_copy(t, s, (void *)src, bytes, true) : e;
 }
 
-ox_status ox_tensor_to_host(ox_tensor t, ox_stream s, void *dst, size_t bytes) {
+ox_status ox_tensor_to_host(ox_tensor h, ox_stream sh, void *dst, size_t bytes) {
+  oxr_tensor *t = oxr_tensor_get(__func__, h);
+  oxr_stream *s;
+  if (!t)
+    return ox_last_status();
   ox_status e = check_host_copy(__func__, t, dst, bytes);
   if (e == OX_OK)
-    e = oxr_resolve_stream(__func__, t->dev, &s);
+    e = oxr_resolve_stream(__func__, t->dev, sh, &s);
   return e == OX_OK ? host_copy(t, s, dst, bytes, false) : e;
 }
 
-void ox_tensor_retain(ox_tensor t) {
-  if (!oxr_tensor_valid(t))
-    return;
+void oxr_tensor_retain(oxr_tensor *t) {
   int before = __atomic_fetch_add(&t->refcount, 1, __ATOMIC_RELAXED);
   assert(before > 0 && "retain of a released tensor");
   OXB_UNUSED(before);
 }
 
-void ox_tensor_release(ox_tensor t) {
+void oxr_tensor_release(oxr_tensor *t) {
   if (!t)
     return;
-  if (!oxr_tensor_valid(t)) {
-    oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_tensor_release: the tensor was already released");
-    return;
-  }
   int left = __atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL);
   assert(left >= 0 && "tensor released more often than retained");
   if (left != 0)
     return;
-  t->magic = 0; /* later use of this handle is refused while the memory lasts */
+  oxb_handle_free((uint64_t)(uintptr_t)t->handle); /* later use of the handle is refused */
   oxr_storage_release(t->storage);
   free(t);
 }
 
+void ox_tensor_retain(ox_tensor h) {
+  oxr_tensor *t = oxr_tensor_get(__func__, h);
+  if (t)
+    oxr_tensor_retain(t);
+}
+
+void ox_tensor_release(ox_tensor h) {
+  if (!h)
+    return;
+  oxr_tensor_release(oxr_tensor_get(__func__, h));
+}
+
 #define GETTER(type, name, field, bad)                                                        \
-  type name(ox_tensor t) {                                                                    \
-    if (!oxr_tensor_valid(t)) {                                                               \
-      oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: %s", __func__,                              \
-                    t ? "the tensor was released" : "tensor is NULL");                        \
-      return bad;                                                                             \
-    }                                                                                         \
-    return field;                                                                             \
+  type name(ox_tensor h) {                                                                    \
+    const oxr_tensor *t = oxr_tensor_get(__func__, h);                                        \
+    return t ? field : bad;                                                                   \
   }
 
 GETTER(ox_dtype, ox_tensor_dtype, t->dtype, OX_DTYPE_COUNT)

@@ -25,29 +25,41 @@ const char *oxr_dims_str(int n, const int64_t *d, char buf[200]) {
   return buf;
 }
 
-/* Checks the tensor and out arguments every view takes. */
-static ox_status check_args(const char *fn, ox_tensor t, ox_tensor *out) {
+/* Checks the tensor and out arguments every view takes; *t is the tensor. */
+static ox_status check_args(const char *fn, ox_tensor h, ox_tensor *out, oxr_tensor **t) {
   if (!out)
     return INVALID("%s: out is NULL", fn);
   *out = NULL;
-  if (!t)
-    return INVALID("%s: the tensor is NULL", fn);
-  if (!oxr_tensor_valid(t))
-    return INVALID("%s: the tensor handle is not a live tensor (released, or not a tensor)", fn);
-  return OX_OK;
+  *t = oxr_tensor_get(fn, h);
+  return *t ? OX_OK : ox_last_status();
 }
 
 /* A view of t's storage; keeps READ_ONLY and COPIED (the memory's
- * properties, not the layout's) and adds `flags`. */
-static ox_status make_view(ox_tensor t, int ndim, const int64_t *shape, const int64_t *strides,
-                           int64_t offset, int flags, ox_tensor *out) {
-  return oxr_tensor_make(t->storage, t->dtype, ndim, shape, strides, offset,
-                         (t->flags & (OXR_T_READ_ONLY | OXR_T_COPIED)) | flags, out);
+ * properties, not the layout's) and adds `flags`. The view is *v, its
+ * handle *out. */
+static ox_status view_tile(const oxr_tensor *t, int ndim, const int64_t *shape,
+                           const int64_t *strides, int64_t offset, int flags, const int64_t *tile,
+                           ox_tensor *out) {
+  oxr_tensor *v;
+  ox_status st = oxr_tensor_make(t->storage, t->dtype, ndim, shape, strides, offset,
+                                 (t->flags & (OXR_T_READ_ONLY | OXR_T_COPIED)) | flags, &v);
+  if (st != OX_OK)
+    return st;
+  if (tile)
+    memcpy(v->tile, tile, sizeof(int64_t) * (size_t)ndim);
+  *out = v->handle;
+  return OX_OK;
 }
 
-ox_status ox_tensor_slice(ox_tensor t, int dim, int64_t start, int64_t stop, int64_t step,
+static ox_status make_view(const oxr_tensor *t, int ndim, const int64_t *shape,
+                           const int64_t *strides, int64_t offset, int flags, ox_tensor *out) {
+  return view_tile(t, ndim, shape, strides, offset, flags, NULL, out);
+}
+
+ox_status ox_tensor_slice(ox_tensor h, int dim, int64_t start, int64_t stop, int64_t step,
                           ox_tensor *out) {
-  ox_status st = check_args(__func__, t, out);
+  oxr_tensor *t;
+  ox_status st = check_args(__func__, h, out, &t);
   if (st != OX_OK)
     return st;
   char b[200];
@@ -119,8 +131,9 @@ static bool view_strides(int ond, const int64_t *oshape, const int64_t *ostrides
   return vd == -1;
 }
 
-ox_status ox_tensor_reshape(ox_tensor t, int ndim, const int64_t *shape, ox_tensor *out) {
-  ox_status st = check_args(__func__, t, out);
+ox_status ox_tensor_reshape(ox_tensor h, int ndim, const int64_t *shape, ox_tensor *out) {
+  oxr_tensor *t;
+  ox_status st = check_args(__func__, h, out, &t);
   if (st != OX_OK)
     return st;
   if (ndim < 0 || ndim > OX_MAX_DIMS)
@@ -176,8 +189,9 @@ ox_status ox_tensor_reshape(ox_tensor t, int ndim, const int64_t *shape, ox_tens
   return make_view(t, ndim, nshape, nstrides, t->offset, 0, out);
 }
 
-ox_status ox_tensor_permute(ox_tensor t, const int *perm, ox_tensor *out) {
-  ox_status st = check_args(__func__, t, out);
+ox_status ox_tensor_permute(ox_tensor h, const int *perm, ox_tensor *out) {
+  oxr_tensor *t;
+  ox_status st = check_args(__func__, h, out, &t);
   if (st != OX_OK)
     return st;
   if (t->ndim > 0 && !perm)
@@ -202,8 +216,9 @@ ox_status ox_tensor_permute(ox_tensor t, const int *perm, ox_tensor *out) {
   return make_view(t, t->ndim, shape, strides, t->offset, 0, out);
 }
 
-ox_status ox_tensor_transpose(ox_tensor t, int dim0, int dim1, ox_tensor *out) {
-  ox_status st = check_args(__func__, t, out);
+ox_status ox_tensor_transpose(ox_tensor h, int dim0, int dim1, ox_tensor *out) {
+  oxr_tensor *t;
+  ox_status st = check_args(__func__, h, out, &t);
   if (st != OX_OK)
     return st;
   if (dim0 < 0 || dim0 >= t->ndim || dim1 < 0 || dim1 >= t->ndim)
@@ -222,8 +237,9 @@ ox_status ox_tensor_transpose(ox_tensor t, int dim0, int dim1, ox_tensor *out) {
   return make_view(t, t->ndim, shape, strides, t->offset, 0, out);
 }
 
-ox_status ox_tensor_broadcast_to(ox_tensor t, int ndim, const int64_t *shape, ox_tensor *out) {
-  ox_status st = check_args(__func__, t, out);
+ox_status ox_tensor_broadcast_to(ox_tensor h, int ndim, const int64_t *shape, ox_tensor *out) {
+  oxr_tensor *t;
+  ox_status st = check_args(__func__, h, out, &t);
   if (st != OX_OK)
     return st;
   char b[200], b2[200];
@@ -253,8 +269,9 @@ ox_status ox_tensor_broadcast_to(ox_tensor t, int ndim, const int64_t *shape, ox
   return make_view(t, ndim, shape, strides, t->offset, OXR_T_READ_ONLY, out);
 }
 
-ox_status ox_tensor_partition(ox_tensor t, int ndim, const int64_t *tile, ox_tensor *out) {
-  ox_status st = check_args(__func__, t, out);
+ox_status ox_tensor_partition(ox_tensor h, int ndim, const int64_t *tile, ox_tensor *out) {
+  oxr_tensor *t;
+  ox_status st = check_args(__func__, h, out, &t);
   if (st != OX_OK)
     return st;
   if (t->ndim == 0)
@@ -269,20 +286,13 @@ ox_status ox_tensor_partition(ox_tensor t, int ndim, const int64_t *tile, ox_ten
     if (tile[i] <= 0)
       return INVALID("%s: tile %s: size %lld along dimension %d; tile sizes must be > 0",
                      __func__, oxr_dims_str(ndim, tile, b), (long long)tile[i], i);
-  ox_tensor p = NULL;
-  st = make_view(t, t->ndim, t->shape, t->strides, t->offset, OXR_T_PARTITION, &p);
-  if (st != OX_OK)
-    return st;
-  memcpy(p->tile, tile, sizeof(int64_t) * (size_t)ndim);
-  *out = p;
-  return OX_OK;
+  return view_tile(t, t->ndim, t->shape, t->strides, t->offset, OXR_T_PARTITION, tile, out);
 }
 
-int ox_tensor_partition_grid(ox_tensor t, int64_t *grid) {
-  if (!t || !oxr_tensor_valid(t)) {
-    INVALID("%s: the tensor is %s", __func__, t ? "not a live tensor" : "NULL");
+int ox_tensor_partition_grid(ox_tensor h, int64_t *grid) {
+  const oxr_tensor *t = oxr_tensor_get(__func__, h);
+  if (!t)
     return 0;
-  }
   if (!(t->flags & OXR_T_PARTITION))
     return 0;
   for (int i = 0; grid && i < t->ndim; i++) /* ceil without overflow */
@@ -290,26 +300,23 @@ int ox_tensor_partition_grid(ox_tensor t, int64_t *grid) {
   return t->ndim;
 }
 
-const int64_t *ox_tensor_strides(ox_tensor t) {
-  if (!t || !oxr_tensor_valid(t)) {
-    INVALID("%s: the tensor is %s", __func__, t ? "not a live tensor" : "NULL");
+const int64_t *ox_tensor_strides(ox_tensor h) {
+  const oxr_tensor *t = oxr_tensor_get(__func__, h);
+  if (!t)
     return NULL;
-  }
   return t->strides;
 }
 
-int ox_tensor_is_contiguous(ox_tensor t) {
-  if (!t || !oxr_tensor_valid(t)) {
-    INVALID("%s: the tensor is %s", __func__, t ? "not a live tensor" : "NULL");
+int ox_tensor_is_contiguous(ox_tensor h) {
+  const oxr_tensor *t = oxr_tensor_get(__func__, h);
+  if (!t)
     return 0;
-  }
   return oxr_tensor_dense(t);
 }
 
-int ox_tensor_is_read_only(ox_tensor t) {
-  if (!t || !oxr_tensor_valid(t)) {
-    INVALID("%s: the tensor is %s", __func__, t ? "not a live tensor" : "NULL");
+int ox_tensor_is_read_only(ox_tensor h) {
+  const oxr_tensor *t = oxr_tensor_get(__func__, h);
+  if (!t)
     return 0;
-  }
   return (t->flags & OXR_T_READ_ONLY) != 0;
 }
