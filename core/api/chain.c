@@ -192,9 +192,13 @@ ox_status ox_chain_run(ox_chain h, ox_stream sh) {
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                          "ox_chain_run: a captured chain replays on the stream it was captured on "
                          "(its kernels report errors through that stream)");
-  /* the graph's work is ordered after other streams' pending work on its tensors */
+  /* the graph's work is ordered after other streams' pending work on its
+   * tensors; its kernels' code must still be loaded (a destroyed module's
+   * kernel handle is no longer live) */
   for (int i = 0; i < c->n; i++) {
     step *sp = &c->steps[i];
+    if (sp->k && !oxa_kernel_get("ox_chain_run", sp->k))
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "chain step %d: %s", i + 1, ox_last_error());
     for (int a = 0; a < sp->nargs; a++)
       if (sp->tens[a] && (st = oxr_tensor_use(sp->tens[a], s, true)))
         return st;

@@ -484,6 +484,15 @@ ox_status ox_module_compile_file(ox_device dev, const char *path, const ox_compi
 /* Frees a module and ends its handles (every field may still be unset). */
 static void module_free(oxa_module *m) {
   oxb_handle_free((uint64_t)(uintptr_t)m->handle);
+  /* Launches of the module's kernels may still be queued or running, on any
+   * stream: unloading code under them is undefined in CUDA, so wait for the
+   * context first (modules are destroyed rarely; the CPU runs launches when
+   * they are queued). */
+  bool loaded = m->code.cu_mod != NULL;
+  for (int i = 0; i < m->nkernels; i++)
+    loaded |= m->kernels[i].specs != NULL;
+  if (loaded && m->dev->type == OX_DEVICE_CUDA && oxr_cuda_make_current(m->dev) == OX_OK)
+    (void)oxr_cu.cuCtxSynchronize();
   for (int i = 0; i < m->nkernels; i++) {
     oxa_kernel *k = &m->kernels[i];
     oxb_handle_free((uint64_t)(uintptr_t)k->handle);
@@ -549,6 +558,11 @@ int ox_kernel_num_params(ox_kernel h) {
 const char *ox_kernel_name(ox_kernel h) {
   oxa_kernel *k = oxa_kernel_get(__func__, h);
   return k ? k->ir->name : "";
+}
+
+int ox_kernel_is_unsafe(ox_kernel h) {
+  oxa_kernel *k = oxa_kernel_get(__func__, h);
+  return k ? k->ir->is_unsafe || k->ir->unchecked : -1;
 }
 
 const char *ox_version(void) {

@@ -1261,6 +1261,8 @@ static val expr(sema *S, const oxf_node *n, oxi_type hint) {
       return VERR;
     }
     S->unsafe_depth++;
+    if (S->k) /* device functions are inlined: this marks the kernel that calls one */
+      S->k->unchecked = true;
     val v = block_expr(S, n->body, hint);
     S->unsafe_depth--;
     return v;

@@ -258,6 +258,7 @@ typedef struct oxi_kernel {
   const char *name;
   int line, col;
   bool is_unsafe;
+  bool unchecked;  /* runs an unsafe { } block (itself or through a device function) */
   oxb_vec params;  /* oxi_param* */
   oxb_vec shared;  /* oxi_shared* */
   int64_t shared_bytes; /* above OXI_STATIC_SHARED_MAX: dynamic shared memory on CUDA */

@@ -172,6 +172,7 @@ FUNCTIONS = {
     'ox_module_from_cache': (C.c_int, [C.c_void_p]),
     'ox_kernel_num_params': (C.c_int, [C.c_void_p]),
     'ox_kernel_name': (C.c_char_p, [C.c_void_p]),
+    'ox_kernel_is_unsafe': (C.c_int, [C.c_void_p]),
     'ox_kernel_set_generic': (C.c_int, [C.c_void_p, C.c_char_p, C.c_int64]),
     'ox_launch_check': (C.c_int, [C.c_void_p, C.c_void_p, C.POINTER(ox_launch_config), C.POINTER(ox_arg), C.c_int]),
     'ox_launch': (C.c_int, [C.c_void_p, C.c_void_p, C.POINTER(ox_launch_config), C.POINTER(ox_arg), C.c_int]),

@@ -198,6 +198,7 @@ extern "C" {
     pub fn ox_module_from_cache(m: ox_module) -> c_int;
     pub fn ox_kernel_num_params(k: ox_kernel) -> c_int;
     pub fn ox_kernel_name(k: ox_kernel) -> *const c_char;
+    pub fn ox_kernel_is_unsafe(k: ox_kernel) -> c_int;
     pub fn ox_kernel_set_generic(k: ox_kernel, name: *const c_char, value: i64) -> ox_status;
     pub fn ox_launch_check(k: ox_kernel, s: ox_stream, cfg: *const ox_launch_config, args: *const ox_arg, nargs: c_int) -> ox_status;
     pub fn ox_launch(k: ox_kernel, s: ox_stream, cfg: *const ox_launch_config, args: *const ox_arg, nargs: c_int) -> ox_status;

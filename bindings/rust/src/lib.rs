@@ -18,7 +18,38 @@
 //! ```
 //!
 //! Every failing call returns an [`Error`] with the C status and Oxide's message.
-//! Only [`Device`] is `Send + Sync`; the other handles stay on their thread.
+//!
+//! # Safety: what safe code can and cannot do
+//!
+//! Safe Rust using this crate cannot cause undefined behaviour in the host
+//! process. What makes that hold:
+//!
+//! - **Kernels.** A safe Oxide kernel checks or proves every access (bounds
+//!   checks report [`ErrorKind::Bounds`] at the next synchronization instead
+//!   of touching memory) and writes each output element from one thread
+//!   (`DisjointSlice`, tile partitions). A kernel that is not safe in that
+//!   sense, an `unsafe fn` kernel or one that runs an `unsafe { }` block (see
+//!   [`Kernel::is_unsafe`]), is refused by [`Kernel::launch`] and
+//!   [`Kernel::launch_on`]: it runs only through the `unsafe`
+//!   [`Kernel::launch_unchecked`], whose caller promises what the kernel's
+//!   `unsafe` assumes. This matters on the CPU device, where a kernel's
+//!   accesses are the host process's own memory.
+//! - **Lifetimes.** An [`Arg`] borrows its [`Tensor`] for the launch call; a
+//!   tensor dropped while GPU work still uses it is freed stream-ordered,
+//!   after that work (foreign memory: after a synchronization). A [`Kernel`]
+//!   borrows its [`Module`]; dropping a module waits for the GPU work of the
+//!   whole context before its code is unloaded. Dropping a [`Stream`] waits
+//!   for its work.
+//! - **Handles.** liboxide refuses a handle after release (generation-checked
+//!   handles), so a logic error in a binding gives an error, not a use after
+//!   free.
+//! - **Threads.** Only [`Device`] is `Send + Sync`. [`Tensor`], [`Stream`]
+//!   and [`Module`] stay on the thread that made them: a tensor's clones
+//!   share memory, and on the CPU device a kernel launched on one thread and
+//!   a host copy on another could race on it.
+//! - **Not covered:** a kernel that never ends (on the CPU it can be
+//!   cancelled; a GPU kernel cannot be preempted), and the contents of
+//!   memory written by a kernel with a race in its `unsafe` code.
 
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::fmt;
@@ -52,7 +83,7 @@ pub enum ErrorKind {
 
 /// A failed Oxide call: the status and the message of `ox_last_error()`
 /// (with file:line:col where the error has a source location).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Error {
     status: ffi::ox_status,
     message: String,
@@ -104,6 +135,15 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.status_name(), self.message)
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Error")
+            .field("status", &self.status_name())
+            .field("message", &self.message)
+            .finish()
     }
 }
 
@@ -777,15 +817,68 @@ impl Kernel<'_> {
         check(unsafe { ffi::ox_kernel_set_generic(self.raw, n.as_ptr(), value) })
     }
 
+    /// True for a kernel whose launch can break memory safety: an `unsafe fn`
+    /// kernel (its threads may race on `&mut [T]` arguments) or one that runs
+    /// an `unsafe { }` block, itself or in a device function it calls (no
+    /// bounds checks there). Such kernels run only through
+    /// [`Kernel::launch_unchecked`].
+    pub fn is_unsafe(&self) -> bool {
+        unsafe { ffi::ox_kernel_is_unsafe(self.raw) != 0 }
+    }
+
     /// Queues a launch on the device's default stream. Argument, contract and
     /// limit errors return at once; an out-of-bounds access is reported by the
-    /// next synchronization of the stream.
+    /// next synchronization of the stream. An unsafe kernel
+    /// ([`Kernel::is_unsafe`]) is refused: see [`Kernel::launch_unchecked`].
     pub fn launch(&self, cfg: &LaunchConfig, args: &[Arg<'_>]) -> Result<()> {
         self.launch_on(None, cfg, args)
     }
 
-    /// Queues a launch on `stream` (None: the default stream).
+    /// Queues a launch on `stream` (None: the default stream). An unsafe
+    /// kernel is refused, as by [`Kernel::launch`].
     pub fn launch_on(
+        &self,
+        stream: Option<&Stream>,
+        cfg: &LaunchConfig,
+        args: &[Arg<'_>],
+    ) -> Result<()> {
+        if self.is_unsafe() {
+            return Err(Error::new(
+                ffi::OX_ERR_INVALID_ARGUMENT,
+                format!(
+                    "kernel '{}' is unsafe (an `unsafe fn`, or it runs an `unsafe {{ }}` block): \
+                     launching it can break memory safety, so safe code cannot; \
+                     call `unsafe {{ kernel.launch_unchecked(...) }}` if its arguments satisfy \
+                     what its unsafe code assumes",
+                    self.name()
+                ),
+            ));
+        }
+        // SAFETY: the kernel is safe: every access is checked or proven.
+        unsafe { self.launch_unchecked(stream, cfg, args) }
+    }
+
+    /// Queues a launch on `stream` (None: the default stream), of any kernel.
+    ///
+    /// # Safety
+    ///
+    /// For a kernel that [`Kernel::is_unsafe`], the caller guarantees what its
+    /// `unsafe` code assumes: the indices used inside `unsafe { }` blocks are
+    /// in bounds of their slices for these arguments and this launch shape,
+    /// and no two threads write the same element of a `&mut [T]` argument (or
+    /// one writes while another reads it). Otherwise the kernel may write
+    /// outside its tensors, which on the CPU device is the process's memory.
+    /// For a safe kernel this is the same as [`Kernel::launch_on`].
+    ///
+    /// Safe code cannot call it:
+    ///
+    /// ```compile_fail,E0133
+    /// # fn f(k: &oxide::Kernel<'_>, t: &oxide::Tensor) {
+    /// let cfg = oxide::LaunchConfig::linear(1, 16);
+    /// k.launch_unchecked(None, &cfg, &[oxide::Arg::tensor(t)]).unwrap();
+    /// # }
+    /// ```
+    pub unsafe fn launch_unchecked(
         &self,
         stream: Option<&Stream>,
         cfg: &LaunchConfig,

@@ -325,6 +325,15 @@ OX_API int ox_kernel_num_params(ox_kernel k);
 /** The kernel's name. */
 OX_API const char *ox_kernel_name(ox_kernel k);
 
+/** 1 if launching `k` can break memory safety whatever its arguments: an
+ *  `unsafe fn` kernel (its threads may race on its `&mut [T]` arguments) or
+ *  one that runs an `unsafe { }` block, itself or in a device function it
+ *  calls (the accesses there are not bounds-checked). 0 for a safe kernel
+ *  (every access checked or proven, each output element written by one
+ *  thread); -1, with the last error set, for an invalid handle. Bindings of
+ *  memory-safe languages launch such kernels only from code marked unsafe. */
+OX_API int ox_kernel_is_unsafe(ox_kernel k);
+
 /** Gives const generic `name` of tile kernel `k` an explicit value for its
  *  launches from now on (a generic that sizes no output dim gets its value
  *  only this way; one that does must agree with the partitions). Call it
