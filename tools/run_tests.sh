@@ -2,9 +2,11 @@
 # Every test suite: set up, build, then
 #   1. C/C++ tests and the examples on the CPU (ctest; GPU-labelled tests are
 #      run on a GPU machine by tools/gpu_suite.sh),
-#   2. the same C tests under AddressSanitizer + UndefinedBehaviorSanitizer,
-#   3. Python (pytest) and Rust (cargo test) bindings,
-#   4. the front-end fuzzer for a bounded time ($OXIDE_FUZZ_SECONDS, default 120).
+#   2. the same C tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#      (+ LeakSanitizer): API misuse, handles, the cache, threads included,
+#   3. the concurrency tests (ctest label "threads") under ThreadSanitizer,
+#   4. Python (pytest) and Rust (cargo test) bindings,
+#   5. the front-end fuzzer for a bounded time ($OXIDE_FUZZ_SECONDS, default 120).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OXIDE_FUZZ=1
@@ -22,6 +24,13 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DOXIDE_SANITIZE=ON -DOXIDE_LL
 cmake --build build-asan -j"$JOBS" >/dev/null
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
    ctest -LE gpu --output-on-failure -j"$JOBS") || status=1
+
+step "concurrency tests under ThreadSanitizer"
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOXIDE_TSAN=ON -DOXIDE_LLVM_SHARED=ON \
+  -DOXIDE_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build build-tsan -j"$JOBS" >/dev/null
+(cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+   ctest -L threads --output-on-failure -j"$JOBS") || status=1
 
 step "Python tests (pytest)"
 if [ -d tests/python ]; then
