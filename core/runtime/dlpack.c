@@ -339,7 +339,9 @@ ox_status ox_tensor_to_dlpack(ox_tensor h, ox_stream consumer_h, int versioned, 
         .version = {DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION},
         .manager_ctx = t,
         .deleter = delete_versioned,
-        .flags = (t->flags & OXR_T_READ_ONLY) ? DLPACK_FLAG_BITMASK_READ_ONLY : 0,
+        /* a tensor imported as a copy is still a copy for the next consumer */
+        .flags = ((t->flags & OXR_T_READ_ONLY) ? DLPACK_FLAG_BITMASK_READ_ONLY : 0) |
+                 ((t->flags & OXR_T_COPIED) ? DLPACK_FLAG_BITMASK_IS_COPIED : 0),
         .dl_tensor = dl,
     };
   } else {
