@@ -6,7 +6,9 @@
 #      (+ LeakSanitizer): API misuse, handles, the cache, threads included,
 #   3. the concurrency tests (ctest label "threads") under ThreadSanitizer,
 #   4. Python (pytest) and Rust (cargo test) bindings,
-#   5. the front-end fuzzer for a bounded time ($OXIDE_FUZZ_SECONDS, default 120).
+#   5. the Python wheel (tools/build_wheel.sh) installed into a fresh virtual
+#      environment, and the Python tests against the installed package,
+#   6. the front-end fuzzer for a bounded time ($OXIDE_FUZZ_SECONDS, default 120).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OXIDE_FUZZ=1
@@ -37,6 +39,9 @@ if [ -d tests/python ]; then
   OXIDE_LIBRARY="$PWD/$BUILD/liboxide.so" PYTHONPATH="$PWD/bindings/python" \
     python3 -m pytest -q tests/python || status=1
 fi
+
+step "Python wheel: build, install into a fresh venv, test the installed package"
+{ bash tools/build_wheel.sh && bash tools/test_wheel.sh; } || status=1
 
 step "Rust tests (cargo test)"
 if [ -f bindings/rust/Cargo.toml ]; then

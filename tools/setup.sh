@@ -20,6 +20,13 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
+# Virtual environments (the wheel's build and its test): Debian's python3
+# needs python3-venv for them.
+if ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq python3-venv >/dev/null
+fi
+
 # Python test dependencies: pip where the python3 on PATH has it (a virtualenv
 # or pyenv), else Debian's packages for Debian's own python3.
 if ! python3 -c "import pytest, numpy" >/dev/null 2>&1; then

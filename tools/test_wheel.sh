@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Tests the wheel as users get it: installs dist/*.whl into a fresh virtual
+# environment outside the repository and runs the Python tests against the
+# installed package (no PYTHONPATH, no OXIDE_LIBRARY, no build folder).
+#
+#   tools/test_wheel.sh [--system-site-packages] [pytest args...]
+# --system-site-packages: take numpy/pytest (and torch, cupy on a GPU machine)
+# from the system instead of PyPI (for machines without a package registry).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+wheel=$(ls "$root"/dist/oxide_kernels-*.whl | head -1)
+venv=$(mktemp -d /tmp/oxide-wheel-venv.XXXXXX)
+trap 'rm -rf "$venv"' EXIT
+if [ "${1:-}" = --system-site-packages ]; then
+  shift
+  python3 -m venv --system-site-packages "$venv"
+  "$venv/bin/python" -m pip install -q --no-index --no-deps "$wheel"
+else
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q "$wheel" pytest numpy
+fi
+unset OXIDE_LIBRARY PYTHONPATH
+cd "$venv"  # nothing of the repository on sys.path
+"$venv/bin/python" - <<'PY'
+import oxide, os, sys
+where = os.path.dirname(oxide.__file__)
+assert where.startswith(sys.prefix), f"oxide imported from {where}, not the venv {sys.prefix}"
+assert os.path.exists(os.path.join(where, "liboxide.so")), "the wheel's liboxide.so is missing"
+print("installed oxide", oxide.version(), "from", where)
+PY
+"$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/tests/python" "$@"
