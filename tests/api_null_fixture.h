@@ -40,6 +40,7 @@ typedef struct fx_outputs {
   char *text;
   int count;
   float ms;
+  ox_param_info param;
 } fx_outputs;
 
 extern fx_inputs F;

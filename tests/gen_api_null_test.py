@@ -47,7 +47,7 @@ ENUM_VALUES = {"ox_dtype": "OX_F32", "ox_device_type": "OX_DEVICE_CPU", "ox_stat
                "ox_target": "OX_TARGET_CPU", "ox_emit_kind": "OX_EMIT_IR"}
 BY_NAME = {  # scalar parameters, by name
     ("int", "ndim"): "1", ("int", "ordinal"): "0", ("int", "dim"): "0", ("int", "dim0"): "0",
-    ("int", "dim1"): "0", ("int", "versioned"): "1", ("int", "nargs"): "2",
+    ("int", "dim1"): "0", ("int", "versioned"): "1", ("int", "nargs"): "2", ("int", "index"): "0",
     ("int64_t", "start"): "0", ("int64_t", "stop"): "1", ("int64_t", "step"): "1",
     ("int64_t", "n"): "4", ("int64_t", "value"): "4",
     ("double", "value"): "1.0", ("double", "start"): "0.0", ("double", "step"): "1.0",
@@ -63,6 +63,7 @@ POINTER_VALUES = {  # (base, const, name) of pointer parameters
     ("ox_compile_options", True, "opts"): "&F.opts", ("ox_launch_config", True, "cfg"): "&F.cfg",
     ("ox_arg", True, "args"): "F.args",
     ("int", False, "count"): "&O.count", ("float", False, "ms"): "&O.ms",
+    ("ox_param_info", False, "out"): "&O.param",
 }
 OUT_VALUES = {"ox_device": "&O.device", "ox_stream": "&O.stream", "ox_event": "&O.event",
               "ox_tensor": "&O.tensor", "ox_module": "&O.module", "ox_kernel": "&O.kernel",

@@ -319,6 +319,44 @@ static void test_cache(const char *self, const char *devname) {
   CHECK(system(cmd) == 0, "cleanup");
 }
 
+/* A kernel's signature as bindings read it (ox_kernel_param). */
+static void test_params(void) {
+  const char *src = "#[kernel]\n"
+                    "unsafe fn mixed(a: &[f32], b: &mut [i32], h: &[Atomic<u32>], out: DisjointSlice<f64>,\n"
+                    "                alpha: f32, n: u64) {}\n"
+                    "#[tile]\n"
+                    "fn t<const B: i32>(z: &mut Tensor<f32, [B, B]>, x: &Tensor<bf16, [-1, -1]>) {}\n";
+  ox_module m = NULL;
+  ox_kernel k = NULL, t = NULL;
+  CHECK_OK(ox_module_compile(dev, src, NULL, &m));
+  CHECK_OK(ox_module_get_kernel(m, "mixed", &k));
+  CHECK_OK(ox_module_get_kernel(m, "t", &t));
+  struct {
+    const char *name;
+    ox_param_kind kind;
+    ox_dtype dtype;
+    int rank, writable;
+  } want[] = {{"a", OX_PARAM_SLICE, OX_F32, 1, 0},          {"b", OX_PARAM_MUT_SLICE, OX_I32, 1, 1},
+              {"h", OX_PARAM_ATOMIC_SLICE, OX_U32, 1, 1},   {"out", OX_PARAM_DISJOINT, OX_F64, 1, 1},
+              {"alpha", OX_PARAM_SCALAR, OX_F32, 0, 0},     {"n", OX_PARAM_SCALAR, OX_U64, 0, 0},
+              {"z", OX_PARAM_TILE, OX_F32, 2, 1},           {"x", OX_PARAM_TENSOR, OX_BF16, 2, 0}};
+  for (int i = 0; i < 8; i++) {
+    ox_param_info p;
+    CHECK_OK(ox_kernel_param(i < 6 ? k : t, i < 6 ? i : i - 6, &p));
+    CHECK(p.name && !strcmp(p.name, want[i].name) && p.kind == want[i].kind && p.dtype == want[i].dtype &&
+              p.rank == want[i].rank && p.writable == want[i].writable,
+          "parameter %d (%s): kind %d dtype %d rank %d writable %d", i, want[i].name, p.kind, p.dtype, p.rank,
+          p.writable);
+  }
+  ox_param_info p;
+  CHECK_ERR(ox_kernel_param(k, 6, &p), OX_ERR_INVALID_ARGUMENT, "has 6 parameters");
+  CHECK_ERR(ox_kernel_param(k, -1, &p), OX_ERR_INVALID_ARGUMENT, "index -1");
+  CHECK(ox_kernel_is_unsafe(k) == 1 && ox_kernel_is_unsafe(t) == 0, "unsafe flags");
+  ox_module_destroy(m);
+  CHECK_ERR(ox_kernel_param(k, 0, &p), OX_ERR_INVALID_ARGUMENT, "not live");
+  CHECK(ox_kernel_is_unsafe(k) == -1, "a dead kernel");
+}
+
 int main(int argc, char **argv) {
   const char *devname = argc > 1 ? argv[1] : "cpu";
   if (!strcmp(devname, "cpu"))
@@ -338,6 +376,7 @@ int main(int argc, char **argv) {
   }
   CHECK_OK(ox_stream_create(dev, &stream));
   test_launch_checks();
+  test_params();
   test_bounds();
   test_grid_stride();
   test_big_shared();

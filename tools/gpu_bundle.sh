@@ -2,10 +2,10 @@
 # Builds what tools/gpu_suite.sh runs on a GPU machine, and packs it small
 # enough for the device tool's carry limit (64 MiB): a Release build (LLVM
 # linked statically) in build-gpu/, copied to .carry/build-gpu/ without object
-# files, with liboxide stripped and without the internal tests that link all
-# of LLVM statically (CPU-only tests; CI runs them). On the GPU machine:
-#   rm -rf build-gpu && cp -r .carry/build-gpu build-gpu && bash tools/gpu_suite.sh build-gpu
-# (CTest files and rpaths name /work/main/build-gpu, which gpu_suite.sh maps.)
+# files, without liboxide itself (the GPU run takes the wheel's, dist/, the
+# same code stripped: tools/gpu_run.sh) and without the internal tests that
+# link all of LLVM statically (CPU-only tests; CI runs them). Carry .carry and
+# dist, and run tools/gpu_run.sh there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -16,5 +16,5 @@ cp -a build-gpu .carry/build-gpu
 cd .carry/build-gpu
 find . -name CMakeFiles -type d -prune -exec rm -rf {} +
 rm -rf liboxide.a test-cache Testing tests/tile_front_test tests/handle_test
-strip --strip-unneeded liboxide.so.0.*
+rm -f liboxide.so.0.*
 du -sh .

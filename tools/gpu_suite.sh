@@ -19,7 +19,7 @@ status=0
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 (cd "$BUILD" && ctest -LE gpu -E tile_front_test --output-on-failure) 2>&1 | tail -5 | tee "$OUT/cpu_tests.log"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
-if [ -d bindings/python ] && [ -d tests/python ]; then
+if [ -d bindings/python ] && [ -d tests/python ] && [ -z "${OXIDE_SKIP_REPO_PYTHON:-}" ]; then
   OXIDE_LIBRARY="$BUILD/liboxide.so" PYTHONPATH=bindings/python OXIDE_TEST_GPU=1 \
     python3 -m pytest -q tests/python 2>&1 | tail -15 | tee "$OUT/python_tests.log"
   [ "${PIPESTATUS[0]}" = 0 ] || status=1

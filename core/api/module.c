@@ -560,6 +560,32 @@ const char *ox_kernel_name(ox_kernel h) {
   return k ? k->ir->name : "";
 }
 
+ox_status ox_kernel_param(ox_kernel h, int index, ox_param_info *out) {
+  if (!out)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: out is NULL", __func__);
+  memset(out, 0, sizeof *out);
+  oxa_kernel *k = oxa_kernel_get(__func__, h);
+  if (!k)
+    return ox_last_status();
+  if (index < 0 || index >= k->ir->params.len)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: kernel '%s' has %d parameters; index %d",
+                         __func__, k->ir->name, k->ir->params.len, index);
+  const oxi_param *p = k->ir->params.items[index];
+  static const ox_param_kind kinds[] = {
+      [OXI_P_SCALAR] = OX_PARAM_SCALAR,     [OXI_P_SLICE] = OX_PARAM_SLICE,
+      [OXI_P_MUTSLICE] = OX_PARAM_MUT_SLICE, [OXI_P_ATOMIC] = OX_PARAM_ATOMIC_SLICE,
+      [OXI_P_DISJOINT] = OX_PARAM_DISJOINT, [OXI_P_TENSOR] = OX_PARAM_TENSOR,
+      [OXI_P_TILE] = OX_PARAM_TILE,         [OXI_P_ATENSOR] = OX_PARAM_ATOMIC_TENSOR,
+  };
+  assert((size_t)p->kind < OXB_COUNT(kinds) && kinds[p->kind]);
+  out->name = p->name;
+  out->kind = kinds[p->kind];
+  out->dtype = p->dtype;
+  out->rank = p->kind == OXI_P_SCALAR ? 0 : oxi_is_tensor_kind(p->kind) ? p->rank : 1;
+  out->writable = p->kind != OXI_P_SCALAR && p->kind != OXI_P_SLICE && p->kind != OXI_P_TENSOR;
+  return OX_OK;
+}
+
 int ox_kernel_is_unsafe(ox_kernel h) {
   oxa_kernel *k = oxa_kernel_get(__func__, h);
   return k ? k->ir->is_unsafe || k->ir->unchecked : -1;

@@ -48,6 +48,16 @@ OX_TARGET_DEFAULT = 0
 OX_TARGET_CPU = 1
 OX_TARGET_CUDA = 2
 
+# enum ox_param_kind
+OX_PARAM_SCALAR = 1
+OX_PARAM_SLICE = 2
+OX_PARAM_MUT_SLICE = 3
+OX_PARAM_ATOMIC_SLICE = 4
+OX_PARAM_DISJOINT = 5
+OX_PARAM_TENSOR = 6
+OX_PARAM_TILE = 7
+OX_PARAM_ATOMIC_TENSOR = 8
+
 # enum ox_arg_kind
 OX_ARG_TENSOR = 1
 OX_ARG_SCALAR = 2
@@ -64,6 +74,7 @@ ENUMS = {
     'ox_dtype': {'OX_BOOL': 0, 'OX_I8': 1, 'OX_I16': 2, 'OX_I32': 3, 'OX_I64': 4, 'OX_U8': 5, 'OX_U16': 6, 'OX_U32': 7, 'OX_U64': 8, 'OX_F16': 9, 'OX_BF16': 10, 'OX_F32': 11, 'OX_F64': 12, 'OX_F8E4M3': 13, 'OX_F8E5M2': 14, 'OX_TF32': 15, 'OX_DTYPE_COUNT': 16},
     'ox_device_type': {'OX_DEVICE_CPU': 1, 'OX_DEVICE_CUDA': 2},
     'ox_target': {'OX_TARGET_DEFAULT': 0, 'OX_TARGET_CPU': 1, 'OX_TARGET_CUDA': 2},
+    'ox_param_kind': {'OX_PARAM_SCALAR': 1, 'OX_PARAM_SLICE': 2, 'OX_PARAM_MUT_SLICE': 3, 'OX_PARAM_ATOMIC_SLICE': 4, 'OX_PARAM_DISJOINT': 5, 'OX_PARAM_TENSOR': 6, 'OX_PARAM_TILE': 7, 'OX_PARAM_ATOMIC_TENSOR': 8},
     'ox_arg_kind': {'OX_ARG_TENSOR': 1, 'OX_ARG_SCALAR': 2},
     'ox_emit_kind': {'OX_EMIT_AST': 1, 'OX_EMIT_IR': 2, 'OX_EMIT_LLVM': 3, 'OX_EMIT_PTX': 4, 'OX_EMIT_ASM': 5},
 }
@@ -76,6 +87,16 @@ class ox_compile_options(C.Structure):
         ('opt_level', C.c_int),
         ('no_cache', C.c_int),
         ('emit_contiguous', C.c_int),
+    ]
+
+
+class ox_param_info(C.Structure):
+    _fields_ = [
+        ('name', C.c_char_p),
+        ('kind', C.c_int),
+        ('dtype', C.c_int),
+        ('rank', C.c_int),
+        ('writable', C.c_int),
     ]
 
 
@@ -172,6 +193,7 @@ FUNCTIONS = {
     'ox_module_from_cache': (C.c_int, [C.c_void_p]),
     'ox_kernel_num_params': (C.c_int, [C.c_void_p]),
     'ox_kernel_name': (C.c_char_p, [C.c_void_p]),
+    'ox_kernel_param': (C.c_int, [C.c_void_p, C.c_int, C.POINTER(ox_param_info)]),
     'ox_kernel_is_unsafe': (C.c_int, [C.c_void_p]),
     'ox_kernel_set_generic': (C.c_int, [C.c_void_p, C.c_char_p, C.c_int64]),
     'ox_launch_check': (C.c_int, [C.c_void_p, C.c_void_p, C.POINTER(ox_launch_config), C.POINTER(ox_arg), C.c_int]),

@@ -49,6 +49,16 @@ pub const OX_TARGET_DEFAULT: ox_target = 0;
 pub const OX_TARGET_CPU: ox_target = 1;
 pub const OX_TARGET_CUDA: ox_target = 2;
 
+pub type ox_param_kind = c_int;
+pub const OX_PARAM_SCALAR: ox_param_kind = 1;
+pub const OX_PARAM_SLICE: ox_param_kind = 2;
+pub const OX_PARAM_MUT_SLICE: ox_param_kind = 3;
+pub const OX_PARAM_ATOMIC_SLICE: ox_param_kind = 4;
+pub const OX_PARAM_DISJOINT: ox_param_kind = 5;
+pub const OX_PARAM_TENSOR: ox_param_kind = 6;
+pub const OX_PARAM_TILE: ox_param_kind = 7;
+pub const OX_PARAM_ATOMIC_TENSOR: ox_param_kind = 8;
+
 pub type ox_arg_kind = c_int;
 pub const OX_ARG_TENSOR: ox_arg_kind = 1;
 pub const OX_ARG_SCALAR: ox_arg_kind = 2;
@@ -104,6 +114,16 @@ pub struct ox_compile_options {
     pub opt_level: c_int,
     pub no_cache: c_int,
     pub emit_contiguous: c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ox_param_info {
+    pub name: *const c_char,
+    pub kind: ox_param_kind,
+    pub dtype: ox_dtype,
+    pub rank: c_int,
+    pub writable: c_int,
 }
 
 #[repr(C)]
@@ -198,6 +218,7 @@ extern "C" {
     pub fn ox_module_from_cache(m: ox_module) -> c_int;
     pub fn ox_kernel_num_params(k: ox_kernel) -> c_int;
     pub fn ox_kernel_name(k: ox_kernel) -> *const c_char;
+    pub fn ox_kernel_param(k: ox_kernel, index: c_int, out: *mut ox_param_info) -> ox_status;
     pub fn ox_kernel_is_unsafe(k: ox_kernel) -> c_int;
     pub fn ox_kernel_set_generic(k: ox_kernel, name: *const c_char, value: i64) -> ox_status;
     pub fn ox_launch_check(k: ox_kernel, s: ox_stream, cfg: *const ox_launch_config, args: *const ox_arg, nargs: c_int) -> ox_status;

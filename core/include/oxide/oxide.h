@@ -325,6 +325,31 @@ OX_API int ox_kernel_num_params(ox_kernel k);
 /** The kernel's name. */
 OX_API const char *ox_kernel_name(ox_kernel k);
 
+/** How a kernel parameter is passed (the kernel language's parameter types). */
+typedef enum ox_param_kind {
+  OX_PARAM_SCALAR = 1,      /**< a scalar of `dtype`, passed as an ox_arg scalar */
+  OX_PARAM_SLICE,           /**< `&[T]`: a contiguous tensor, read only */
+  OX_PARAM_MUT_SLICE,       /**< `&mut [T]` (unsafe kernels): a contiguous tensor, written */
+  OX_PARAM_ATOMIC_SLICE,    /**< `&[Atomic<T>]`: a contiguous tensor, atomic updates */
+  OX_PARAM_DISJOINT,        /**< `DisjointSlice<T>`: a contiguous tensor, each element written by one thread */
+  OX_PARAM_TENSOR,          /**< `&Tensor<T, [dims]>` (tile kernels): any strides, read only */
+  OX_PARAM_TILE,            /**< `&mut Tensor<T, [tile]>` (tile kernels): a partition, written */
+  OX_PARAM_ATOMIC_TENSOR    /**< `&Tensor<Atomic<T>, [dims]>` (tile kernels): atomic adds */
+} ox_param_kind;
+
+/** One parameter of a kernel, as written. */
+typedef struct ox_param_info {
+  const char *name;   /**< the parameter's name (lives as long as the module) */
+  ox_param_kind kind;
+  ox_dtype dtype;     /**< the scalar's type, or the tensor's element type */
+  int rank;           /**< tensor parameters of tile kernels: the rank; slices 1; scalars 0 */
+  int writable;       /**< 1 if the kernel may write the tensor */
+} ox_param_info;
+
+/** Parameter `index` (0-based) of `k` in *out. Bindings read a kernel's
+ *  signature once with it, to convert and check arguments by type and name. */
+OX_API ox_status ox_kernel_param(ox_kernel k, int index, ox_param_info *out);
+
 /** 1 if launching `k` can break memory safety whatever its arguments: an
  *  `unsafe fn` kernel (its threads may race on its `&mut [T]` arguments) or
  *  one that runs an `unsafe { }` block, itself or in a device function it

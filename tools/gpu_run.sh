@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The GPU machine's side of a test run (the device tool carries .carry and
+# dist/ from tools/gpu_bundle.sh and tools/build_wheel.sh):
+#   1. build-gpu from .carry/build-gpu, with the wheel's liboxide (and the
+#      library the wheel vendors) in place of the build's;
+#   2. tools/gpu_suite.sh: GPU-labelled ctest, the CPU ctest, doctor (and the
+#      benchmarks unless --no-bench);
+#   3. the wheel installed into a fresh venv (system site packages: torch,
+#      numpy, pytest), and the Python tests, GPU included, against it.
+#   tools/gpu_run.sh [--no-bench]
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/oxide-gpu-out}
+mkdir -p "$OUT"
+rm -rf build-gpu wheel-x && cp -r .carry/build-gpu build-gpu || exit 1
+python3 -m zipfile -e dist/oxide_kernels-*.whl wheel-x >/dev/null || exit 1
+cp wheel-x/oxide/liboxide.so build-gpu/liboxide.so.0.1.0
+mkdir -p build-gpu/lib && cp wheel-x/oxide_kernels.libs/* build-gpu/lib/ 2>/dev/null
+export LD_LIBRARY_PATH="$PWD/build-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+status=0
+# the suite's Python step would use the repository's package: the wheel test below replaces it
+OXIDE_SKIP_REPO_PYTHON=1 bash tools/gpu_suite.sh build-gpu "${1:-}" || status=1
+OXIDE_TEST_GPU=1 bash tools/test_wheel.sh --system-site-packages 2>&1 | tail -25 | tee "$OUT/wheel_tests.log"
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+echo "gpu run status: $status"
+exit $status
