@@ -89,7 +89,7 @@ static void cuda_enumerate(void) {
     cuda_ready = NULL;
     return;
   }
-  cuda_count = n;
+  __atomic_store_n(&cuda_count, n, __ATOMIC_RELEASE); /* after cuda_devices: oxr_device_check reads both */
 }
 
 /* Allocates a stream's error record where `dev`'s kernels can write it: on
