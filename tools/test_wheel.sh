@@ -15,6 +15,12 @@ if [ "${1:-}" = --system-site-packages ]; then
   shift
   python3 -m venv --system-site-packages "$venv"
   "$venv/bin/python" -m pip install -q --no-index --no-deps "$wheel"
+  # pytest, numpy, torch may sit where a venv does not look (a user site):
+  # add the folders the system python finds them in, after the venv's own
+  site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  for m in pytest numpy torch cupy; do
+    python3 -c "import os, $m; print(os.path.dirname(os.path.dirname($m.__file__)))" 2>/dev/null
+  done | sort -u >"$site/oxide-test-system.pth"
 else
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install -q "$wheel" pytest numpy
