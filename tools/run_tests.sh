@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Every test suite: set up, build, then
 #   1. C/C++ tests and the examples on the CPU (ctest; GPU-labelled tests are
-#      run on a GPU machine by tools/gpu_suite.sh),
+#      run on a GPU machine by tools/gpu_suite.sh), and the installed C/C++
+#      package used by a project outside the repository (find_package,
+#      pkg-config, add_subdirectory: tools/test_cmake_package.sh),
 #   2. the same C tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #      (+ LeakSanitizer): API misuse, handles, the cache, threads included,
 #   3. the concurrency tests (ctest label "threads") under ThreadSanitizer,
@@ -20,6 +22,9 @@ step() { echo; echo "=== $*"; }
 
 step "C/C++ tests (ctest, CPU)"
 (cd "$BUILD" && ctest -LE gpu --output-on-failure -j"$JOBS") || status=1
+
+step "C/C++ package: install, find_package, pkg-config, add_subdirectory"
+bash tools/test_cmake_package.sh || status=1
 
 step "C tests under AddressSanitizer and UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DOXIDE_SANITIZE=ON -DOXIDE_LLVM_SHARED=ON >/dev/null

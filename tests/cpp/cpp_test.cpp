@@ -1,6 +1,6 @@
 // cpp_test - the C++ binding (bindings/cpp/oxide.hpp): vecadd and saxpy, then
 // errors as exceptions. Runs on the CPU, and on CUDA device 0 when one is usable.
-#include <oxide.hpp>
+#include <oxide/oxide.hpp>
 
 #include <cstdio>
 #include <string>
