@@ -228,7 +228,7 @@ static int dir_open(const char *path, bool create, char *why, size_t n) {
     snprintf(why, n, "it belongs to uid %u, not to this user (uid %u)", (unsigned)st.st_uid,
              (unsigned)geteuid());
   else if (st.st_mode & (S_IWGRP | S_IWOTH))
-    snprintf(why, n, "group or others may write to it (mode %03o)", (unsigned)(st.st_mode & 0777));
+    snprintf(why, n, "group or others may write to it: mode %03o", (unsigned)(st.st_mode & 0777));
   if (why[0]) {
     close(fd);
     return -1;
@@ -298,6 +298,7 @@ static char *entry_read(int fd, const struct stat *st, const char *key, size_t *
   unsigned char h[HDR_SIZE];
   uint32_t version, hsize;
   uint64_t l;
+  why[0] = 0;
   if (!S_ISREG(st->st_mode)) {
     snprintf(why, n, "not a regular file");
     return NULL;
@@ -307,7 +308,7 @@ static char *entry_read(int fd, const struct stat *st, const char *key, size_t *
     return NULL;
   }
   if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-    snprintf(why, n, "group or others may write to it (mode %03o)", (unsigned)(st->st_mode & 0777));
+    snprintf(why, n, "group or others may write to it: mode %03o", (unsigned)(st->st_mode & 0777));
     return NULL;
   }
   if (st->st_size < HDR_SIZE) {
@@ -399,7 +400,7 @@ static char *disk_get(const char *key, const char *ext, size_t *len) {
         struct timespec t[2];
         now_realtime(t);
         futimens(fd, t); /* its recency, for the LRU eviction */
-        debug_log("hit %s/%s (%zu bytes)", dir, name, *len);
+        debug_log("hit %s/%s (%zu bytes of code)", dir, name, *len);
       }
       close(fd);
     }
@@ -659,7 +660,7 @@ static void disk_put(const char *key, const char *ext, const void *data, size_t 
       unlinkat(dfd, tmp, 0);
     debug_log("cannot store %s/%s: %s", dir, name, strerror(err));
   } else {
-    debug_log("stored %s/%s (%llu bytes)", dir, name, (unsigned long long)size);
+    debug_log("stored %s/%s (%zu bytes of code)", dir, name, len);
     account(dfd, dir, size, limit);
   }
   close(dfd);
@@ -725,9 +726,21 @@ static void mem_remove(mem_entry **slot) {
   free(e);
 }
 
+/* Evicts the least recently used entries down to `limit` (the caller holds
+ * mem_lock); a lowered limit takes effect at the next get or put. */
+static void mem_trim(uint64_t limit) {
+  while (mem_bytes > limit && mem_tail) {
+    mem_entry *old = mem_tail;
+    debug_log("evicted %.64s from memory (%zu bytes)", old->key, old->len);
+    mem_remove(mem_slot(old->key));
+  }
+}
+
 static char *mem_get(const char *key, size_t *len) {
   char *r = NULL;
+  uint64_t limit = mem_limit(NULL);
   pthread_mutex_lock(&mem_lock);
+  mem_trim(limit);
   mem_entry *e = *mem_slot(key);
   if (e) {
     lru_unlink(e);
@@ -768,11 +781,7 @@ static void mem_put(const char *key, const char *data, size_t len) {
     lru_push_front(e);
     mem_bytes += mem_cost(e);
   }
-  while (mem_bytes > limit && mem_tail) { /* also when the limit was lowered */
-    mem_entry *old = mem_tail;
-    debug_log("evicted %.64s from memory (%zu bytes)", old->key, old->len);
-    mem_remove(mem_slot(old->key));
-  }
+  mem_trim(limit);
   pthread_mutex_unlock(&mem_lock);
 }
 
