@@ -57,7 +57,7 @@ static void debug_log(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 static void debug_log(const char *fmt, ...) {
   if (!debug_on())
     return;
-  char line[1024];
+  char line[2 * PATH_MAX];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
@@ -238,6 +238,13 @@ static int dir_open(const char *path, bool create, char *why, size_t n) {
 
 /* ------------------------------------------------------------- entries */
 
+static bool is_hex(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+      return false;
+  return true;
+}
+
 static void entry_name(char *buf, size_t n, const char *key, const char *ext) {
   snprintf(buf, n, "%.64s.%s", key, ext);
 }
@@ -337,7 +344,11 @@ static char *entry_read(int fd, const struct stat *st, const char *key, size_t *
     return NULL;
   }
   if (memcmp(h + 24, key, 64) != 0) {
-    snprintf(why, n, "it holds the entry of another key (%.16s...)", (const char *)h + 24);
+    char other[17]; /* shown only as hex: the bytes come from the file */
+    for (int i = 0; i < 16; i++)
+      other[i] = is_hex((const char *)h + 24 + i, 1) ? (char)h[24 + i] : '?';
+    other[16] = 0;
+    snprintf(why, n, "it holds the entry of another key (%s...)", other);
     return NULL;
   }
   char *data = malloc(l ? l : 1);
@@ -425,13 +436,6 @@ static void disk_touch(const char *key, const char *ext) {
 /* ------------------------------------------- eviction and cleaning up */
 
 enum { NAME_OTHER, NAME_ENTRY, NAME_TEMP, NAME_OLD_SHARD };
-
-static bool is_hex(const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-      return false;
-  return true;
-}
 
 /* What a name in the cache directory is; only Oxide's own names are ever
  * counted or removed, whatever else the directory holds. */
@@ -555,7 +559,8 @@ static uint64_t scan_dir(int dfd, const char *dir, uint64_t limit) {
   closedir(d);
   if (total > limit) {
     uint64_t target = limit - limit / 10, before = total;
-    qsort(items, n, sizeof *items, by_mtime);
+    if (n)
+      qsort(items, n, sizeof *items, by_mtime);
     for (size_t i = 0; i < n && total > target; i++)
       if (unlinkat(dfd, items[i].name, 0) == 0) {
         total -= items[i].size;
