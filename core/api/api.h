@@ -1,8 +1,8 @@
 /*
  * api.h - the api layer: what oxide.h promises on top of the layers below.
- * module.c compiles kernel text (front end -> IR -> backend), caches the
- * result and loads it on a device; launch.c checks and queues launches;
- * doctor.c reports the environment. Prefix: oxa_.
+ * module.c compiles kernel text (front end -> IR -> backend) and loads the
+ * result on a device; cache.c keeps compiled artifacts; launch.c checks and
+ * queues launches; doctor.c reports the environment. Prefix: oxa_.
  */
 #ifndef OXIDE_API_H
 #define OXIDE_API_H
@@ -95,6 +95,25 @@ oxa_kernel *oxa_kernel_get(const char *fn, ox_kernel h);
  * scalar or a NULL tensor). An argument count out of range, NULL args, or a
  * tensor handle that is not live is an error. */
 ox_status oxa_arg_tensors(const oxa_kernel *k, const ox_arg *args, int nargs, oxr_tensor **tens);
+
+/* The compiled-kernel cache (cache.c): artifacts by key (64 hex digits) and
+ * kind (`ext`: "cubin" or "o"), in memory and in the user's cache directory.
+ * Nothing here fails: an unusable directory or a damaged, foreign or unsafe
+ * entry is a miss (noted in the $OXIDE_DEBUG_CACHE log), and the next put
+ * replaces the entry. */
+/* False when $OXIDE_CACHE turns the cache off (both levels). */
+bool oxa_cache_enabled(void);
+/* The artifact (malloc'ed), from memory, else from a disk entry that passed
+ * every check; NULL on a miss. */
+char *oxa_cache_get(const char *key, const char *ext, size_t *len);
+/* Stores an artifact in memory and on disk (evicting the least recently used
+ * entries beyond the limits). */
+void oxa_cache_put(const char *key, const char *ext, const void *data, size_t len);
+/* Forgets an entry that passed the checks but does not load (`why`). */
+void oxa_cache_drop(const char *key, const char *ext, const char *why);
+/* Appends a one-line description (directory, whether it is used, limits) for
+ * `oxide doctor`. */
+void oxa_cache_report(oxb_str *out);
 
 /* Refuses a launch whose mutable argument shares memory with another. */
 ox_status oxa_check_overlap(const oxi_kernel *ki, oxr_tensor *const *tens, int nargs);

@@ -54,8 +54,9 @@ ox_status ox_doctor(char **out) {
     oxb_str_addf(&o, "  cuda:%d   %s, sm_%d, %d SMs, %d KiB shared per block\n", i, ox_device_name(d),
                  d->cc, d->multiprocessors, d->max_shared_per_block / 1024);
   }
-  const char *dir = ox_cache_dir();
-  oxb_str_addf(&o, "cache      %s\n", *dir ? dir : "off (OXIDE_CACHE=0)");
+  oxb_str_addf(&o, "cache      ");
+  oxa_cache_report(&o);
+  oxb_str_addf(&o, "\n");
   char buf[4200];
   const char *ptxas = oxa_find_ptxas(buf, sizeof buf);
   oxb_str_addf(&o, "ptxas      %s\n", ptxas ? ptxas : "not found (only needed to validate PTX in tests)");

@@ -1,13 +1,10 @@
-/* module.c - compiling kernel text, the compiled-kernel cache, loading, and
- * turning device-side error records into messages. */
+/* module.c - compiling kernel text (through the compiled-kernel cache,
+ * cache.c), loading, and turning device-side error records into messages. */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "api/api.h"
 #include "tile/tile.h"
@@ -121,124 +118,6 @@ static ox_status report_error(const oxr_errrec *rec) {
 static pthread_once_t reporter_once = PTHREAD_ONCE_INIT;
 static void install_reporter(void) { oxr_set_error_reporter(report_error); }
 
-/* ---------------------------------------------------------------- cache */
-
-const char *ox_cache_dir(void) {
-  static _Thread_local char buf[4096];
-  const char *off = getenv("OXIDE_CACHE");
-  if (off && (!strcmp(off, "0") || !strcmp(off, "off")))
-    return "";
-  const char *d = getenv("OXIDE_CACHE_DIR");
-  if (d && *d) {
-    snprintf(buf, sizeof buf, "%s", d);
-    return buf;
-  }
-  const char *x = getenv("XDG_CACHE_HOME");
-  if (x && *x) {
-    snprintf(buf, sizeof buf, "%s/oxide", x);
-    return buf;
-  }
-  const char *h = getenv("HOME");
-  snprintf(buf, sizeof buf, "%s/.cache/oxide", h && *h ? h : "/tmp");
-  return buf;
-}
-
-/* The in-memory cache: key -> artifact bytes, for the life of the process. */
-typedef struct mem_entry {
-  char key[65];
-  char *data;
-  size_t len;
-  struct mem_entry *next;
-} mem_entry;
-static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
-static mem_entry *mem_cache;
-
-static char *mem_get(const char *key, size_t *len) {
-  char *r = NULL;
-  pthread_mutex_lock(&mem_lock);
-  for (mem_entry *e = mem_cache; e; e = e->next)
-    if (!strcmp(e->key, key)) {
-      r = malloc(e->len ? e->len : 1);
-      if (r) {
-        memcpy(r, e->data, e->len);
-        *len = e->len;
-      }
-      break;
-    }
-  pthread_mutex_unlock(&mem_lock);
-  return r;
-}
-
-static void mem_put(const char *key, const char *data, size_t len) {
-  mem_entry *e = malloc(sizeof *e);
-  char *copy = malloc(len ? len : 1);
-  if (!e || !copy) {
-    free(e);
-    free(copy);
-    return;
-  }
-  memcpy(copy, data, len);
-  snprintf(e->key, sizeof e->key, "%s", key);
-  e->data = copy;
-  e->len = len;
-  pthread_mutex_lock(&mem_lock);
-  e->next = mem_cache;
-  mem_cache = e;
-  pthread_mutex_unlock(&mem_lock);
-}
-
-static void mkdirs(char *path) {
-  for (char *p = path + 1; *p; p++)
-    if (*p == '/') {
-      *p = 0;
-      mkdir(path, 0755);
-      *p = '/';
-    }
-  mkdir(path, 0755);
-}
-
-static void disk_path(char *buf, size_t n, const char *dir, const char *key, const char *ext) {
-  snprintf(buf, n, "%s/%.2s/%s.%s", dir, key, key + 2, ext);
-}
-
-static char *disk_get(const char *key, const char *ext, size_t *len) {
-  const char *dir = ox_cache_dir();
-  if (!*dir)
-    return NULL;
-  char path[4200];
-  disk_path(path, sizeof path, dir, key, ext);
-  return oxb_read_file(path, len);
-}
-
-/* Writes atomically: a unique temporary file in the same directory, then
- * rename(), so concurrent processes never see a partial entry. Failures are
- * not errors: the cache is an optimization. */
-static void disk_put(const char *key, const char *ext, const char *data, size_t len) {
-  const char *dir = ox_cache_dir();
-  if (!*dir)
-    return;
-  char path[4200], tmp[4300];
-  disk_path(path, sizeof path, dir, key, ext);
-  char *slash = strrchr(path, '/');
-  *slash = 0;
-  mkdirs(path);
-  *slash = '/';
-  static _Atomic unsigned counter;
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), counter++);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
-  if (fd < 0)
-    return;
-  size_t off = 0;
-  while (off < len) {
-    ssize_t w = write(fd, data + off, len - off);
-    if (w <= 0)
-      break;
-    off += (size_t)w;
-  }
-  if (close(fd) != 0 || off != len || rename(tmp, path) != 0)
-    unlink(tmp);
-}
-
 /* --------------------------------------------------------------- compile */
 
 ox_status oxa_entry(ox_device dev, const oxa_code *code, const oxi_kernel *ki, CUfunction *cu,
@@ -273,6 +152,40 @@ void oxa_code_free(ox_device dev, oxa_code *code) {
   code->jit = NULL;
 }
 
+/* Generates the artifact for `irm`: a cubin (PTX compiled by the driver) for
+ * CUDA, a host object for the CPU. */
+static ox_status generate(ox_device dev, const oxi_module *irm, const oxl_options *lo, char **art,
+                          size_t *len) {
+  bool cuda = dev->type == OX_DEVICE_CUDA;
+  ox_status s = oxl_generate(irm, lo, cuda ? OXL_OUT_PTX : OXL_OUT_OBJ, art, len);
+  if (!s && cuda) {
+    void *cubin;
+    size_t clen;
+    s = oxr_cuda_ptx_to_cubin(dev, *art, &cubin, &clen);
+    free(*art);
+    *art = s ? NULL : cubin;
+    *len = s ? 0 : clen;
+  }
+  return s;
+}
+
+/* Loads an artifact and resolves every kernel's entry point (the JIT links
+ * host code at the first lookup), so that an artifact that does not work
+ * fails here, while a cached one can still be replaced. */
+static ox_status load_code(ox_device dev, const oxi_module *irm, const char *art, size_t len,
+                           oxa_code *code) {
+  ox_status s = dev->type == OX_DEVICE_CUDA ? oxr_cuda_module_load(dev, art, &code->cu_mod)
+                                            : oxl_jit_load(art, len, &code->jit);
+  for (int i = 0; !s && i < irm->kernels.len; i++) {
+    CUfunction f;
+    oxr_cpu_kernel cpu = {0};
+    s = oxa_entry(dev, code, irm->kernels.items[i], &f, &cpu);
+  }
+  if (s)
+    oxa_code_free(dev, code);
+  return s;
+}
+
 ox_status oxa_build(ox_device dev, const oxi_module *irm, const char *source, const char *extra,
                     const ox_compile_options *opts, oxa_code *code, int *from_cache) {
   ox_compile_options o = *opts;
@@ -297,36 +210,29 @@ ox_status oxa_build(ox_device dev, const oxi_module *irm, const char *source, co
   oxb_hash_str(&h, extra); /* tile kernels: which kernel, with which generics */
   oxb_hash_final_hex(&h, key);
   const char *ext = cuda ? "cubin" : "o";
-  size_t len = 0;
-  char *art = NULL;
   /* OXIDE_CACHE=0 turns off both caches: the in-memory one too, so that a
    * compile always runs code generation (what people switch it off to get) */
-  if (!*ox_cache_dir())
-    o.no_cache = 1;
-  if (!o.no_cache) {
-    art = mem_get(key, &len);
-    if (!art && (art = disk_get(key, ext, &len)))
-      mem_put(key, art, len);
-    *from_cache = art != NULL;
-  }
+  bool cached = !o.no_cache && oxa_cache_enabled();
+  size_t len = 0;
+  char *art = cached ? oxa_cache_get(key, ext, &len) : NULL;
   ox_status s = OX_OK;
-  if (!art) {
-    s = oxl_generate(irm, &lo, cuda ? OXL_OUT_PTX : OXL_OUT_OBJ, &art, &len);
-    if (!s && cuda) {
-      void *cubin;
-      size_t clen;
-      s = oxr_cuda_ptx_to_cubin(dev, art, &cubin, &clen);
-      free(art);
-      art = s ? NULL : cubin;
-      len = s ? 0 : clen;
-    }
-    if (!s && !o.no_cache) {
-      mem_put(key, art, len);
-      disk_put(key, ext, art, len);
-    }
+  if (art && (s = load_code(dev, irm, art, len, code)) != OX_OK) {
+    /* an entry that passed the cache's checks yet does not load (a stale
+     * artifact): drop it and compile again, once */
+    oxa_cache_drop(key, ext, ox_last_error());
+    ox_clear_error();
+    free(art);
+    art = NULL;
+    s = OX_OK;
   }
-  if (!s)
-    s = cuda ? oxr_cuda_module_load(dev, art, &code->cu_mod) : oxl_jit_load(art, len, &code->jit);
+  *from_cache = art != NULL;
+  if (!art) {
+    s = generate(dev, irm, &lo, &art, &len);
+    if (!s)
+      s = load_code(dev, irm, art, len, code);
+    if (!s && cached) /* only code that loads is kept */
+      oxa_cache_put(key, ext, art, len);
+  }
   free(art);
   return s;
 }

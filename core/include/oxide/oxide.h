@@ -450,8 +450,10 @@ OX_API ox_status ox_emit(const char *source, const ox_compile_options *opts, ox_
                          ox_emit_kind kind, char **out);
 
 /** Directory of the on-disk compiled-kernel cache ($OXIDE_CACHE_DIR, else
- *  $XDG_CACHE_HOME/oxide, else ~/.cache/oxide), or "" when the cache is off
- *  ($OXIDE_CACHE=0). */
+ *  $XDG_CACHE_HOME/oxide, else $HOME/.cache/oxide, else the passwd entry's
+ *  home/.cache/oxide, else /tmp/oxide-cache-<uid>), or "" when the cache is
+ *  off ($OXIDE_CACHE=0). Only a path: the directory is used only if it is the
+ *  user's own and nobody else may write to it (docs/c-api.md, Cache). */
 OX_API const char *ox_cache_dir(void);
 
 /** Writes a report of the environment (driver, GPUs, LLVM, cache, ptxas) to a
