@@ -2,6 +2,7 @@
 // errors as exceptions. Runs on the CPU, and on CUDA device 0 when one is usable.
 #include <oxide/oxide.hpp>
 
+#include <array>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -132,11 +133,125 @@ static void run(oxide::Device dev) {
     EXPECT(ys[i] == 3.0f * (float)i);
 }
 
+// Everything else the header wraps: containers, f16/bf16 elements, dtype
+// checks, empty tensors, const outputs, views, fills, copies, events,
+// chains, DLPack, kernel signatures.
+static void run_more(oxide::Device dev) {
+  std::string msg;
+  // tensors from an initializer list, a std::array, a pointer and a size
+  auto a = oxide::Tensor::from_host(dev, {1.0f, 2.0f, 3.0f, 4.0f});
+  std::array<int32_t, 6> ai{1, 2, 3, 4, 5, 6};
+  auto b = oxide::Tensor::from_host(dev, ai, {2, 3});
+  double raw[3] = {0.5, 1.5, 2.5};
+  auto c = oxide::Tensor::from_host(dev, raw, 3);
+  EXPECT(a.to_host<float>() == (std::vector<float>{1, 2, 3, 4}));
+  EXPECT(b.shape() == (std::vector<int64_t>{2, 3}) && b.dtype() == OX_I32);
+  EXPECT(c.to_host<double>() == (std::vector<double>{0.5, 1.5, 2.5}));
+  // host copies check the element type both ways
+  EXPECT(status_of([&] { a.copy_from_host(std::vector<int32_t>{1, 2, 3, 4}); }, &msg) ==
+         OX_ERR_INVALID_ARGUMENT);
+  EXPECT(msg.find("holds f32, not i32") != std::string::npos);
+  a.copy_from_host({5.0f, 6.0f, 7.0f, 8.0f});
+  float back[4];
+  a.to_host(back, 4);
+  EXPECT(back[0] == 5 && back[3] == 8);
+
+  // f16 and bf16 elements: written and read back exactly (these values are representable)
+  std::vector<oxide::half> hv;
+  for (float f : {1.0f, -2.5f, 65504.0f, 5.9604645e-8f, 0.0f})
+    hv.push_back(oxide::half(f));
+  auto h = oxide::Tensor::from_host(dev, hv);
+  EXPECT(h.dtype() == OX_F16);
+  auto hb = h.to_host<oxide::half>();
+  EXPECT((float)hb[0] == 1.0f && (float)hb[1] == -2.5f && (float)hb[2] == 65504.0f &&
+         (float)hb[3] == 5.9604645e-8f && hb[4].bits == 0);
+  EXPECT(oxide::half(1e6f).bits == 0x7c00 && oxide::half(1.0f + 1.0f / 4096).bits == 0x3c00);
+  auto bf = oxide::Tensor::full(dev, OX_BF16, {3}, 3.0);
+  for (auto x : bf.to_host<oxide::bfloat16>())
+    EXPECT((float)x == 3.0f);
+
+  // an empty (moved-from) tensor is an error, not a crash or std::length_error
+  oxide::Tensor moved = std::move(c);
+  EXPECT(status_of([&] { (void)c.shape(); }, &msg) == OX_ERR_INVALID_ARGUMENT);
+  EXPECT(msg.find("empty") != std::string::npos && !c && moved);
+
+  // a const Tensor cannot be a kernel's output
+  auto m = oxide::Module::compile(dev, SAXPY, "saxpy.oxk");
+  auto saxpy = m.kernel("saxpy");
+  const oxide::Tensor out = oxide::Tensor::empty(dev, OX_F32, {4});
+  EXPECT(status_of([&] { saxpy.launch({{1}, {32}}, a, a, out, 1.0f, (uint64_t)4); }, &msg) ==
+         OX_ERR_INVALID_ARGUMENT);
+  EXPECT(msg.find("argument 3 ('out'): the kernel writes it, but the oxide::Tensor is const") !=
+         std::string::npos);
+  oxide::Tensor out2 = out; // a non-const reference to the same tensor is fine
+  saxpy.launch({{1}, {32}}, a, a, out2, 1.0f, (uint64_t)4);
+  EXPECT(out.to_host<float>() == (std::vector<float>{10, 12, 14, 16}));
+  EXPECT(saxpy.params().size() == 5 && std::string(saxpy.params()[2].name) == "out" &&
+         saxpy.params()[2].kind == OX_PARAM_DISJOINT && saxpy.params()[3].dtype == OX_F32);
+  EXPECT(!saxpy.is_unsafe());
+
+  // views, fills, copies
+  auto ar = oxide::Tensor::arange(dev, OX_F32, 0, 1, 12);
+  auto grid = ar.reshape({3, 4});
+  auto col = grid.transpose(0, 1).slice(0, 1, 2); // column 1 as a [1, 3] view
+  EXPECT(col.shape() == (std::vector<int64_t>{1, 3}) && !col.is_contiguous());
+  EXPECT(col.strides() == (std::vector<int64_t>{1, 4}));
+  auto dense = col.to(oxide::Device::cpu());
+  EXPECT(dense.is_contiguous() && dense.to_host<float>() == (std::vector<float>{1, 5, 9}));
+  auto bc = oxide::Tensor::from_host(dev, {7.0f}).broadcast_to({2, 2});
+  EXPECT(bc.is_read_only() && bc.strides() == (std::vector<int64_t>{0, 0}));
+  auto z = oxide::Tensor::zeros(dev, OX_F32, {2, 2});
+  z.copy_from(bc);
+  EXPECT(z.to_host<float>() == (std::vector<float>{7, 7, 7, 7}));
+  EXPECT(grid.partition({2, 2}).partition_grid() == (std::vector<int64_t>{2, 2}));
+  EXPECT(grid.partition_grid().empty());
+
+  // events time a stream's work
+  oxide::Stream s = dev.stream();
+  oxide::Event e0(dev), e1(dev);
+  e0.record(s);
+  saxpy.launch({{1}, {32}, &s}, a, a, out2, 2.0f, (uint64_t)4);
+  e1.record(s);
+  e1.synchronize();
+  EXPECT(e0.elapsed_ms(e1) >= 0);
+  s.wait(e1);
+  EXPECT(status_of([&] { oxide::Event never(dev); never.synchronize(); }, &msg) ==
+         OX_ERR_INVALID_ARGUMENT);
+
+  // a chain keeps its kernels' module alive after the Module object is gone
+  oxide::Chain chain(dev);
+  {
+    auto tmp = oxide::Module::compile(dev, SAXPY).kernel("saxpy");
+    chain.launch(tmp, {{1}, {32}}, a, a, out2, 3.0f, (uint64_t)4);
+  }
+  chain.copy(z, bc);
+  chain.run(&s);
+  s.synchronize();
+  EXPECT(out.to_host<float>() == (std::vector<float>{20, 24, 28, 32}));
+
+  // DLPack: out and back in without a copy
+  DLManagedTensorVersioned *dl = a.to_dlpack();
+  EXPECT(dl->dl_tensor.ndim == 1 && dl->dl_tensor.shape[0] == 4);
+  auto again = oxide::Tensor::from_dlpack(dl);
+  EXPECT(again.data() == a.data());
+  DLManagedTensor *legacy = grid.to_dlpack_legacy();
+  auto again2 = oxide::Tensor::from_dlpack(legacy);
+  EXPECT(again2.shape() == (std::vector<int64_t>{3, 4}));
+
+  // streams: CPU streams cannot wrap a CUstream; the per-thread stream exists
+  if (dev.type() == OX_DEVICE_CPU)
+    EXPECT(status_of([&] { dev.wrap_stream(nullptr); }) == OX_ERR_INVALID_ARGUMENT);
+  dev.per_thread_stream().synchronize();
+}
+
 int main() {
   try {
     run(oxide::Device::cpu());
-    if (oxide::Device::count(OX_DEVICE_CUDA) > 0)
+    run_more(oxide::Device::cpu());
+    if (oxide::Device::count(OX_DEVICE_CUDA) > 0) {
       run(oxide::Device::cuda(0));
+      run_more(oxide::Device::cuda(0));
+    }
     else
       std::printf("cpp_test: no GPU, CUDA part skipped\n");
     if (oxide::Device::count(OX_DEVICE_CUDA) == 0)
