@@ -4,12 +4,17 @@
  *
  * A public handle is not the object's address but a 64-bit value: the slot
  * index in this table (bits 0..27), the object's kind (bits 28..31) and the
- * slot's generation (bits 32..63, never 0). Releasing an object frees its
+ * slot's generation (bits 32..63, keyed as below; never 0). Releasing an object frees its
  * slot and bumps the generation, so a stale handle (used after release, or a
  * copy kept by a binding) no longer matches its slot and is refused, even
  * when the slot and the object's memory have been reused by another object.
  * A handle of the wrong kind, or any value that was never a handle, is
  * refused the same way, without touching memory outside the table.
+ *
+ * The generation is stored XORed with a random key drawn when this copy of
+ * liboxide makes its first handle, so that a process which loads two copies
+ * (two wheels, a wheel and a system library) has two handle spaces: a handle
+ * of one copy passed to the other is refused, except with odds of 2^-32.
  *
  * Slots live in chunks that are never freed or moved, so a lookup reads only
  * table memory and needs no lock: the slot's `id` (the live handle, or 0) is
@@ -20,6 +25,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "base/base.h"
 
@@ -40,6 +48,7 @@ typedef struct slot {
 static _Atomic(slot *) chunks[MAX_CHUNKS];
 static _Atomic uint32_t nslots; /* slots [0, nslots) exist */
 static uint32_t free_head;      /* index + 1 of the first free slot, 0 = none */
+static uint32_t key;            /* this copy of liboxide's key (see the top); set once */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static slot *slot_at(uint32_t i) {
@@ -47,9 +56,26 @@ static slot *slot_at(uint32_t i) {
   return &c[i & (CHUNK - 1)];
 }
 
+/* A random 32-bit key: getrandom, else a mix of the clock, the pid and an
+ * address of this copy's data (distinct between two loaded copies). */
+static uint32_t draw_key(void) {
+  uint32_t k = 0;
+  if (getrandom(&k, sizeof k, GRND_NONBLOCK) != (ssize_t)sizeof k) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    uint64_t x = (uint64_t)t.tv_nsec ^ (uint64_t)t.tv_sec << 20 ^ (uint64_t)getpid() << 40 ^
+                 (uint64_t)(uintptr_t)&key;
+    x ^= x >> 33, x *= 0xff51afd7ed558ccdull, x ^= x >> 33;
+    k = (uint32_t)x;
+  }
+  return k;
+}
+
 uint64_t oxb_handle_new(oxb_hkind kind, void *obj) {
   assert(kind > 0 && kind < 16 && obj);
   pthread_mutex_lock(&lock);
+  if (!key)
+    key = draw_key() | 1;
   uint32_t i;
   if (free_head) {
     i = free_head - 1;
@@ -71,10 +97,13 @@ uint64_t oxb_handle_new(oxb_hkind kind, void *obj) {
     atomic_store_explicit(&nslots, i + 1, memory_order_release);
   }
   slot *s = slot_at(i);
-  s->gen = s->gen + 1 ? s->gen + 1 : 1; /* 0 is never a generation: no handle is 0 */
+  /* a generation whose keyed value is 0 is skipped: no handle is 0 */
+  do
+    s->gen++;
+  while ((s->gen ^ key) == 0);
   s->next_free = 0;
   s->obj = obj;
-  uint64_t h = (uint64_t)s->gen << 32 | (uint64_t)kind << INDEX_BITS | i;
+  uint64_t h = (uint64_t)(s->gen ^ key) << 32 | (uint64_t)kind << INDEX_BITS | i;
   atomic_store_explicit(&s->id, h, memory_order_release);
   pthread_mutex_unlock(&lock);
   return h;
