@@ -1025,48 +1025,83 @@ def emit(source, kind="ptx", target=None, arch=None, filename=None, opt_level=0,
 # ------------------------------------------------------------------ kernels
 
 
-class Kernel:
+_ext.load({
+    "Tensor": Tensor, "Scalar": Scalar, "Stream": Stream,
+    "scalar_dtypes": {cls: _CODE[dt] for dt, cls in _SCALARS.items()},
+    "error": _args.error, "failure": _args.failure, "convert_other": _args.convert_other,
+})
+
+
+class _PureLaunch:
+    """Kernel launches through ctypes (_args.py has the rules), for when the
+    C extension is not used; its Launcher, the base of Kernel otherwise, has
+    the same methods."""
+
+    __slots__ = ()
+
+    def __call__(self, /, *args, **kwargs):
+        self._run(_L.ox_launch, args, kwargs)
+
+    def check(self, /, *args, **kwargs):
+        self._run(_L.ox_launch_check, args, kwargs)
+
+
+class Kernel(_ext.FAST.Launcher if _ext.FAST is not None else _PureLaunch):
     """One kernel of a module. Call it with its arguments, by position or by
     parameter name, and the launch's own keywords:
-    kernel(x, y, out, 2.0, grid=(n_blocks,), block=(256,), stream=None).
 
-    Arguments: oxide.Tensors, or any array with __dlpack__,
-    __cuda_array_interface__ or __array_interface__ (numpy, PyTorch, CuPy,
-    JAX...: used in place, without a copy) for tensor parameters; Python
-    numbers (typed by the parameter: an i32 parameter takes ints in its
-    range, an f32 one floats and exact ints), oxide.f32(x)-style scalars or
-    numpy scalars (whose dtype must match) for scalar parameters. `params`
-    lists the parameters. A kernel parameter named grid, block or stream can
-    be passed by position only.
+        kernel(x, y, out, 2.0, grid=(n_blocks,), block=(256,), stream=None)
+        kernel(x, y, out=out, alpha=2.0, grid=n_blocks, block=256)
 
-    A #[kernel] (SIMT) launch needs grid= and block=. A #[tile] kernel takes
-    neither: pass each `&mut Tensor` output as a partition (t.partition(tile));
-    the grid is its tile grid and the block the compiler's. A tile kernel
-    with atomic tensors and no output takes grid= from the call."""
+    It queues a launch on `stream` (None: the device's default stream).
+    grid and block: an int or a tuple of 1 to 3 ints. A #[kernel] (SIMT)
+    launch needs both. A #[tile] kernel takes neither: pass each
+    `&mut Tensor` output as a partition (t.partition(tile)); the grid is its
+    tile grid and the block the compiler's (a tile kernel with atomic
+    tensors and no output takes grid= from the call). A kernel parameter
+    named grid, block or stream can be passed by position only.
 
-    __slots__ = ("_h", "module", "name", "_sig", "_launcher")
+    Arguments: for tensor parameters, oxide.Tensors, or any array with
+    __dlpack__, __cuda_array_interface__ or __array_interface__ (numpy,
+    PyTorch, CuPy, JAX...), used in place without a copy; for scalar
+    parameters, Python numbers, typed by the parameter (an i32 takes ints in
+    its range; an f32 floats that stay finite and ints it holds exactly; a
+    bool True or False), or oxide.f32(x)-style scalars and numpy scalars,
+    whose dtype must be the parameter's. `params` lists the parameters.
 
-    def __init__(self):
+    Errors in the arguments or the launch contract raise at once
+    (ArgumentTypeError, ArgumentRangeError, InvalidArgumentError,
+    LaunchError; a tile kernel's first launch with new tile sizes compiles
+    it, and may raise CompileError); an out-of-bounds access of a SIMT
+    kernel raises BoundsError at the next synchronize. On the CPU device
+    the kernel has run when the call returns. `check(...)` checks a launch
+    the same way without running it."""
+
+    __slots__ = ("_h", "module", "name", "_sig")
+
+    def __init__(self, *args):
         raise TypeError("use module['name'] or module.name")
 
     @staticmethod
     def _entry(handle, dev):
-        """(handle, signature, launcher) of a kernel, made once per module:
-        the launcher is the C extension's, or None for the pure path."""
+        """(handle, signature, prototype) of a kernel, made once per module:
+        the prototype is the C extension's Launcher that Kernel objects are
+        copied from, or None for the pure path."""
         sig = _args.Signature(handle, dev)
-        launcher = None
-        if _ext.FAST is not None and len(sig.params) <= _ext.FAST.MAX_PARAMS:
+        proto = None
+        if _ext.FAST is not None:
             cuda = dev.type == "cuda"
-            launcher = _ext.FAST.Launcher(sig, handle, dev._h, int(not cuda),
-                                          dev.index if cuda else 0, dev.default_stream._h or 0)
-        return handle, sig, launcher
+            proto = _ext.FAST.Launcher(sig, handle, dev._h, int(not cuda),
+                                       dev.index if cuda else 0, dev.default_stream._h or 0)
+        return handle, sig, proto
 
     @classmethod
     def _make(cls, entry, module):
-        k = object.__new__(cls)
-        k._h, k._sig, k._launcher = entry
+        handle, sig, proto = entry
+        k = cls.__new__(cls) if proto is None else cls.__new__(cls, proto)
+        k._h, k._sig = handle, sig
         k.module = module  # the module must outlive the kernel handle
-        k.name = k._sig.kernel
+        k.name = sig.kernel
         return k
 
     @property
@@ -1086,9 +1121,10 @@ class Kernel:
         this way; one that does must agree with the partitions)."""
         _check(_L.ox_kernel_set_generic(self._h, name.encode(), int(value)))
 
-    def _run(self, fn, args, kwargs, grid, block, stream):
+    def _run(self, fn, args, kwargs):
         """The pure path: the arguments through _args, then ox_launch (or
         ox_launch_check) through ctypes."""
+        grid, block, stream = (kwargs.pop(k, None) for k in ("grid", "block", "stream"))
         cfg, argv, nargs, sh, temps = _args.prepare(self._sig, args, kwargs, grid, block, stream)
         try:
             status = fn(self._h, sh, None if cfg is None else C.byref(cfg), argv, nargs)
@@ -1098,33 +1134,5 @@ class Kernel:
         finally:
             temps.clear()  # the imported arrays: the launch holds what it needs
 
-    def __call__(self, /, *args, grid=None, block=None, stream=None, **kwargs):
-        """Queues a launch on `stream` (None: the device's default stream).
-        grid and block: an int or a tuple of 1 to 3 ints; None (for #[tile]
-        kernels) lets the launch choose: the output partition's tile grid and
-        the compiler's block. Errors in the arguments or the launch contract
-        raise at once (a tile kernel's first launch with new tile sizes
-        compiles it, and may raise CompileError); an out-of-bounds access of
-        a SIMT kernel raises BoundsError at the next synchronize. Arrays
-        passed for tensor parameters are used in place; on the CPU device the
-        kernel has run when the call returns."""
-        launcher = self._launcher
-        if launcher is not None:
-            return launcher(args, kwargs, grid, block, stream)
-        self._run(_L.ox_launch, args, kwargs, grid, block, stream)
-
-    def check(self, /, *args, grid=None, block=None, stream=None, **kwargs):
-        """Checks a launch like __call__ would, without running it."""
-        if self._launcher is not None:
-            return self._launcher.check(args, kwargs, grid, block, stream)
-        self._run(_L.ox_launch_check, args, kwargs, grid, block, stream)
-
     def __repr__(self):
         return f"<oxide.Kernel {self.name!r} ({self.num_params} params) on {self.module.device}>"
-
-
-_ext.load({
-    "Tensor": Tensor, "Scalar": Scalar, "Stream": Stream,
-    "scalar_dtypes": {cls: _CODE[dt] for dt, cls in _SCALARS.items()},
-    "error": _args.error, "failure": _args.failure, "convert_other": _args.convert_other,
-})

@@ -144,7 +144,7 @@ def error(sig, code, index, value=None, extra=None):
         return ValueErr(f"kernel '{k}' is a #[kernel] (SIMT) kernel: pass grid= and block= (only "
                         "#[tile] kernels take them from their output partitions)")
     if code == "half_config":
-        given, other = ("grid", "block") if extra == "block" else ("block", "grid")
+        given, other = extra, "block" if extra == "grid" else "grid"
         return ValueErr(f"kernel '{k}' is a #[kernel] (SIMT) kernel: pass {other}= with {given}= "
                         f"(a SIMT launch needs both: the threads of a block are never implied)")
     if code == "stream":

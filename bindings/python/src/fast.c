@@ -9,6 +9,7 @@
 fx_functions fx;
 int fx_ready;
 fx_objects fxo;
+PyTypeObject *fx_launcher_type;
 
 /* The functions init() needs, by name, and where each goes in `fx`. */
 static const struct {
@@ -196,6 +197,8 @@ static PyObject *init(PyObject *self, PyObject *args) {
       {&fxo.s_ai, "__array_interface__"},
       {&fxo.s_exchange, "__dlpack_c_exchange_api__"},
       {&fxo.s_stream, "stream"},
+      {&fxo.s_grid, "grid"},
+      {&fxo.s_block, "block"},
       {&fxo.s_max_version, "max_version"},
       {&fxo.s_shape, "shape"},
       {&fxo.s_typestr, "typestr"},
@@ -246,6 +249,7 @@ PyMODINIT_FUNC PyInit__fast(void) {
     if (!s || PyTuple_SetItem(names, (Py_ssize_t)i, s)) /* steals s */
       Py_CLEAR(names);
   }
+  fx_launcher_type = (PyTypeObject *)launcher;
   if (!launcher || !names || PyModule_AddObject(m, "Launcher", launcher)) {
     Py_XDECREF(launcher);
     Py_XDECREF(names);

@@ -80,7 +80,7 @@ typedef struct fx_objects {
   PyObject *kw_cpu_legacy; /* {"stream": None} */
   /* interned attribute and key names */
   PyObject *s_h, *s_value, *s_dlpack, *s_dlpack_device, *s_cai, *s_ai, *s_exchange, *s_stream,
-      *s_max_version, *s_shape, *s_typestr, *s_data, *s_strides, *s_mask;
+      *s_grid, *s_block, *s_max_version, *s_shape, *s_typestr, *s_data, *s_strides, *s_mask;
 } fx_objects;
 
 extern fx_objects fxo;
@@ -126,6 +126,7 @@ int fx_failure(const fx_launcher *L, ox_status status, int config_null);
 
 /* launcher.c */
 extern PyType_Spec fx_launcher_spec;
+extern PyTypeObject *fx_launcher_type; /* made from the spec at import */
 
 /* scalars.c: a plain bool, int or float for scalar parameter i into *a.
  * Returns 1 when converted, 0 when the value needs the package's slower

@@ -12,6 +12,28 @@
 
 /* ------------------------------------------------------------ construction */
 
+/* Launcher(prototype): a copy of another launcher (of this type or a
+ * subclass: oxide.Kernel is one), which costs no lookup of the signature. */
+static PyObject *launcher_copy(PyTypeObject *type, PyObject *proto) {
+  fx_launcher *from = (fx_launcher *)proto;
+  fx_launcher *L = (fx_launcher *)PyType_GenericAlloc(type, 0);
+  if (!L)
+    return NULL;
+  L->sig = from->sig;
+  L->names = from->names;
+  Py_INCREF(L->sig);
+  Py_INCREF(L->names);
+  L->kernel = from->kernel;
+  L->device = from->device;
+  L->default_stream = from->default_stream;
+  L->cpu = from->cpu;
+  L->ordinal = from->ordinal;
+  L->tile = from->tile;
+  L->nparams = from->nparams;
+  memcpy(L->params, from->params, sizeof L->params);
+  return (PyObject *)L;
+}
+
 static PyObject *launcher_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
   PyObject *sig, *kernel, *device, *stream;
   int cpu, ordinal;
@@ -22,6 +44,14 @@ static PyObject *launcher_new(PyTypeObject *type, PyObject *args, PyObject *kwar
   if (kwargs && PyDict_Size(kwargs)) {
     PyErr_SetString(PyExc_TypeError, "Launcher() takes no keyword arguments");
     return NULL;
+  }
+  if (PyTuple_Size(args) == 1) {
+    PyObject *proto = PyTuple_GetItem(args, 0);
+    if (!PyType_IsSubtype(Py_TYPE(proto), fx_launcher_type)) {
+      PyErr_SetString(PyExc_TypeError, "Launcher(prototype): not a Launcher");
+      return NULL;
+    }
+    return launcher_copy(type, proto);
   }
   if (!PyArg_ParseTuple(args, "OO!O!iiO!:Launcher", &sig, &PyLong_Type, &kernel, &PyLong_Type,
                         &device, &cpu, &ordinal, &PyLong_Type, &stream))
@@ -101,8 +131,36 @@ static int param_index(const fx_launcher *L, PyObject *key) {
   return -1;
 }
 
-static int bind(fx_call *c, PyObject *args, PyObject *kwargs) {
+/* The launch's own keywords, taken out of a call's keywords. */
+typedef struct launch_kw {
+  PyObject *grid, *block, *stream; /* borrowed; Py_None when not given */
+} launch_kw;
+
+/* 1 if `key` is grid, block or stream (then set in *kw), 0 if not. */
+static int launch_keyword(PyObject *key, PyObject *value, launch_kw *kw) {
+  PyObject **slot = NULL;
+  if (key == fxo.s_grid)
+    slot = &kw->grid;
+  else if (key == fxo.s_block)
+    slot = &kw->block;
+  else if (key == fxo.s_stream)
+    slot = &kw->stream;
+  else if (PyUnicode_Check(key)) { /* a key built at run time: not interned */
+    if (!PyUnicode_CompareWithASCIIString(key, "grid"))
+      slot = &kw->grid;
+    else if (!PyUnicode_CompareWithASCIIString(key, "block"))
+      slot = &kw->block;
+    else if (!PyUnicode_CompareWithASCIIString(key, "stream"))
+      slot = &kw->stream;
+  }
+  if (slot)
+    *slot = value;
+  return slot != NULL;
+}
+
+static int bind(fx_call *c, PyObject *args, PyObject *kwargs, launch_kw *kw) {
   const fx_launcher *L = c->L;
+  kw->grid = kw->block = kw->stream = Py_None;
   Py_ssize_t npos = PyTuple_Size(args);
   if (npos < 0)
     return -1;
@@ -116,10 +174,12 @@ static int bind(fx_call *c, PyObject *args, PyObject *kwargs) {
   }
   for (int i = 0; i < L->nparams; i++)
     c->bound[i] = i < npos ? PyTuple_GetItem(args, i) : NULL;
-  if (kwargs && kwargs != Py_None) {
+  if (kwargs) {
     Py_ssize_t pos = 0;
     PyObject *key, *value;
     while (PyDict_Next(kwargs, &pos, &key, &value)) {
+      if (launch_keyword(key, value, kw))
+        continue;
       int j = param_index(L, key);
       if (j == -2)
         return -1;
@@ -330,20 +390,15 @@ static void finish(fx_call *c) {
 
 /* ------------------------------------------------------------ the launch */
 
-/* (args, kwargs, grid, block, stream): the arguments of Kernel.__call__. */
-static int prepare(fx_call *c, fx_launcher *L, PyObject *t, ox_launch_config *cfg,
-                   int *cfg_null) {
-  PyObject *args, *kwargs, *grid, *block, *stream;
+/* A call's positional arguments and keywords (NULL: none), as
+ * Kernel.__call__ gets them. */
+static int prepare(fx_call *c, fx_launcher *L, PyObject *args, PyObject *kwargs,
+                   ox_launch_config *cfg, int *cfg_null) {
+  launch_kw kw;
   c->L = L;
   c->ntemps = c->nkeep = 0;
-  if (!PyArg_UnpackTuple(t, "launch", 5, 5, &args, &kwargs, &grid, &block, &stream))
-    return -1;
-  if (!PyTuple_Check(args) || (kwargs != Py_None && !PyDict_Check(kwargs))) {
-    PyErr_SetString(PyExc_TypeError, "launch: (args tuple, kwargs dict or None, grid, block, "
-                                     "stream)");
-    return -1;
-  }
-  if (bind(c, args, kwargs) || config(L, grid, block, cfg, cfg_null) || launch_stream(c, stream))
+  if (bind(c, args, kwargs, &kw) || config(L, kw.grid, kw.block, cfg, cfg_null) ||
+      launch_stream(c, kw.stream))
     return -1;
   for (int i = 0; i < L->nparams; i++)
     if (convert(c, i)) {
@@ -353,11 +408,11 @@ static int prepare(fx_call *c, fx_launcher *L, PyObject *t, ox_launch_config *cf
   return 0;
 }
 
-static PyObject *run(fx_launcher *L, PyObject *t, int check) {
+static PyObject *run(fx_launcher *L, PyObject *args, PyObject *kwargs, int check) {
   fx_call c;
   ox_launch_config cfg;
   int cfg_null;
-  if (prepare(&c, L, t, &cfg, &cfg_null))
+  if (prepare(&c, L, args, kwargs, &cfg, &cfg_null))
     return NULL;
   const ox_launch_config *pc = cfg_null ? NULL : &cfg;
   ox_status st;
@@ -383,16 +438,11 @@ static PyObject *run(fx_launcher *L, PyObject *t, int check) {
 }
 
 static PyObject *launcher_call(PyObject *self, PyObject *args, PyObject *kwargs) {
-  if (kwargs && PyDict_Size(kwargs)) {
-    PyErr_SetString(PyExc_TypeError, "Launcher(args, kwargs, grid, block, stream) takes no "
-                                     "keyword arguments");
-    return NULL;
-  }
-  return run((fx_launcher *)self, args, 0);
+  return run((fx_launcher *)self, args, kwargs, 0);
 }
 
-static PyObject *launcher_check(PyObject *self, PyObject *args) {
-  return run((fx_launcher *)self, args, 1);
+static PyObject *launcher_check(PyObject *self, PyObject *args, PyObject *kwargs) {
+  return run((fx_launcher *)self, args, kwargs, 1);
 }
 
 static double now(void) {
@@ -401,26 +451,25 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* _bench(n, args, kwargs, grid, block, stream): the arguments converted
- * once, then n calls of ox_launch from C; the seconds they took. What the
- * launch costs without Python, for bench/python_launch.py. */
-static PyObject *launcher_bench(PyObject *self, PyObject *args) {
+/* _bench(n, *args, **kwargs): the arguments converted once, then n calls
+ * of ox_launch from C; the seconds they took. What the launch costs without
+ * Python, for bench/python_launch.py. */
+static PyObject *launcher_bench(PyObject *self, PyObject *args, PyObject *kwargs) {
   fx_launcher *L = (fx_launcher *)self;
   Py_ssize_t nargs = PyTuple_Size(args);
-  if (nargs != 6) {
-    PyErr_SetString(PyExc_TypeError, "_bench(n, args, kwargs, grid, block, stream)");
+  long n = nargs >= 1 ? PyLong_AsLong(PyTuple_GetItem(args, 0)) : -1;
+  if (n < 0) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_TypeError, "_bench(n, *args, **kwargs): n >= 0 launches");
     return NULL;
   }
-  long n = PyLong_AsLong(PyTuple_GetItem(args, 0));
-  PyObject *rest = PyTuple_GetSlice(args, 1, 6);
-  if ((n == -1 && PyErr_Occurred()) || !rest) {
-    Py_XDECREF(rest);
+  PyObject *rest = PyTuple_GetSlice(args, 1, nargs);
+  if (!rest)
     return NULL;
-  }
   fx_call c;
   ox_launch_config cfg;
   int cfg_null;
-  int bad = prepare(&c, L, rest, &cfg, &cfg_null);
+  int bad = prepare(&c, L, rest, kwargs, &cfg, &cfg_null);
   Py_DECREF(rest);
   if (bad)
     return NULL;
@@ -444,10 +493,12 @@ static PyObject *launcher_names(PyObject *self, void *closure) {
 }
 
 static PyMethodDef launcher_methods[] = {
-    {"check", launcher_check, METH_VARARGS,
-     "check(args, kwargs, grid, block, stream): checks the launch without running it."},
-    {"_bench", launcher_bench, METH_VARARGS,
-     "_bench(n, args, kwargs, grid, block, stream) -> seconds of n launches from C."},
+    {"check", (PyCFunction)(void (*)(void))launcher_check, METH_VARARGS | METH_KEYWORDS,
+     "check(*args, grid=None, block=None, stream=None, **kwargs): checks a launch like a call "
+     "would, without running it."},
+    {"_bench", (PyCFunction)(void (*)(void))launcher_bench, METH_VARARGS | METH_KEYWORDS,
+     "_bench(n, *args, **kwargs) -> seconds of n launches from C, the arguments converted "
+     "once."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -462,12 +513,13 @@ static PyType_Slot launcher_slots[] = {
     {Py_tp_call, (void *)launcher_call},
     {Py_tp_methods, launcher_methods},
     {Py_tp_getset, launcher_getset},
-    {Py_tp_doc, (void *)"Launcher(signature, kernel, device, cpu, ordinal, default_stream): "
-                        "launches one kernel; called as launcher(args, kwargs, grid, block, "
-                        "stream)."},
+    {Py_tp_doc, (void *)"Launcher(signature, kernel, device, cpu, ordinal, default_stream), or "
+                        "Launcher(prototype): launches one kernel when called as the kernel is "
+                        "(oxide.Kernel is a subclass)."},
     {0, NULL},
 };
 
 PyType_Spec fx_launcher_spec = {
-    "oxide._fast.Launcher", sizeof(fx_launcher), 0, Py_TPFLAGS_DEFAULT, launcher_slots,
+    "oxide._fast.Launcher", sizeof(fx_launcher), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    launcher_slots,
 };
