@@ -107,7 +107,7 @@ static PyObject *make_typestrs(void) {
         int size = kinds[k].sizes[s];
         if (o == 3 && size > 1)
           continue; /* the other byte order: only where it does not matter */
-        char key[8];
+        char key[16];
         snprintf(key, sizeof key, "%c%c%d", orders[o], kinds[k].kind, size);
         PyObject *v = Py_BuildValue("(ii)", kinds[k].code, 8 * size);
         if (!v || PyDict_SetItemString(d, key, v)) {
