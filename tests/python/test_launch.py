@@ -717,3 +717,77 @@ def test_threads(saxpy):
     for t in ts:
         t.join()
     assert not errors, errors
+
+
+# ------------------------------------------------------------------ CUDA
+
+
+@pytest.mark.gpu
+def test_cuda_torch_tensors_directly():
+    torch = pytest.importorskip("torch")
+    dev = oxide.device("cuda")
+    k = oxide.compile(SAXPY, device=dev).saxpy
+    n = 1 << 20
+    x = torch.arange(n, dtype=torch.float32, device="cuda")
+    y = torch.full((n,), 10.0, device="cuda")
+    for run in paths(k):
+        o = torch.zeros(n, device="cuda")
+        run(x, y, o, 2.0, grid=n // 256, block=256)
+        dev.synchronize()
+        assert torch.equal(o, 2 * x + 10)
+        # the producer's pending work (on its current stream, a side stream
+        # here) is ordered before the launch, on Oxide's default stream
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(50_000_000)
+            x2 = torch.full((n,), 3.0, device="cuda")
+            o2 = torch.zeros(n, device="cuda")
+            run(x2, y, o2, 2.0, grid=n // 256, block=256)
+        dev.synchronize()
+        assert o2.min().item() == 16.0 and o2.max().item() == 16.0
+        # and before a launch on an Oxide stream of its own
+        s = dev.stream()
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(50_000_000)
+            x3 = torch.full((n,), 4.0, device="cuda")
+            o3 = torch.zeros(n, device="cuda")
+            run(x3, y, o3, 2.0, grid=n // 256, block=256, stream=s)
+        s.synchronize()
+        assert o3.min().item() == 18.0 and o3.max().item() == 18.0
+    print("torch", torch.__version__, "C exchange API:",
+          hasattr(torch.Tensor, "__dlpack_c_exchange_api__"))
+
+
+@pytest.mark.gpu
+def test_cuda_array_interface():
+    torch = pytest.importorskip("torch")
+    dev = oxide.device("cuda")
+    k = oxide.compile(SAXPY, device=dev).saxpy
+    n = 1 << 20
+    x = torch.arange(n, dtype=torch.float32, device="cuda")
+    y = torch.full((n,), 10.0, device="cuda")
+    for run in paths(k):
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(50_000_000)
+            x2 = torch.full((n,), 3.0, device="cuda")
+        o = torch.zeros(n, device="cuda")
+        torch.cuda.synchronize()  # o's zeros are in place; x2 is not known to be
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(50_000_000)
+            x2.fill_(5.0)
+        # only the interface's v3 "stream" says where x2's pending write is
+        cai = dict(x2.__cuda_array_interface__, version=3, stream=side.cuda_stream)
+        run(Interface(x2, cai, cuda=True), Interface(y, y.__cuda_array_interface__, cuda=True),
+            Interface(o, o.__cuda_array_interface__, cuda=True), 2.0, grid=n // 256, block=256)
+        dev.synchronize()
+        assert o.min().item() == 20.0 and o.max().item() == 20.0
+
+
+@pytest.mark.gpu
+def test_cuda_rejects_cpu_arrays():
+    dev = oxide.device("cuda")
+    k = oxide.compile(SAXPY, device=dev).saxpy
+    x, y, o = arrays()
+    raises(oxide.InvalidArgumentError, r"argument 1 \('x'\): the tensor is on CPU .*the launch on",
+           k, x, y, o, 1.0, grid=1, block=8)
