@@ -184,6 +184,13 @@ def test_binding_errors(saxpy):
     # a key made at run time (not interned) binds as well
     name = "".join(["al", "pha"])
     assert both(saxpy, x, y, o, **{name: 1.0}, grid=1, block=8) is None
+    for run in paths(saxpy):
+        with pytest.raises(oxide.ArgumentTypeError) as e:
+            run(x, y, o, grid=1, block=8)
+        assert e.value.status_name == "OX_ERR_INVALID_ARGUMENT"
+        with pytest.raises(oxide.ArgumentRangeError) as e:
+            run(np.zeros(8, np.int32), y, o, 1e300, grid=1, block=8)
+        assert e.value.status_name == "OX_ERR_INVALID_ARGUMENT"
     assert issubclass(oxide.ArgumentTypeError, oxide.InvalidArgumentError)
     assert issubclass(oxide.ArgumentTypeError, TypeError)
     assert issubclass(oxide.ArgumentRangeError, OverflowError)

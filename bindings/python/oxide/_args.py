@@ -122,11 +122,19 @@ def error(sig, code, index, value=None, extra=None):
     if 0 <= index < len(sig.params):
         p = sig.params[index]
         at = f"kernel '{k}', argument {index + 1} ('{p.name}'): "
-    TypeErr, RangeErr, ValueErr = pkg.ArgumentTypeError, pkg.ArgumentRangeError, pkg.InvalidArgumentError
+    def TypeErr(msg):  # noqa: N802 (the classes, with the status of every argument error)
+        return pkg.ArgumentTypeError(msg, D.OX_ERR_INVALID_ARGUMENT)
+
+    def RangeErr(msg):  # noqa: N802
+        return pkg.ArgumentRangeError(msg, D.OX_ERR_INVALID_ARGUMENT)
+
+    def ValueErr(msg):  # noqa: N802
+        return pkg.InvalidArgumentError(msg, D.OX_ERR_INVALID_ARGUMENT)
+
     if code == "too_many":
+        listed = f" ({', '.join(sig.names)})" if sig.names else ""
         return TypeErr(f"kernel '{k}' takes {len(sig.params)} argument"
-                       f"{'' if len(sig.params) == 1 else 's'} ({', '.join(sig.names)}), got "
-                       f"{value} positional")
+                       f"{'' if len(sig.params) == 1 else 's'}{listed}, got {value} positional")
     if code == "unexpected":
         return TypeErr(f"kernel '{k}' got an unexpected keyword argument '{value}' (its "
                        f"parameters: {', '.join(sig.names) or 'none'})")
