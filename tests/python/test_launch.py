@@ -664,6 +664,30 @@ def test_arrays_are_released(saxpy):
     assert [sys.getrefcount(a) for a in (x, y, o)] == refs
 
 
+def test_keywords_changed_during_a_launch(saxpy):
+    # C code may call a kernel with a dict it keeps (PyObject_Call): a
+    # __dlpack__ that empties it must not free the other arguments under the launch
+    call = C.PYFUNCTYPE(C.py_object, C.py_object, C.py_object, C.py_object)(
+        ("PyObject_Call", C.pythonapi))
+    x = np.arange(8, dtype=np.float32)
+    d = {}
+
+    class Clearing:
+        def __dlpack__(self, stream=None, max_version=None):
+            d.clear()
+            return x.__dlpack__(stream=stream)
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    for _ in range(20):
+        out = np.zeros(8, np.float32)
+        d.update(x=Clearing(), y=np.full(8, 10.0, np.float32), out=out,
+                 alpha=np.float32(2.0), grid=1, block=8)
+        call(saxpy, (), d)
+        assert out.tolist() == [2.0 * i + 10 for i in range(8)]
+
+
 def test_kernel_objects_are_freed(saxpy):
     m = saxpy.module
     counts = []

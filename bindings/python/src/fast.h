@@ -112,7 +112,8 @@ typedef struct fx_call {
   fx_launcher *L;
   PyObject *stream_obj; /* the call's stream= (None or an oxide.Stream) */
   ox_stream stream;     /* its handle; NULL: the device's default stream */
-  PyObject *bound[FX_MAX_PARAMS]; /* borrowed: the call's arguments in parameter order */
+  PyObject *bound[FX_MAX_PARAMS]; /* the call's arguments in parameter order */
+  int owns;             /* 1 once bound[] and stream_obj hold references */
   ox_arg args[FX_MAX_PARAMS];
   ox_tensor temps[FX_MAX_PARAMS]; /* tensors imported for this launch */
   int ntemps;

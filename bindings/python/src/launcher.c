@@ -285,7 +285,6 @@ static int config(const fx_launcher *L, PyObject *grid, PyObject *block, ox_laun
  * stream when the arguments are torch tensors (_args.launch_stream is the
  * pure path's). */
 static int launch_stream(fx_call *c, PyObject *stream) {
-  c->stream_obj = stream;
   c->stream = NULL;
   if (stream == Py_None)
     return 0;
@@ -380,6 +379,12 @@ static int convert(fx_call *c, int i) {
 }
 
 static void finish(fx_call *c) {
+  if (c->owns) { /* the arguments, held while Python code (conversions) may run */
+    for (int i = 0; i < c->L->nparams; i++)
+      Py_DECREF(c->bound[i]);
+    Py_DECREF(c->stream_obj);
+    c->owns = 0;
+  }
   for (int i = 0; i < c->ntemps; i++)
     fx.tensor_release(c->temps[i]); /* the launch holds what it needs */
   c->ntemps = 0;
@@ -396,16 +401,22 @@ static int prepare(fx_call *c, fx_launcher *L, PyObject *args, PyObject *kwargs,
                    ox_launch_config *cfg, int *cfg_null) {
   launch_kw kw;
   c->L = L;
-  c->ntemps = c->nkeep = 0;
-  if (bind(c, args, kwargs, &kw) || config(L, kw.grid, kw.block, cfg, cfg_null) ||
-      launch_stream(c, kw.stream))
+  c->ntemps = c->nkeep = c->owns = 0;
+  if (bind(c, args, kwargs, &kw))
     return -1;
+  /* a conversion may run Python code (a __dlpack__), which could change a
+   * keywords dict passed as **kwargs: hold what was bound from it */
   for (int i = 0; i < L->nparams; i++)
-    if (convert(c, i)) {
-      finish(c);
-      return -1;
-    }
-  return 0;
+    Py_INCREF(c->bound[i]);
+  Py_INCREF(kw.stream);
+  c->stream_obj = kw.stream;
+  c->owns = 1;
+  int bad = config(L, kw.grid, kw.block, cfg, cfg_null) || launch_stream(c, kw.stream);
+  for (int i = 0; i < L->nparams && !bad; i++)
+    bad = convert(c, i);
+  if (bad)
+    finish(c);
+  return bad ? -1 : 0;
 }
 
 static PyObject *run(fx_launcher *L, PyObject *args, PyObject *kwargs, int check) {
