@@ -7,7 +7,8 @@
 #   2. the same C tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #      (+ LeakSanitizer): API misuse, handles, the cache, threads included,
 #   3. the concurrency tests (ctest label "threads") under ThreadSanitizer,
-#   4. Python (pytest) and Rust (cargo test) bindings,
+#   4. Python (pytest, twice: through the C extension, and with
+#      OXIDE_PURE_PYTHON=1 through ctypes) and Rust (cargo test) bindings,
 #   5. the Python wheel (tools/build_wheel.sh) installed into a fresh virtual
 #      environment, and the Python tests against the installed package,
 #   6. the front-end fuzzer for a bounded time ($OXIDE_FUZZ_SECONDS, default 120).
@@ -39,14 +40,17 @@ cmake --build build-tsan -j"$JOBS" >/dev/null
 (cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
    ctest -L threads --output-on-failure -j"$JOBS") || status=1
 
-step "Python tests (pytest)"
+step "Python tests (pytest): the C extension's launch path, then the pure ctypes path"
 if [ -d tests/python ]; then
-  OXIDE_LIBRARY="$PWD/$BUILD/liboxide.so" PYTHONPATH="$PWD/bindings/python" \
+  # OXIDE_TEST_FAST=1: the extension (built next to liboxide) must be the one in use
+  OXIDE_LIBRARY="$PWD/$BUILD/liboxide.so" PYTHONPATH="$PWD/bindings/python" OXIDE_TEST_FAST=1 \
+    python3 -m pytest -q tests/python || status=1
+  OXIDE_LIBRARY="$PWD/$BUILD/liboxide.so" PYTHONPATH="$PWD/bindings/python" OXIDE_PURE_PYTHON=1 \
     python3 -m pytest -q tests/python || status=1
 fi
 
 step "Python wheel: build, install into a fresh venv, test the installed package"
-{ bash tools/build_wheel.sh && bash tools/test_wheel.sh; } || status=1
+{ bash tools/build_wheel.sh && OXIDE_TEST_FAST=1 bash tools/test_wheel.sh; } || status=1
 
 step "Rust tests (cargo test)"
 if [ -f bindings/rust/Cargo.toml ]; then

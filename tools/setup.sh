@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for p in build-essential cmake llvm-19-dev libzstd-dev zlib1g-dev python3; do
+# python3-dev: CPython's headers, for the Python extension oxide._fast
+for p in build-essential cmake llvm-19-dev libzstd-dev zlib1g-dev python3 python3-dev; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 command -v cargo >/dev/null 2>&1 || need+=(cargo)

@@ -5,7 +5,8 @@
     mod = oxide.compile(source, device=dev)
     a = oxide.tensor([1.0, 2.0], device=dev)  # f32 unless dtype= says otherwise
     c = oxide.empty(2, "f32", dev)
-    mod.scale(a, c, oxide.f32(2.0), grid=1, block=256)
+    mod.scale(a, c, 2.0, grid=1, block=256)   # 2.0 takes the parameter's dtype
+    mod.scale(a, c=c, alpha=2.0, grid=1, block=256)  # or by name
     dev.default_stream.synchronize()          # out-of-bounds accesses surface here
     c.tolist()
 
@@ -15,28 +16,33 @@
     mod.add(z.partition((128,)), x, y)        # no grid=/block=: one block per tile
 
 A thin layer over liboxide's C API (oxide.h) through ctypes; the C declarations
-are generated from the header (bindings/gen/gen_decls.py). Every failing call
-raises an OxideError subclass carrying Oxide's message.
+are generated from the header (bindings/gen/gen_decls.py). Kernels launch
+through the C extension oxide._fast when it is there (see _ext.py), else
+through ctypes, with the same rules (_args.py). Every failing call raises an
+OxideError subclass carrying Oxide's message.
 """
 import ctypes as C
 import math
 import numbers
 import os
+import re
 import struct
 import sys
 
+from . import _args
 from . import _decls as D
 from . import _dlpack
+from . import _ext
 from ._lib import lib as _L
 
 __all__ = [
-    "OxideError", "InvalidArgumentError", "CompileError", "NotFoundError", "DeviceError",
+    "OxideError", "InvalidArgumentError", "ArgumentTypeError", "ArgumentRangeError", "CompileError", "NotFoundError", "DeviceError",
     "DriverError", "OutOfMemoryError", "LaunchError", "BoundsError", "FileError",
     "UnsupportedError", "InternalError",
     "Device", "Stream", "Tensor", "Module", "Kernel", "Scalar",
     "device", "default_device", "device_count", "tensor", "empty", "zeros", "full", "arange",
     "from_numpy", "from_dlpack",
-    "compile", "compile_file", "emit", "doctor", "version", "cache_dir", "DTYPES",
+    "compile", "compile_file", "emit", "doctor", "version", "cache_dir", "launch_path", "DTYPES",
     "bool_", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
 ]
 
@@ -55,6 +61,18 @@ class OxideError(Exception):
 
 class InvalidArgumentError(OxideError, ValueError):
     """A bad argument to a call or a launch (count, kind, dtype, device...)."""
+
+
+class ArgumentTypeError(InvalidArgumentError, TypeError):
+    """A kernel launch's arguments do not fit its parameters: too many, a
+    missing, repeated or unknown name, or a value of the wrong kind (a float
+    for an i32, a list for a tensor). Also a TypeError, as Python's own call
+    errors are."""
+
+
+class ArgumentRangeError(InvalidArgumentError, OverflowError):
+    """A number out of range for its parameter's dtype (2**40 for an i32, 1e300
+    for an f32). Also an OverflowError."""
 
 
 class CompileError(OxideError):
@@ -126,10 +144,18 @@ def version():
 
 
 def doctor():
-    """A report of the environment: driver, GPUs, LLVM, cache, ptxas."""
+    """A report of the environment: driver, GPUs, LLVM, cache, ptxas, and the
+    Python binding's launch path."""
     out = C.c_void_p()
     _check(_L.ox_doctor(C.byref(out)))
-    return _take_string(out)
+    report = _take_string(out)
+    return report + ("" if report.endswith("\n") else "\n") + f"python launch: {launch_path()}\n"
+
+
+def launch_path():
+    """How kernels are launched: "C extension (its path)", or "ctypes (why
+    the extension is not used)"."""
+    return f"C extension ({_ext.PATH})" if _ext.FAST else f"ctypes ({_ext.WHY})"
 
 
 def cache_dir():
@@ -896,7 +922,8 @@ class Module:
     """Compiled kernels of one source text, loaded on one device. Kernels are
     `module["name"]` or `module.name`; each keeps its module alive."""
 
-    # _kernels: name -> handle (not Kernel objects, which would make a cycle).
+    # _kernels: name -> (handle, signature, launcher), made once per kernel
+    # (not Kernel objects, which would make a cycle).
     # _opts: liboxide keeps the options' filename pointer for later messages
     # (bounds errors, launch contracts) without copying it, so it must live on.
     __slots__ = ("_h", "device", "_kernels", "_opts", "__weakref__")
@@ -922,12 +949,12 @@ class Module:
         return bool(_L.ox_module_from_cache(self._h))
 
     def __getitem__(self, name):
-        h = self._kernels.get(name)
-        if h is None:
+        entry = self._kernels.get(name)
+        if entry is None:
             out = C.c_void_p()
             _check(_L.ox_module_get_kernel(self._h, name.encode(), C.byref(out)))
-            h = self._kernels[name] = out.value
-        return Kernel._make(h, self)
+            entry = self._kernels[name] = Kernel._entry(out.value, self.device)
+        return Kernel._make(entry, self)
 
     def __getattr__(self, name):
         if name.startswith("_"):
@@ -936,6 +963,22 @@ class Module:
             return self[name]
         except NotFoundError as e:
             raise AttributeError(str(e)) from None
+
+    def kernel_names(self):
+        """The names of the module's kernels (#[kernel] and #[tile]).
+
+        liboxide has no call that lists a module's kernels: its message for
+        a kernel it does not have names them all, "no kernel '' in FILE (it
+        has 'a', 'b')", and this reads them from it."""
+        out = C.c_void_p()
+        if _L.ox_module_get_kernel(self._h, b"", C.byref(out)) != D.OX_ERR_NOT_FOUND:
+            return []
+        msg = _L.ox_last_error().decode(errors="replace")
+        at = msg.rfind("(it has ")
+        return re.findall(r"'([A-Za-z_][A-Za-z0-9_]*)'", msg[at:]) if at >= 0 else []
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self.kernel_names()))
 
     def __repr__(self):
         return f"<oxide.Module on {self.device}>"
@@ -982,46 +1025,95 @@ def emit(source, kind="ptx", target=None, arch=None, filename=None, opt_level=0,
 # ------------------------------------------------------------------ kernels
 
 
-def _dim3(v, what):
-    dims = (v,) if isinstance(v, int) else tuple(v)
-    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and 0 <= d < 1 << 32 for d in dims):
-        raise ValueError(f"{what} must be an int or a tuple of 1 to 3 ints in 0..2**32-1, got {v!r}")
-    return (C.c_uint32 * 3)(*dims, *(1,) * (3 - len(dims)))
+_ext.load({
+    "Tensor": Tensor, "Scalar": Scalar, "Stream": Stream,
+    "scalar_dtypes": {cls: _CODE[dt] for dt, cls in _SCALARS.items()},
+    "error": _args.error, "failure": _args.failure, "convert_other": _args.convert_other,
+})
 
 
-def _plain_number_error(kernel, i, x):
-    hint = {bool: "oxide.bool_", int: "oxide.i32, oxide.i64, oxide.u32, oxide.u64 ...",
-            float: "oxide.f32, oxide.f64 ..."}[type(x)]
-    return TypeError(
-        f"kernel '{kernel}', argument {i + 1}: a plain Python {type(x).__name__} ({x!r}) has no "
-        f"dtype, and Oxide does not convert scalars implicitly; wrap it, e.g. "
-        f"{hint.split(',')[0].rstrip(' .')}({x!r}) (choices: {hint})")
+class _PureLaunch:
+    """Kernel launches through ctypes (_args.py has the rules), for when the
+    C extension is not used; its Launcher, the base of Kernel otherwise, has
+    the same methods."""
+
+    __slots__ = ()
+
+    def __call__(self, /, *args, **kwargs):
+        self._run(_L.ox_launch, args, kwargs)
+
+    def check(self, /, *args, **kwargs):
+        self._run(_L.ox_launch_check, args, kwargs)
 
 
-class Kernel:
-    """One kernel of a module. Call it with tensors and typed scalars:
-    kernel(a, b, c, oxide.f32(2.0), grid=(n_blocks,), block=(256,), stream=None).
+class Kernel(_ext.FAST.Launcher if _ext.FAST is not None else _PureLaunch):
+    """One kernel of a module. Call it with its arguments, by position or by
+    parameter name, and the launch's own keywords:
 
-    A #[kernel] (SIMT) launch needs grid= and block=. A #[tile] kernel takes
-    neither: pass each `&mut Tensor` output as a partition (t.partition(tile));
-    the grid is its tile grid and the block the compiler's. A tile kernel
-    with atomic tensors and no output takes grid= from the call."""
+        kernel(x, y, out, 2.0, grid=(n_blocks,), block=(256,), stream=None)
+        kernel(x, y, out=out, alpha=2.0, grid=n_blocks, block=256)
 
-    __slots__ = ("_h", "module", "name")
+    It queues a launch on `stream` (None: the device's default stream).
+    grid and block: an int or a tuple of 1 to 3 ints. A #[kernel] (SIMT)
+    launch needs both. A #[tile] kernel takes neither: pass each
+    `&mut Tensor` output as a partition (t.partition(tile)); the grid is its
+    tile grid and the block the compiler's (a tile kernel with atomic
+    tensors and no output takes grid= from the call). A kernel parameter
+    named grid, block or stream can be passed by position only.
 
-    def __init__(self):
+    Arguments: for tensor parameters, oxide.Tensors, or any array with
+    __dlpack__, __cuda_array_interface__ or __array_interface__ (numpy,
+    PyTorch, CuPy, JAX...), used in place without a copy; for scalar
+    parameters, Python numbers, typed by the parameter (an i32 takes ints in
+    its range; an f32 floats that stay finite and ints it holds exactly; a
+    bool True or False), or oxide.f32(x)-style scalars and numpy scalars,
+    whose dtype must be the parameter's. `params` lists the parameters.
+
+    Errors in the arguments or the launch contract raise at once
+    (ArgumentTypeError, ArgumentRangeError, InvalidArgumentError,
+    LaunchError; a tile kernel's first launch with new tile sizes compiles
+    it, and may raise CompileError); an out-of-bounds access of a SIMT
+    kernel raises BoundsError at the next synchronize. On the CPU device
+    the kernel has run when the call returns. `check(...)` checks a launch
+    the same way without running it."""
+
+    __slots__ = ("_h", "module", "name", "_sig")
+
+    def __init__(self, *args):
         raise TypeError("use module['name'] or module.name")
 
+    @staticmethod
+    def _entry(handle, dev):
+        """(handle, signature, prototype) of a kernel, made once per module:
+        the prototype is the C extension's Launcher that Kernel objects are
+        copied from, or None for the pure path."""
+        sig = _args.Signature(handle, dev)
+        proto = None
+        if _ext.FAST is not None:
+            cuda = dev.type == "cuda"
+            proto = _ext.FAST.Launcher(sig, handle, dev._h, int(not cuda),
+                                       dev.index if cuda else 0, dev.default_stream._h or 0)
+        return handle, sig, proto
+
     @classmethod
-    def _make(cls, handle, module):
-        k = object.__new__(cls)
-        k._h, k.module = handle, module  # the module must outlive the kernel handle
-        k.name = _L.ox_kernel_name(handle).decode()
+    def _make(cls, entry, module):
+        handle, sig, proto = entry
+        k = cls.__new__(cls) if proto is None else cls.__new__(cls, proto)
+        k._h, k._sig = handle, sig
+        k.module = module  # the module must outlive the kernel handle
+        k.name = sig.kernel
         return k
 
     @property
     def num_params(self):
-        return _L.ox_kernel_num_params(self._h)
+        return len(self._sig.params)
+
+    @property
+    def params(self):
+        """The parameters, as written: a tuple of Param(name, kind, dtype,
+        rank, writable) named tuples (kind "scalar", "slice", "mut_slice",
+        "atomic_slice", "disjoint", "tensor", "tile" or "atomic_tensor")."""
+        return self._sig.params
 
     def set_generic(self, name, value):
         """Gives tile-kernel const generic `name` an explicit value for the
@@ -1029,69 +1121,18 @@ class Kernel:
         this way; one that does must agree with the partitions)."""
         _check(_L.ox_kernel_set_generic(self._h, name.encode(), int(value)))
 
-    def _prepare(self, args, grid, block):
-        argv = (D.ox_arg * max(len(args), 1))()
-        for i, x in enumerate(args):
-            a = argv[i]
-            if isinstance(x, Tensor):
-                a.kind, a.dtype, a.v.tensor = D.OX_ARG_TENSOR, D.OX_F32, x._h
-            elif isinstance(x, Scalar):
-                x._fill(a)
-            elif type(x) in (bool, int, float):
-                raise _plain_number_error(self.name, i, x)
-            elif "numpy" in sys.modules and isinstance(x, sys.modules["numpy"].generic):
-                # a numpy scalar carries its dtype: as explicit as oxide.f32(x)
-                dt = {v: k for k, v in _NUMPY.items()}.get(x.dtype.name)
-                if dt is None:
-                    raise TypeError(f"kernel '{self.name}', argument {i + 1}: numpy {x.dtype} has "
-                                    "no Oxide dtype")
-                _SCALARS[dt](x.item())._fill(a)
-            elif "numpy" in sys.modules and isinstance(x, sys.modules["numpy"].ndarray):
-                raise TypeError(f"kernel '{self.name}', argument {i + 1}: a numpy array; copy it "
-                                "to a device first with oxide.from_numpy(arr, device)")
-            else:
-                raise TypeError(f"kernel '{self.name}', argument {i + 1}: expected an "
-                                f"oxide.Tensor or a typed scalar, got {type(x).__name__}")
-        if grid is None and block is None:
-            # No config at all (a NULL one): a tile kernel takes it as zeros,
-            # while a SIMT kernel refuses it instead of running one thread.
-            return None, argv
-        zero = (C.c_uint32 * 3)()
-        cfg = D.ox_launch_config(zero if grid is None else _dim3(grid, "grid"),
-                                 zero if block is None else _dim3(block, "block"))
-        return cfg, argv
-
-    def _run(self, fn, args, grid, block, stream):
-        cfg, argv = self._prepare(args, grid, block)
-        status = fn(self._h, _stream_handle(stream), None if cfg is None else C.byref(cfg), argv,
-                    len(args))
-        if status == D.OX_OK:
-            return
-        # The C messages speak of the launch config; say what that is here.
-        msg = _L.ox_last_error().decode(errors="replace")
-        if status == D.OX_ERR_INVALID_ARGUMENT and cfg is None and msg.endswith(
-                "launch config is NULL"):
-            msg = (f"kernel '{self.name}' is a #[kernel] (SIMT) kernel: pass grid= and block= "
-                   "(only #[tile] kernels take them from their output partitions)")
-        elif "pass a NULL or zero launch config" in msg:
-            msg += " (from Python: leave out grid= and block=)"
-        elif "pass the grid in the launch config" in msg:
-            msg += " (from Python: pass grid=, and leave out block=)"
-        raise _ERRORS.get(status, OxideError)(msg, status)
-
-    def __call__(self, *args, grid=None, block=None, stream=None):
-        """Queues a launch on `stream` (None: the device's default stream).
-        grid and block: an int or a tuple of 1 to 3 ints; None (for #[tile]
-        kernels) lets the launch choose: the output partition's tile grid and
-        the compiler's block. Errors in the arguments or the launch contract
-        raise at once (a tile kernel's first launch with new tile sizes
-        compiles it, and may raise CompileError); an out-of-bounds access of
-        a SIMT kernel raises BoundsError at the next synchronize."""
-        self._run(_L.ox_launch, args, grid, block, stream)
-
-    def check(self, *args, grid=None, block=None, stream=None):
-        """Checks a launch like __call__ would, without running it."""
-        self._run(_L.ox_launch_check, args, grid, block, stream)
+    def _run(self, fn, args, kwargs):
+        """The pure path: the arguments through _args, then ox_launch (or
+        ox_launch_check) through ctypes."""
+        grid, block, stream = (kwargs.pop(k, None) for k in ("grid", "block", "stream"))
+        cfg, argv, nargs, sh, temps = _args.prepare(self._sig, args, kwargs, grid, block, stream)
+        try:
+            status = fn(self._h, sh, None if cfg is None else C.byref(cfg), argv, nargs)
+            if status != D.OX_OK:
+                raise _args.failure(self._sig, status,
+                                    _L.ox_last_error().decode(errors="replace"), cfg is None)
+        finally:
+            temps.clear()  # the imported arrays: the launch holds what it needs
 
     def __repr__(self):
         return f"<oxide.Kernel {self.name!r} ({self.num_params} params) on {self.module.device}>"
