@@ -48,6 +48,8 @@ pub enum ErrorKind {
     Io,
     Unsupported,
     Internal,
+    /// A CPU launch was stopped (ox_stream_cancel, or SIGINT).
+    Cancelled,
 }
 
 /// A failed Oxide call: the status and the message of `ox_last_error()`
@@ -96,6 +98,7 @@ impl Error {
             ffi::OX_ERR_BOUNDS => Bounds,
             ffi::OX_ERR_IO => Io,
             ffi::OX_ERR_UNSUPPORTED => Unsupported,
+            ffi::OX_ERR_CANCELLED => Cancelled,
             _ => Internal,
         }
     }
