@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -297,6 +298,23 @@ static void test_cancel_from_thread(ox_kernel k, uint32_t grid, uint32_t block) 
   double secs = fill_and_check(b, 3.0f, 100000);
   CHECK(secs < 5, "a launch on B took %.2f s while A spins", secs);
   CHECK(!atomic_load(&j.done), "the endless launch on A returned: %s", j.message);
+  /* a child forked now launches on A and B: the spinning launch stayed in
+   * the parent, and does not hold up A in the child */
+  if (k == g_spin) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+      alarm(20); /* a hang ends the child, and fails the check below */
+      int before = test_failures;
+      fill_and_check(a, 4.0f, 3000);
+      fill_and_check(b, 4.5f, 3000);
+      _exit(test_failures == before ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "launches in a child forked during a "
+          "launch failed (status %d)", status);
+  }
   /* a cancel of B (idle) changes nothing on A */
   CHECK_OK(ox_stream_cancel(b));
   sleep_ms(20);

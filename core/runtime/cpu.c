@@ -635,12 +635,20 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-/* fork() keeps only the forking thread: hold the lock across it so that the
+static pthread_mutex_t g_sig_mu = PTHREAD_MUTEX_INITIALIZER; /* ox_cancel_on_sigint */
+
+/* fork() keeps only the forking thread: hold the locks across it so that the
  * child gets the table in a consistent state, and let the child run launches
  * alone. A launch that another thread of the parent was running is gone in
  * the child: its slot is freed, so its stream is free too. */
-static void fork_prepare(void) { pthread_mutex_lock(&P.mu); }
-static void fork_parent(void) { pthread_mutex_unlock(&P.mu); }
+static void fork_prepare(void) {
+  pthread_mutex_lock(&g_sig_mu);
+  pthread_mutex_lock(&P.mu);
+}
+static void fork_parent(void) {
+  pthread_mutex_unlock(&P.mu);
+  pthread_mutex_unlock(&g_sig_mu);
+}
 static void fork_child(void) {
   P.nworkers = 0;
   uint32_t n = atomic_load(&P.nslots);
@@ -652,7 +660,11 @@ static void fork_child(void) {
   pthread_cond_init(&P.wake, NULL);
   pthread_cond_init(&P.done, NULL);
   pthread_mutex_unlock(&P.mu);
+  pthread_mutex_unlock(&g_sig_mu);
 }
+
+static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
+static void register_fork(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
 
 static void pool_init(void) {
   g_page = (size_t)sysconf(_SC_PAGESIZE);
@@ -670,7 +682,7 @@ static void pool_init(void) {
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
   }
-  pthread_atfork(fork_prepare, fork_parent, fork_child);
+  pthread_once(&g_fork_once, register_fork);
 }
 
 /* True while a launch runs on `s` (under P.mu). */
@@ -784,11 +796,10 @@ ox_status ox_stream_cancel(ox_stream s) {
 
 /* ox_cancel_on_sigint: the handler that was installed before ours. */
 static struct {
-  pthread_mutex_t mu;
   int count;      /* enabling calls not undone */
   bool installed; /* ours is installed (by us; someone may have replaced it) */
   struct sigaction prev;
-} SIG = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} SIG; /* under g_sig_mu */
 
 static void on_sigint(int sig, siginfo_t *info, void *uc) {
   int saved = errno;
@@ -815,7 +826,8 @@ static bool ours(const struct sigaction *sa) {
 
 ox_status ox_cancel_on_sigint(int enable) {
   ox_status st = OX_OK;
-  pthread_mutex_lock(&SIG.mu);
+  pthread_once(&g_fork_once, register_fork);
+  pthread_mutex_lock(&g_sig_mu);
   if (!enable && SIG.count == 0) {
     st = oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                        "ox_cancel_on_sigint(0) without a matching ox_cancel_on_sigint(1)");
@@ -842,6 +854,6 @@ ox_status ox_cancel_on_sigint(int enable) {
     }
     if (st && enable) SIG.count--;
   }
-  pthread_mutex_unlock(&SIG.mu);
+  pthread_mutex_unlock(&g_sig_mu);
   return st;
 }

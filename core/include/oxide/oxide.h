@@ -177,7 +177,8 @@ OX_API ox_status ox_stream_cancel(ox_stream s);
  *  previous handler back, unless someone replaced Oxide's handler meanwhile
  *  (theirs then stays). Language bindings call this around CPU launches
  *  (Python does, so that Ctrl-C stops a long CPU kernel and raises
- *  KeyboardInterrupt). Fails with OX_ERR_DRIVER if sigaction fails. */
+ *  KeyboardInterrupt). Fails with OX_ERR_INVALID_ARGUMENT for a 0 without a
+ *  matching 1, with OX_ERR_INTERNAL if sigaction fails. */
 OX_API ox_status ox_cancel_on_sigint(int enable);
 
 /* ---------------------------------------------------------------- events */
