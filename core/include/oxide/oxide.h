@@ -400,7 +400,10 @@ OX_API ox_status ox_launch_check(ox_kernel k, ox_stream s, const ox_launch_confi
 
 /** Checks the launch like ox_launch_check, then queues it on `s` (NULL: the
  *  device's default stream). Out-of-bounds accesses inside the kernel are
- *  reported by the next ox_stream_synchronize of `s`. */
+ *  reported by the next ox_stream_synchronize of `s`. On the CPU the grid runs
+ *  before this returns (after the previous launch on `s` has returned; launches
+ *  on other streams run at the same time); a launch stopped by
+ *  ox_stream_cancel returns OX_ERR_CANCELLED. */
 OX_API ox_status ox_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
                            const ox_arg *args, int nargs);
 
