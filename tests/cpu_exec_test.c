@@ -33,7 +33,7 @@ static ox_status launch(oxr_cpu_block_fn bf, oxr_cpu_thread_fn tf, uint32_t shar
                         void **args) {
   oxr_cpu_kernel k = {.block_fn = bf, .thread_fn = tf, .shared_bytes = shared};
   uint32_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-  return oxr_cpu_launch(&k, grid, block, args, NULL, 0);
+  return oxr_cpu_launch(&k, grid, block, args, NULL, 0, NULL);
 }
 
 static uint32_t linear_block(const oxr_cpu_ctx *c) {
@@ -69,7 +69,7 @@ static void test_block_fn(void) {
   void *args[] = {hits};
   oxr_cpu_kernel k = {.block_fn = k_blocks, .shared_bytes = 100};
   uint32_t grid[3] = {5, 4, 3}, block[3] = {2, 3, 4};
-  CHECK(oxr_cpu_launch(&k, grid, block, args, &g_err, 77) == OX_OK, "%s", ox_last_error());
+  CHECK(oxr_cpu_launch(&k, grid, block, args, &g_err, 77, NULL) == OX_OK, "%s", ox_last_error());
   for (int i = 0; i < 60; i++) CHECK(hits[i] == 1, "block %d ran %d times", i, hits[i]);
   CHECK(g_bad == 0, "bad indices/ctx seen %d times", g_bad);
   CHECK(g_err.flag == 1 && g_err.tag == 77, "error record not passed through");
@@ -340,11 +340,11 @@ static void test_validation(void) {
   oxr_cpu_kernel none = {0}, both = {.block_fn = k_count_blocks, .thread_fn = k_count};
   oxr_cpu_kernel ok = {.block_fn = k_count_blocks};
   uint32_t g[3] = {1, 1, 1}, b[3] = {1, 1, 1}, big[3] = {32, 32, 2}, zero[3] = {0, 1, 1};
-  CHECK(oxr_cpu_launch(&none, g, b, NULL, NULL, 0) == OX_ERR_INVALID_ARGUMENT, "no function");
-  CHECK(oxr_cpu_launch(&both, g, b, NULL, NULL, 0) == OX_ERR_INVALID_ARGUMENT, "two functions");
-  CHECK(oxr_cpu_launch(&ok, g, big, NULL, NULL, 0) == OX_ERR_LAUNCH, "2048 threads");
-  CHECK(oxr_cpu_launch(&ok, zero, b, NULL, NULL, 0) == OX_ERR_LAUNCH, "empty grid");
-  CHECK(oxr_cpu_launch(&ok, g, zero, NULL, NULL, 0) == OX_ERR_LAUNCH, "empty block");
+  CHECK(oxr_cpu_launch(&none, g, b, NULL, NULL, 0, NULL) == OX_ERR_INVALID_ARGUMENT, "no function");
+  CHECK(oxr_cpu_launch(&both, g, b, NULL, NULL, 0, NULL) == OX_ERR_INVALID_ARGUMENT, "two functions");
+  CHECK(oxr_cpu_launch(&ok, g, big, NULL, NULL, 0, NULL) == OX_ERR_LAUNCH, "2048 threads");
+  CHECK(oxr_cpu_launch(&ok, zero, b, NULL, NULL, 0, NULL) == OX_ERR_LAUNCH, "empty grid");
+  CHECK(oxr_cpu_launch(&ok, g, zero, NULL, NULL, 0, NULL) == OX_ERR_LAUNCH, "empty block");
 }
 
 int main(void) {

@@ -8,6 +8,9 @@
 
 #include "api/api.h"
 
+/* The backend's limit on a CPU kernel's stack is the executor's. */
+_Static_assert(OXL_CPU_STACK_MAX == OXR_CPU_STACK_MAX, "CPU stack limits differ");
+
 static const char *pkind_name(oxi_pkind k) {
   switch (k) {
   case OXI_P_SLICE: return "&[T]";
@@ -379,7 +382,7 @@ ox_status oxa_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, 
   }
   assert(j == k->nflat);
   if (s->dev->type == OX_DEVICE_CPU)
-    return oxr_cpu_launch(&k->cpu, grid, block, ptrs, s->err, k->tag);
+    return oxr_cpu_launch(&k->cpu, grid, block, ptrs, s->err, k->tag, s);
   vals[j] = (uint64_t)s->err_d;
   ptrs[j] = &vals[j];
   uint32_t tag = k->tag;

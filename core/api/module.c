@@ -141,6 +141,8 @@ ox_status oxa_entry(ox_device dev, const oxa_code *code, const oxi_kernel *ki, C
   else
     cpu->block_fn = (oxr_cpu_block_fn)(uintptr_t)fp;
   cpu->shared_bytes = (uint32_t)ki->shared_bytes;
+  cpu->stack_bytes = oxl_jit_stack_bytes(code->jit, name);
+  cpu->name = ki->name;
   return OX_OK;
 }
 

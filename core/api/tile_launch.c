@@ -312,7 +312,7 @@ ox_status oxa_tile_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *
     ptrs[i] = &vals[i];
   uint32_t g32[3] = {(uint32_t)grid[0], (uint32_t)grid[1], (uint32_t)grid[2]};
   if (s->dev->type == OX_DEVICE_CPU)
-    return oxr_cpu_launch(&sp->cpu, g32, block, ptrs, s->err, k->tag);
+    return oxr_cpu_launch(&sp->cpu, g32, block, ptrs, s->err, k->tag, s);
   vals[j] = (uint64_t)s->err_d;
   ptrs[j] = &vals[j];
   uint32_t tag = k->tag;

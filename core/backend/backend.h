@@ -22,6 +22,7 @@ typedef struct oxl_options {
   oxl_target target;
   int sm;        /* CUDA: 80, 86, 89, 90... */
   int opt_level; /* 0..3 */
+  uint32_t cpu_stack_max; /* CPU: the stack limit per thread; 0: OXL_CPU_STACK_MAX (tests lower it) */
 } oxl_options;
 
 /* Generates code for every kernel of `m`. On success *out holds malloc'ed
@@ -38,10 +39,26 @@ const char *oxl_target_id(oxl_target t);
  * block in turn) or "<name>.thread" (one thread, for kernels that synchronize). */
 void oxl_cpu_entry_name(const oxi_kernel *k, char *buf, size_t n);
 
-/* ---- the host JIT */
+/* The most stack one GPU thread of a CPU kernel may need (its entry point's
+ * frame and the frames of what it calls, as LLVM laid them out). A kernel that
+ * needs more fails to compile for the CPU. Equal to OXR_CPU_STACK_MAX
+ * (runtime.h; launch.c checks). 4 MiB: eight times the local memory a CUDA
+ * thread may have (512 KiB), so any kernel that can run on a GPU fits, while a
+ * block of 1024 fibers still reserves (not commits) only 4 GiB of addresses. */
+#define OXL_CPU_STACK_MAX (4u << 20)
+
+/* ---- the host JIT
+ * The CPU artifact (OXL_OUT_OBJ) is the host object followed by a table of the
+ * stack each kernel entry point needs, so that the number survives the
+ * compiled-kernel cache with the code it describes:
+ *   object bytes | records | u32 count | u32 records' bytes | "OXSTACK1"
+ * where a record is u32 stack bytes, u16 name length, the name (no NUL), all
+ * in host byte order. oxl_jit_load strips and parses it. */
 typedef struct oxl_jit oxl_jit;
 ox_status oxl_jit_load(const void *obj, size_t len, oxl_jit **out);
 void *oxl_jit_lookup(oxl_jit *j, const char *name);
+/* The stack bytes entry point `name` needs (from the table); 0 if unknown. */
+uint32_t oxl_jit_stack_bytes(const oxl_jit *j, const char *name);
 void oxl_jit_destroy(oxl_jit *j);
 
 #endif

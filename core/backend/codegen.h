@@ -41,6 +41,13 @@ struct cg_t {
   LLVMValueRef cpu_ctx; /* CPU: the oxr_cpu_ctx pointer */
   LLVMValueRef cpu_tid[3];
   LLVMValueRef gpu_err, gpu_tag, gpu_shared;
+  /* CPU: frame sizes LLVM reported while emitting (oxl_cpu_diagnostic) */
+  struct oxl_frame {
+    char *fn;
+    uint64_t bytes;
+  } *frames;
+  int nframes, cap_frames;
+  char *diag_error; /* the first error diagnostic LLVM reported, if any */
 };
 
 /* codegen.c */
@@ -56,5 +63,16 @@ ox_status oxl_cg_module(cg_t *C);
 /* target_cuda.c / target_cpu.c: generate the entry points of C->k */
 void oxl_cg_kernel_cuda(cg_t *C);
 void oxl_cg_kernel_cpu(cg_t *C);
+
+/* target_cpu.c, after optimization: adds the cancellation polls at loop
+ * back-edges and asks LLVM to report every function's frame size. */
+void oxl_cpu_finish(cg_t *C);
+/* The diagnostic handler of a CPU code generation (context: the cg_t): keeps
+ * the frame sizes and the first error. */
+void oxl_cpu_diagnostic(LLVMDiagnosticInfoRef di, void *cg);
+/* After emitting the object: appends the stack-size table (see backend.h) to
+ * *obj; fails with OX_ERR_COMPILE for a kernel whose stack need is above
+ * OXL_CPU_STACK_MAX or cannot be bounded. */
+ox_status oxl_cpu_stack_table(cg_t *C, char **obj, size_t *len);
 
 #endif

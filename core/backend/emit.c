@@ -101,6 +101,9 @@ ox_status oxl_generate(const oxi_module *m, const oxl_options *opt, oxl_output k
   LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
   LLVMSetModuleDataLayout(C.mod, td);
   LLVMDisposeTargetData(td);
+  bool cpu = opt->target == OXL_CPU;
+  if (cpu) /* collects frame sizes; also keeps LLVM from printing or exiting on its own */
+    LLVMContextSetDiagnosticHandler(C.ctx, oxl_cpu_diagnostic, &C);
   ox_status st = oxl_cg_module(&C);
   if (st == OX_OK) {
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
@@ -114,6 +117,8 @@ ox_status oxl_generate(const oxi_module *m, const oxl_options *opt, oxl_output k
       LLVMDisposeErrorMessage(msg);
     }
   }
+  if (st == OX_OK && cpu)
+    oxl_cpu_finish(&C);
   if (st == OX_OK) {
     if (kind == OXL_OUT_LLVM) {
       char *s = LLVMPrintModuleToString(C.mod);
@@ -138,6 +143,19 @@ ox_status oxl_generate(const oxi_module *m, const oxl_options *opt, oxl_output k
       }
     }
   }
+  if (st == OX_OK && C.diag_error)
+    st = oxb_set_error(OX_ERR_INTERNAL, "LLVM code generation failed: %s", C.diag_error);
+  if (st == OX_OK && cpu && kind == OXL_OUT_OBJ)
+    st = oxl_cpu_stack_table(&C, out, len);
+  if (st != OX_OK) {
+    free(*out);
+    *out = NULL;
+    *len = 0;
+  }
+  for (int i = 0; i < C.nframes; i++)
+    free(C.frames[i].fn);
+  free(C.frames);
+  free(C.diag_error);
   LLVMDisposeBuilder(C.b);
   LLVMDisposeModule(C.mod);
   LLVMContextDispose(C.ctx);
@@ -149,7 +167,57 @@ ox_status oxl_generate(const oxi_module *m, const oxl_options *opt, oxl_output k
 
 struct oxl_jit {
   LLVMOrcLLJITRef jit;
+  int nstacks;
+  struct {
+    char *name;
+    uint32_t bytes;
+  } *stacks; /* the stack-size table of the artifact */
 };
+
+/* Splits the stack-size table off the end of a CPU artifact (backend.h): on
+ * success *len is the object's length and j->stacks holds the table. */
+static ox_status read_stack_table(const char *art, size_t *len, oxl_jit *j) {
+  uint32_t count, tbytes;
+  size_t n = *len;
+  if (n < 16 || memcmp(art + n - 8, "OXSTACK1", 8) != 0)
+    return oxb_set_error(OX_ERR_INTERNAL, "host code without its stack-size table (not made by this "
+                                          "version of Oxide?)");
+  memcpy(&count, art + n - 16, 4);
+  memcpy(&tbytes, art + n - 12, 4);
+  if (tbytes > n - 16 || count > tbytes / 6 + 1)
+    return oxb_set_error(OX_ERR_INTERNAL, "host code with a damaged stack-size table");
+  const char *p = art + n - 16 - tbytes, *end = art + n - 16;
+  j->stacks = calloc(count ? count : 1, sizeof *j->stacks);
+  if (!j->stacks)
+    return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
+  for (uint32_t i = 0; i < count; i++) {
+    uint16_t nl;
+    if (end - p < 6)
+      return oxb_set_error(OX_ERR_INTERNAL, "host code with a damaged stack-size table");
+    memcpy(&j->stacks[i].bytes, p, 4);
+    memcpy(&nl, p + 4, 2);
+    p += 6;
+    if (end - p < nl || !(j->stacks[i].name = strndup(p, nl)))
+      return oxb_set_error(OX_ERR_INTERNAL, "host code with a damaged stack-size table");
+    j->nstacks++;
+    p += nl;
+  }
+  *len = n - 16 - tbytes;
+  return OX_OK;
+}
+
+static void free_stack_table(oxl_jit *j) {
+  for (int i = 0; i < j->nstacks; i++)
+    free(j->stacks[i].name);
+  free(j->stacks);
+}
+
+uint32_t oxl_jit_stack_bytes(const oxl_jit *j, const char *name) {
+  for (int i = 0; j && i < j->nstacks; i++)
+    if (strcmp(j->stacks[i].name, name) == 0)
+      return j->stacks[i].bytes;
+  return 0;
+}
 
 static ox_status jit_error(LLVMErrorRef e, const char *what) {
   char *msg = LLVMGetErrorMessage(e);
@@ -177,38 +245,41 @@ static float truncsfbf2(float f) {
 ox_status oxl_jit_load(const void *obj, size_t len, oxl_jit **out) {
   pthread_once(&init_once, init_llvm);
   *out = NULL;
-  LLVMOrcLLJITRef jit;
-  LLVMErrorRef e = LLVMOrcCreateLLJIT(&jit, NULL);
-  if (e)
-    return jit_error(e, "cannot create the host JIT");
+  oxl_jit *j = calloc(1, sizeof *j);
+  if (!j)
+    return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
+  ox_status st = read_stack_table(obj, &len, j);
+  LLVMErrorRef e = NULL;
+  const char *what = NULL;
+  if (!st) {
+    e = LLVMOrcCreateLLJIT(&j->jit, NULL);
+    what = "cannot create the host JIT";
+  }
   /* resolve libm and libc symbols (expf, memcpy...) from this process */
   LLVMOrcDefinitionGeneratorRef gen;
-  e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(jit), NULL, NULL);
-  if (e) {
-    LLVMOrcDisposeLLJIT(jit);
-    return jit_error(e, "cannot search this process's symbols");
+  if (!st && !e) {
+    e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(j->jit), NULL, NULL);
+    what = "cannot search this process's symbols";
   }
-  LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(jit), gen);
-  LLVMJITSymbolFlags callable = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0};
-  LLVMOrcCSymbolMapPair helper = {LLVMOrcLLJITMangleAndIntern(jit, "__truncsfbf2"),
-                                  {(LLVMOrcExecutorAddress)(uintptr_t)truncsfbf2, callable}};
-  e = LLVMOrcJITDylibDefine(LLVMOrcLLJITGetMainJITDylib(jit), LLVMOrcAbsoluteSymbols(&helper, 1));
-  if (e) {
-    LLVMOrcDisposeLLJIT(jit);
-    return jit_error(e, "cannot define the JIT's helpers");
+  if (!st && !e) {
+    LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(j->jit), gen);
+    LLVMJITSymbolFlags callable = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0};
+    LLVMOrcCSymbolMapPair helper = {LLVMOrcLLJITMangleAndIntern(j->jit, "__truncsfbf2"),
+                                    {(LLVMOrcExecutorAddress)(uintptr_t)truncsfbf2, callable}};
+    e = LLVMOrcJITDylibDefine(LLVMOrcLLJITGetMainJITDylib(j->jit), LLVMOrcAbsoluteSymbols(&helper, 1));
+    what = "cannot define the JIT's helpers";
   }
-  LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, len, "oxide-kernels");
-  e = LLVMOrcLLJITAddObjectFile(jit, LLVMOrcLLJITGetMainJITDylib(jit), buf);
-  if (e) {
-    LLVMOrcDisposeLLJIT(jit);
-    return jit_error(e, "cannot load host code");
+  if (!st && !e) {
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, len, "oxide-kernels");
+    e = LLVMOrcLLJITAddObjectFile(j->jit, LLVMOrcLLJITGetMainJITDylib(j->jit), buf);
+    what = "cannot load host code";
   }
-  oxl_jit *j = malloc(sizeof *j);
-  if (!j) {
-    LLVMOrcDisposeLLJIT(jit);
-    return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
+  if (e)
+    st = jit_error(e, what);
+  if (st) {
+    oxl_jit_destroy(j);
+    return st;
   }
-  j->jit = jit;
   *out = j;
   return OX_OK;
 }
@@ -226,8 +297,9 @@ void *oxl_jit_lookup(oxl_jit *j, const char *name) {
 void oxl_jit_destroy(oxl_jit *j) {
   if (!j)
     return;
-  LLVMErrorRef e = LLVMOrcDisposeLLJIT(j->jit);
+  LLVMErrorRef e = j->jit ? LLVMOrcDisposeLLJIT(j->jit) : NULL;
   if (e)
     LLVMConsumeError(e);
+  free_stack_table(j);
   free(j);
 }

@@ -6,15 +6,22 @@
  *                                        each other (LLVM may vectorize the loop);
  *   <name>.thread(ctx, args, tx, ty, tz) one thread, run on its own fiber, for
  *                                        kernels with barriers or warp operations.
- * `args` points to the flattened argument values, as for cuLaunchKernel. */
+ * `args` points to the flattened argument values, as for cuLaunchKernel.
+ *
+ * After optimization (oxl_cpu_finish) two things are added that the executor
+ * relies on: a poll of the launch's cancel word on every loop back-edge, so
+ * that a launch can be stopped (ox_stream_cancel), and the request that LLVM
+ * report each function's frame size, from which oxl_cpu_stack_table computes
+ * the stack each entry point needs (fiber stacks are sized from it). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/codegen.h"
 
 /* oxr_cpu_ctx field indices (runtime.h; keep in step). */
 enum { CTX_BLOCK_IDX, CTX_BLOCK_DIM, CTX_GRID_DIM, CTX_TAG, CTX_ERR, CTX_SHARED, CTX_SCHED,
-       CTX_BARRIER, CTX_SHFL, CTX_VOTE, CTX_LANE, CTX_NFIELDS };
+       CTX_BARRIER, CTX_SHFL, CTX_VOTE, CTX_LANE, CTX_CANCEL, CTX_NFIELDS };
 
 static LLVMTypeRef i32t(cg_t *C) { return LLVMInt32TypeInContext(C->ctx); }
 static LLVMTypeRef i64t(cg_t *C) { return LLVMInt64TypeInContext(C->ctx); }
@@ -22,7 +29,8 @@ static LLVMTypeRef ptr(cg_t *C) { return LLVMPointerTypeInContext(C->ctx, 0); }
 
 static LLVMTypeRef ctx_type(cg_t *C) {
   LLVMTypeRef a3 = LLVMArrayType2(i32t(C), 3);
-  LLVMTypeRef f[CTX_NFIELDS] = {a3, a3, a3, i32t(C), ptr(C), ptr(C), ptr(C), ptr(C), ptr(C), ptr(C), ptr(C)};
+  LLVMTypeRef f[CTX_NFIELDS] = {a3,     a3,     a3,     i32t(C), ptr(C), ptr(C),
+                                ptr(C), ptr(C), ptr(C), ptr(C),  ptr(C), ptr(C)};
   return LLVMStructTypeInContext(C->ctx, f, CTX_NFIELDS, 0);
 }
 
@@ -194,4 +202,280 @@ void oxl_cg_kernel_cpu(cg_t *C) {
   }
   LLVMPositionBuilderAtEnd(C->b, exit);
   LLVMBuildRetVoid(C->b);
+}
+
+/* ------------------------------------------- cancellation polls (after -O) */
+
+/* A basic block and its position in the function, sorted by address. */
+typedef struct bb_key {
+  LLVMBasicBlockRef bb;
+  unsigned index;
+} bb_key;
+
+static int bb_cmp(const void *a, const void *b) {
+  uintptr_t x = (uintptr_t)((const bb_key *)a)->bb, y = (uintptr_t)((const bb_key *)b)->bb;
+  return x < y ? -1 : x > y;
+}
+
+static unsigned bb_find(const bb_key *keys, unsigned n, LLVMBasicBlockRef bb) {
+  bb_key k = {bb, 0};
+  const bb_key *hit = bsearch(&k, keys, n, sizeof k, bb_cmp);
+  assert(hit);
+  return hit->index;
+}
+
+/* Routes every edge u -> v through a new block that reads the cancel word
+ * (`cancel`, loaded once in the entry block) and returns when its cancel bit
+ * is set. The read is relaxed (monotonic) and the branch marked unlikely: a
+ * load, a test and a not-taken branch per loop iteration. */
+static void poll_edge(cg_t *C, LLVMValueRef fn, LLVMBasicBlockRef u, LLVMBasicBlockRef v,
+                      LLVMValueRef cancel, LLVMBasicBlockRef *ret_bb) {
+  LLVMValueRef term = LLVMGetBasicBlockTerminator(u);
+  unsigned ns = LLVMGetNumSuccessors(term);
+  bool any = false;
+  for (unsigned i = 0; i < ns; i++)
+    any |= LLVMGetSuccessor(term, i) == v;
+  if (!any) /* an edge already routed (a switch with two cases to v) */
+    return;
+  if (!*ret_bb) {
+    *ret_bb = LLVMAppendBasicBlockInContext(C->ctx, fn, "cancelled");
+    LLVMPositionBuilderAtEnd(C->b, *ret_bb);
+    LLVMBuildRetVoid(C->b);
+  }
+  LLVMBasicBlockRef p = LLVMInsertBasicBlockInContext(C->ctx, v, "cancel.poll");
+  LLVMPositionBuilderAtEnd(C->b, p);
+  LLVMValueRef w = LLVMBuildLoad2(C->b, i64t(C), cancel, "");
+  LLVMSetOrdering(w, LLVMAtomicOrderingMonotonic);
+  LLVMSetAlignment(w, 8);
+  LLVMValueRef bit = LLVMBuildAnd(C->b, w, LLVMConstInt(i64t(C), 1, 0), "");
+  LLVMValueRef set = LLVMBuildICmp(C->b, LLVMIntNE, bit, LLVMConstInt(i64t(C), 0, 0), "");
+  LLVMValueRef br = LLVMBuildCondBr(C->b, set, *ret_bb, v);
+  LLVMValueRef md[3] = {LLVMMDStringInContext(C->ctx, "branch_weights", 14),
+                        LLVMConstInt(i32t(C), 1, 0), LLVMConstInt(i32t(C), 1u << 20, 0)};
+  LLVMSetMetadata(br, LLVMGetMDKindIDInContext(C->ctx, "prof", 4), LLVMMDNodeInContext(C->ctx, md, 3));
+  for (unsigned i = 0; i < ns; i++)
+    if (LLVMGetSuccessor(term, i) == v)
+      LLVMSetSuccessor(term, i, p);
+  /* v's phis now come from p instead of u (one entry: all of u's edges to v
+   * became the one edge p -> v). The C API cannot change an incoming block,
+   * so each such phi is rebuilt. */
+  LLVMValueRef next;
+  for (LLVMValueRef phi = LLVMGetFirstInstruction(v); phi && LLVMIsAPHINode(phi); phi = next) {
+    next = LLVMGetNextInstruction(phi);
+    unsigned n = LLVMCountIncoming(phi);
+    bool from_u = false;
+    for (unsigned i = 0; i < n; i++)
+      from_u |= LLVMGetIncomingBlock(phi, i) == u;
+    if (!from_u)
+      continue;
+    LLVMPositionBuilderBefore(C->b, phi);
+    LLVMValueRef np = LLVMBuildPhi(C->b, LLVMTypeOf(phi), "");
+    bool added = false;
+    for (unsigned i = 0; i < n; i++) {
+      LLVMBasicBlockRef from = LLVMGetIncomingBlock(phi, i);
+      LLVMValueRef val = LLVMGetIncomingValue(phi, i);
+      if (from == u) {
+        if (added)
+          continue;
+        from = p, added = true;
+      }
+      LLVMAddIncoming(np, &val, &from, 1);
+    }
+    LLVMReplaceAllUsesWith(phi, np);
+    LLVMInstructionEraseFromParent(phi);
+  }
+}
+
+typedef struct dfs_frame {
+  unsigned b, next; /* a block, and the next of its successors to visit */
+} dfs_frame;
+typedef struct dfs_edge {
+  unsigned u, v;
+} dfs_edge;
+
+/* Adds a poll on every retreating edge of `fn` (an edge to a block that is on
+ * the depth-first search's stack): every cycle of the control-flow graph has
+ * one, so no loop can run forever without reading the cancel word, and edges
+ * that are no back-edges get none. */
+static void add_polls(cg_t *C, LLVMValueRef fn) {
+  unsigned n = LLVMCountBasicBlocks(fn);
+  LLVMBasicBlockRef *bbs = malloc(n * sizeof *bbs);
+  bb_key *keys = malloc(n * sizeof *keys);
+  uint8_t *state = calloc(n, 1); /* 0 unseen, 1 on the stack, 2 done */
+  dfs_frame *stack = malloc(n * sizeof *stack);
+  dfs_edge *edges = malloc(n * sizeof *edges * 2);
+  unsigned nedges = 0, cap = 2 * n;
+  if (!bbs || !keys || !state || !stack || !edges)
+    abort(); /* as LLVM itself does when out of memory */
+  LLVMGetBasicBlocks(fn, bbs);
+  for (unsigned i = 0; i < n; i++)
+    keys[i] = (bb_key){bbs[i], i};
+  qsort(keys, n, sizeof *keys, bb_cmp);
+  unsigned sp = 0;
+  stack[sp++] = (dfs_frame){0, 0};
+  state[0] = 1;
+  while (sp) {
+    unsigned b = stack[sp - 1].b;
+    LLVMValueRef term = LLVMGetBasicBlockTerminator(bbs[b]);
+    unsigned ns = term ? LLVMGetNumSuccessors(term) : 0;
+    if (stack[sp - 1].next == ns) {
+      state[b] = 2;
+      sp--;
+      continue;
+    }
+    unsigned v = bb_find(keys, n, LLVMGetSuccessor(term, stack[sp - 1].next++));
+    if (state[v] == 0) {
+      state[v] = 1;
+      stack[sp++] = (dfs_frame){v, 0};
+    } else if (state[v] == 1) {
+      if (nedges == cap) {
+        cap *= 2;
+        edges = realloc(edges, cap * sizeof *edges);
+        if (!edges)
+          abort();
+      }
+      edges[nedges].u = b, edges[nedges].v = v, nedges++;
+    }
+  }
+  if (nedges) {
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(fn);
+    LLVMPositionBuilderBefore(C->b, LLVMGetFirstInstruction(entry));
+    C->cpu_ctx = LLVMGetParam(fn, 0);
+    LLVMValueRef cancel = field(C, CTX_CANCEL, -1, ptr(C));
+    LLVMBasicBlockRef ret_bb = NULL;
+    for (unsigned i = 0; i < nedges; i++)
+      poll_edge(C, fn, bbs[edges[i].u], bbs[edges[i].v], cancel, &ret_bb);
+  }
+  free(bbs);
+  free(keys);
+  free(state);
+  free(stack);
+  free(edges);
+}
+
+void oxl_cpu_finish(cg_t *C) {
+  for (int i = 0; i < C->m->kernels.len; i++) {
+    char name[300];
+    oxl_cpu_entry_name(C->m->kernels.items[i], name, sizeof name);
+    LLVMValueRef fn = LLVMGetNamedFunction(C->mod, name);
+    assert(fn && !LLVMIsDeclaration(fn));
+    add_polls(C, fn);
+  }
+  /* Threshold 0: LLVM reports the frame of every function that has one
+   * (PrologEpilogInserter, "stack frame size (N) exceeds limit (0) in
+   * function 'f'"), N being the bytes the prologue reserves: locals, spill
+   * slots and the callee-saved registers it pushes, not the return address. */
+  for (LLVMValueRef f = LLVMGetFirstFunction(C->mod); f; f = LLVMGetNextFunction(f))
+    if (!LLVMIsDeclaration(f))
+      LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                              LLVMCreateStringAttribute(C->ctx, "warn-stack-size", 15, "0", 1));
+}
+
+/* ------------------------------------------------------------ stack sizes */
+
+void oxl_cpu_diagnostic(LLVMDiagnosticInfoRef di, void *cg) {
+  cg_t *C = cg;
+  char *d = LLVMGetDiagInfoDescription(di);
+  static const char size_key[] = "stack frame size (", fn_key[] = "in function '";
+  const char *s = strstr(d, size_key), *f = strstr(d, fn_key);
+  const char *end = f ? strrchr(f + sizeof fn_key - 1, '\'') : NULL;
+  if (s && end) {
+    if (C->nframes == C->cap_frames) {
+      int cap = C->cap_frames ? 2 * C->cap_frames : 16;
+      void *p = realloc(C->frames, (size_t)cap * sizeof *C->frames);
+      if (!p)
+        abort();
+      C->frames = p, C->cap_frames = cap;
+    }
+    f += sizeof fn_key - 1;
+    struct oxl_frame *fr = &C->frames[C->nframes++];
+    fr->bytes = strtoull(s + sizeof size_key - 1, NULL, 10);
+    fr->fn = strndup(f, (size_t)(end - f));
+  } else if (LLVMGetDiagInfoSeverity(di) == LLVMDSError && !C->diag_error) {
+    C->diag_error = strdup(d);
+  }
+  LLVMDisposeMessage(d);
+}
+
+/* Per frame beyond what LLVM reports: the return address, and alignment. */
+#define FRAME_SLACK 32
+
+/* The stack `f` needs: its frame and the deepest chain of calls to functions
+ * of the module (the IR has no calls of its own: device functions are
+ * inlined, so there is no recursion; the check-failure routine is the callee).
+ * Calls into the process (libm, memcpy) and the executor's callbacks are
+ * covered by the executor's margin. Sets *bounded false for a variable-sized
+ * alloca (generated code has none) or an implausibly deep chain. */
+static uint64_t stack_need(cg_t *C, LLVMValueRef f, int depth, bool *bounded) {
+  if (depth > 32) {
+    *bounded = false;
+    return 0;
+  }
+  size_t len;
+  const char *name = LLVMGetValueName2(f, &len);
+  uint64_t own = FRAME_SLACK, deepest = 0;
+  for (int i = 0; i < C->nframes; i++)
+    if (strlen(C->frames[i].fn) == len && memcmp(C->frames[i].fn, name, len) == 0)
+      own += C->frames[i].bytes;
+  for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b))
+    for (LLVMValueRef in = LLVMGetFirstInstruction(b); in; in = LLVMGetNextInstruction(in)) {
+      if (LLVMIsAAllocaInst(in) && !LLVMIsAConstantInt(LLVMGetOperand(in, 0)))
+        *bounded = false;
+      if (!LLVMIsACallInst(in))
+        continue;
+      LLVMValueRef g = LLVMGetCalledValue(in);
+      if (g && LLVMIsAFunction(g) && !LLVMIsDeclaration(g)) {
+        uint64_t n = stack_need(C, g, depth + 1, bounded);
+        deepest = n > deepest ? n : deepest;
+      }
+    }
+  return own + deepest;
+}
+
+ox_status oxl_cpu_stack_table(cg_t *C, char **obj, size_t *len) {
+  oxb_str t = {0};
+  uint32_t count = 0;
+  for (int i = 0; i < C->m->kernels.len; i++) {
+    const oxi_kernel *k = C->m->kernels.items[i];
+    char name[300];
+    oxl_cpu_entry_name(k, name, sizeof name);
+    LLVMValueRef fn = LLVMGetNamedFunction(C->mod, name);
+    bool bounded = true;
+    uint64_t need = fn ? stack_need(C, fn, 0, &bounded) : 0;
+    uint32_t limit = C->opt->cpu_stack_max ? C->opt->cpu_stack_max : OXL_CPU_STACK_MAX;
+    if (!fn || !bounded || need > limit) {
+      oxb_str_free(&t);
+      if (!fn || !bounded)
+        return oxb_set_error(OX_ERR_INTERNAL,
+                             "%s:%d:%d: kernel '%s': the stack its CPU code needs cannot be bounded",
+                             C->m->filename, k->line, k->col, k->name);
+      return oxb_set_error(OX_ERR_COMPILE,
+                           "%s:%d:%d: kernel '%s' needs %llu KiB of stack per thread on the CPU, "
+                           "more than the %u KiB the CPU executor allows; keep fewer values live at "
+                           "once (a loop instead of unrolled code, or a shared array)",
+                           C->m->filename, k->line, k->col, k->name,
+                           (unsigned long long)(need + 1023) / 1024, limit / 1024);
+    }
+    uint32_t bytes = (uint32_t)need;
+    uint16_t n = (uint16_t)strlen(name);
+    oxb_str_add(&t, (const char *)&bytes, sizeof bytes);
+    oxb_str_add(&t, (const char *)&n, sizeof n);
+    oxb_str_add(&t, name, n);
+    count++;
+  }
+  uint32_t tbytes = (uint32_t)t.len;
+  oxb_str_add(&t, (const char *)&count, sizeof count);
+  oxb_str_add(&t, (const char *)&tbytes, sizeof tbytes);
+  oxb_str_add(&t, "OXSTACK1", 8);
+  char *p = realloc(*obj, *len + t.len + 1);
+  if (!p) {
+    oxb_str_free(&t);
+    return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  memcpy(p + *len, t.buf, t.len);
+  *len += t.len;
+  p[*len] = 0;
+  *obj = p;
+  oxb_str_free(&t);
+  return OX_OK;
 }

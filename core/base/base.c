@@ -216,7 +216,8 @@ const char *ox_status_name(ox_status s) {
   static const char *const names[] = {
       "OX_OK",           "OX_ERR_INVALID_ARGUMENT", "OX_ERR_COMPILE",      "OX_ERR_NOT_FOUND",
       "OX_ERR_NO_DEVICE", "OX_ERR_DRIVER",          "OX_ERR_OUT_OF_MEMORY", "OX_ERR_LAUNCH",
-      "OX_ERR_BOUNDS",   "OX_ERR_IO",               "OX_ERR_UNSUPPORTED",  "OX_ERR_INTERNAL"};
+      "OX_ERR_BOUNDS",   "OX_ERR_IO",               "OX_ERR_UNSUPPORTED",  "OX_ERR_INTERNAL",
+      "OX_ERR_CANCELLED"};
   if ((unsigned)s < OXB_COUNT(names))
     return names[s];
   return "OX_ERR_UNKNOWN";

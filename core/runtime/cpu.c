@@ -2,13 +2,29 @@
  * cpu.c - the CPU executor: runs a kernel's grid on a pool of worker threads,
  * with the semantics the kernel has on a GPU.
  *
- * Blocks. A launch hands the grid's blocks out, by linear index (x fastest),
- * through an atomic counter to the pool's workers and to the launching thread.
- * A block runs from start to end on one OS thread, so its shared memory and
- * its fiber scheduler belong to that worker and need no locks. The pool
- * (oxr_cpu_threads() - 1 threads, started on the first launch) runs one launch
- * at a time: concurrent launches from several host threads queue on a mutex,
- * and a kernel must not launch (it would wait for itself).
+ * Launches. Each launch is a job in a slot of a fixed table (g_jobs). The
+ * launching thread always works on its own job's blocks; the pool's workers
+ * (oxr_cpu_threads() - 1 threads, started on the first launch) take blocks of
+ * any open job, and move on when another job opens, so launches from several
+ * host threads run at the same time and a launch completes even when every
+ * worker is busy with another (for instance an endless kernel): its launching
+ * thread alone runs it then. Launches on one stream run one after another (a
+ * launch waits until the stream's previous one has returned), as the stream's
+ * order demands. A kernel cannot launch, so a kernel cannot wait on the pool.
+ *
+ * Blocks. A job hands its blocks out, by linear index (x fastest), through an
+ * atomic counter. A block runs from start to end on one OS thread, so its
+ * shared memory and its fiber scheduler belong to that worker and need no
+ * locks.
+ *
+ * Cancellation. A job's state word holds its launch id, a running bit and a
+ * cancel bit. ox_stream_cancel and the SIGINT handler (ox_cancel_on_sigint)
+ * set the cancel bit with a compare-and-swap that checks the id, so they are
+ * async-signal-safe and never hit a later launch that reuses the slot.
+ * Generated code reads the word at every loop back-edge (oxr_cpu_ctx.cancel;
+ * backend/target_cpu.c) and returns; the executor starts no further block, and
+ * the launch returns OX_ERR_CANCELLED. The table is static, so a signal handler
+ * never touches freed memory.
  *
  * Threads of a block. A kernel without barriers or warp operations comes as a
  * block_fn that loops over the threads itself. Any other comes as a thread_fn,
@@ -20,6 +36,20 @@
  * whole block is done. swapcontext makes a sigprocmask system call per switch;
  * that dominates barrier-heavy kernels (a hand-written x86-64 switch would
  * avoid it), but is acceptable for now.
+ *
+ * Stacks. The backend measures the stack each kernel entry point needs (the
+ * frames LLVM laid out, of the entry and of what it calls; the kernel language
+ * has no recursion) and refuses kernels above OXR_CPU_STACK_MAX. Fiber stacks
+ * are that need plus a margin for the executor's callbacks, libm and a signal
+ * handler that runs on the fiber (at least 64 KiB); they are reserved, not
+ * committed, with a guard page below each. A block_fn runs on the stack of the
+ * thread it is on when it needs little (a launching thread's stack is the
+ * application's: Oxide neither knows nor sets its size), else on one fiber of
+ * that size. Measuring beats catching overflows (a guard page and a SIGSEGV
+ * handler that unwinds the fiber): that would need a process-wide signal
+ * handler and an alternate signal stack on every thread, in competition with
+ * those of Python, JVMs and sanitizers, and would leave the block's state
+ * undefined.
  *
  * Semantics of the rendezvous, for correct programs as on the GPU:
  *  - barrier: completes when every thread of the block that has not returned
@@ -39,6 +69,8 @@
  *    warp sit at the barrier: an incorrect program, which would hang or give
  *    undefined results on a GPU), every pending warp op is completed with the
  *    lanes present, as above. That releases someone, so a launch never hangs.
+ *  - cancellation: a thread that returns at a poll counts as returned, so the
+ *    others pass their barriers and reach a poll too.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -77,11 +109,23 @@ enum {
   MAX_WARPS = MAX_THREADS / WARP,
 };
 
-/* The stack of one fiber (one GPU thread). Kernels do not recurse and keep
- * small frames, so 64 KiB leaves ample room, also for ASan's bigger frames and
- * a sanitizer report. The stacks are reserved, not committed: only the pages a
- * kernel touches cost memory. */
-#define FIBER_STACK_SIZE ((size_t)64 << 10)
+/* Fiber stacks: the kernel's need plus this margin, at least FIBER_STACK_MIN.
+ * The margin covers what runs on a fiber besides the kernel's own frames:
+ * fiber_main, the executor's callbacks down to swapcontext, libm functions,
+ * and a signal handler with its signal frame (a few KiB of saved vector
+ * registers), also under ASan, whose frames are bigger and whose reports
+ * need room. The stacks are reserved, not committed: only the pages a kernel
+ * touches cost memory. */
+#ifdef OXR_ASAN
+#define STACK_MARGIN ((size_t)96 << 10)
+#else
+#define STACK_MARGIN ((size_t)32 << 10)
+#endif
+#define FIBER_STACK_MIN ((size_t)64 << 10)
+/* A block_fn that needs at most this much runs on the stack of the thread it
+ * is on (every thread has this much to spare); one that needs more runs on a
+ * fiber sized for it. */
+#define BLOCK_ON_THREAD_MAX ((size_t)16 << 10)
 /* Each stack has a PROT_NONE guard page below it, but each guard splits the
  * mapping and costs two kernel memory maps (vm.max_map_count is 65530 by
  * default, shared with the rest of the process), so only this many stacks in
@@ -97,7 +141,7 @@ enum { OP_SHFL = 0 /* + mode 0..3 */, OP_VOTE = 4 /* + mode 0..2 */ };
 
 typedef struct fiber {
   ucontext_t uc;
-  char *stack; /* lowest address of its FIBER_STACK_SIZE bytes */
+  char *stack; /* lowest address of its stack (sched.stack_size bytes) */
   uint32_t tid[3];
   uint8_t state;
   uint8_t op;       /* the pending warp op */
@@ -119,7 +163,10 @@ typedef struct sched {
   void **args;
   fiber *fib;     /* MAX_THREADS, allocated once: a ucontext must not move */
   char *stacks;   /* one mapping: per fiber, a guard page and the stack */
-  uint32_t ready; /* fib[0..ready) have a stack and a context */
+  size_t stack_size;  /* of each stack in it */
+  uint32_t nstacks;   /* stacks in it */
+  uint32_t nguarded;  /* of which have a guard page */
+  uint32_t ready; /* fib[0..ready) have a context */
   uint32_t n;     /* threads of the current block */
   uint32_t live;  /* of which not returned */
   fiber *cur;     /* the running fiber */
@@ -141,29 +188,45 @@ static _Thread_local sched *tl_sched; /* the scheduler running on this thread */
 static atomic_uint g_guarded;         /* stacks with a guard page, process-wide */
 static size_t g_page;
 
-/* Gives fibers [s->ready, n) a stack and a context. */
-static bool sched_reserve(sched *s, uint32_t n) {
-  size_t slot = g_page + FIBER_STACK_SIZE;
-  if (!s->fib) {
-    s->fib = calloc(MAX_THREADS, sizeof(fiber));
-    void *p = mmap(NULL, slot * MAX_THREADS, PROT_READ | PROT_WRITE,
+static void unmap_stacks(sched *s) {
+  if (!s->stacks)
+    return;
+  size_t len = (g_page + s->stack_size) * s->nstacks;
+#ifdef OXR_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(s->stacks, len); /* the next mapping there starts clean */
+#endif
+  munmap(s->stacks, len);
+  atomic_fetch_sub(&g_guarded, s->nguarded);
+  s->stacks = NULL;
+  s->nstacks = s->nguarded = 0;
+}
+
+/* Gives fibers [0, n) a stack of at least `size` bytes and a context. */
+static bool sched_reserve(sched *s, uint32_t n, size_t size) {
+  if (!s->fib && !(s->fib = calloc(MAX_THREADS, sizeof(fiber))))
+    return false;
+  if (n > s->nstacks || size > s->stack_size) {
+    /* No fiber of this scheduler is alive between blocks: remap. */
+    uint32_t nn = n > s->nstacks ? n : s->nstacks;
+    size_t sz = size > s->stack_size ? size : s->stack_size, slot = g_page + sz;
+    unmap_stacks(s);
+    void *p = mmap(NULL, slot * nn, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (!s->fib || p == MAP_FAILED) {
-      free(s->fib);
-      s->fib = NULL;
-      if (p != MAP_FAILED) munmap(p, slot * MAX_THREADS);
+    if (p == MAP_FAILED)
       return false;
+    s->stacks = p, s->nstacks = nn, s->stack_size = sz;
+    for (uint32_t i = 0; i < nn; i++) {
+      char *base = s->stacks + slot * i;
+      /* A failed mprotect (map count exhausted) only costs the guard. */
+      if (atomic_fetch_add(&g_guarded, 1) < MAX_GUARDED_STACKS && mprotect(base, g_page, PROT_NONE) == 0)
+        s->nguarded++;
+      else
+        atomic_fetch_sub(&g_guarded, 1);
+      s->fib[i].stack = base + g_page;
     }
-    s->stacks = p;
   }
-  for (; s->ready < n; s->ready++) {
-    fiber *f = &s->fib[s->ready];
-    char *base = s->stacks + slot * s->ready;
-    /* A failed mprotect (map count exhausted) only costs the guard. */
-    if (atomic_fetch_add(&g_guarded, 1) < MAX_GUARDED_STACKS) mprotect(base, g_page, PROT_NONE);
-    f->stack = base + g_page;
-    if (getcontext(&f->uc) != 0) return false; /* done once; makecontext reuses it */
-  }
+  for (; s->ready < n; s->ready++)
+    if (getcontext(&s->fib[s->ready].uc) != 0) return false; /* once; makecontext reuses it */
   return true;
 }
 
@@ -261,7 +324,7 @@ static void run_next(sched *s, fiber *f) {
     switch_to(&f->uc, fake, &s->hub, s->hub_bottom, s->hub_size);
   } else {
     next->state = F_RUNNING;
-    switch_to(&f->uc, fake, &next->uc, next->stack, FIBER_STACK_SIZE);
+    switch_to(&f->uc, fake, &next->uc, next->stack, s->stack_size);
   }
 }
 
@@ -277,11 +340,18 @@ static void fiber_main(void) {
   }
 #endif
   fiber *f = s->cur;
-  s->k->thread_fn(s->ctx, s->args, f->tid[0], f->tid[1], f->tid[2]);
+  /* A cancelled launch does not start its remaining threads. */
+  if (!(atomic_load_explicit(s->ctx->cancel, memory_order_relaxed) & 1)) {
+    if (s->k->thread_fn)
+      s->k->thread_fn(s->ctx, s->args, f->tid[0], f->tid[1], f->tid[2]);
+    else /* a block_fn too big for the thread's own stack */
+      s->k->block_fn(s->ctx, s->args);
+  }
 
   if (*(volatile uint64_t *)f->stack != STACK_CANARY) {
-    fprintf(stderr, "oxide: a CPU kernel thread overflowed its %zu KiB stack\n",
-            FIBER_STACK_SIZE >> 10);
+    /* Only a hand-written kernel that declares too small a stack gets here. */
+    fprintf(stderr, "oxide: CPU kernel '%s' overflowed its %zu KiB stack\n",
+            s->k->name ? s->k->name : "?", s->stack_size >> 10);
     abort();
   }
   uint32_t i = (uint32_t)(f - s->fib);
@@ -297,11 +367,11 @@ static void fiber_main(void) {
   abort();
 }
 
-/* Runs all threads of the block whose index is in s->ctx, each on a fiber. */
-static void run_block_fibers(sched *s) {
+/* Runs all n threads of the block whose index is in s->ctx, each on a fiber
+ * (a block_fn: n = 1, the whole block on one fiber). */
+static void run_block_fibers(sched *s, uint32_t n) {
   const uint32_t *bd = s->ctx->block_dim;
-  uint32_t n = bd[0] * bd[1] * bd[2];
-  assert(n >= 1 && n <= s->ready);
+  assert(n >= 1 && n <= s->ready && n <= s->nstacks);
   s->n = s->live = n;
   s->bar_n = s->rq_head = s->rq_len = 0;
   for (uint32_t w = 0; w < (n + WARP - 1) / WARP; w++) {
@@ -313,11 +383,11 @@ static void run_block_fibers(sched *s) {
     f->tid[0] = i % bd[0], f->tid[1] = i / bd[0] % bd[1], f->tid[2] = i / bd[0] / bd[1];
 #ifdef OXR_ASAN
     /* Frames of the fiber that last ran here never returned: drop their poison. */
-    ASAN_UNPOISON_MEMORY_REGION(f->stack, FIBER_STACK_SIZE);
+    ASAN_UNPOISON_MEMORY_REGION(f->stack, s->stack_size);
 #endif
     *(uint64_t *)f->stack = STACK_CANARY;
     f->uc.uc_stack.ss_sp = f->stack;
-    f->uc.uc_stack.ss_size = FIBER_STACK_SIZE;
+    f->uc.uc_stack.ss_size = s->stack_size;
     f->uc.uc_link = NULL; /* fiber_main never returns */
     /* Else the fibers would run with the mask of whichever thread last ran
      * them (slot 0 serves every launching thread). */
@@ -337,7 +407,7 @@ static void run_block_fibers(sched *s) {
   s->cur = pick_next(s);
   s->cur->state = F_RUNNING;
   s->from_hub = true;
-  switch_to(&s->hub, &s->hub_fake, &s->cur->uc, s->cur->stack, FIBER_STACK_SIZE);
+  switch_to(&s->hub, &s->hub_fake, &s->cur->uc, s->cur->stack, s->stack_size);
   assert(s->live == 0 && s->cur == NULL);
 }
 
@@ -398,39 +468,59 @@ static uint32_t cpu_lane(oxr_cpu_ctx *ctx) {
 
 typedef struct worker {
   pthread_t thread;
-  uint32_t id; /* 0: the slot of the launching thread */
   char *shared;
   size_t shared_cap;
+  uint64_t skip; /* a launch this pool worker could not prepare for: leave it */
   oxr_cpu_ctx ctx; /* of its current block */
   sched s;
 } worker;
 
+/* A job's state word: the launch id above these bits. */
+#define ST_CANCEL 1u
+#define ST_RUNNING 2u
+/* A stream's cpu_running word: slot + 1 in the top 16 bits, the low 48 bits
+ * of the launch id below. */
+#define ID_MASK ((UINT64_C(1) << 48) - 1)
+enum { MAX_JOBS = 1024 }; /* launches running (or waiting for workers) at once */
+
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "the cancel word must be lock-free (signal handlers)");
+
 typedef struct job {
+  /* under P.mu */
+  bool used;     /* a launch holds the slot */
+  bool open;     /* pool workers may take its blocks */
+  uint32_t busy; /* pool workers inside run_blocks for it */
+  /* set while the slot is claimed, constant until it is released */
   const oxr_cpu_kernel *k;
   uint32_t grid[3], block[3];
   void **args;
   oxr_errrec *err;
   uint32_t tag;
+  uint32_t nthreads; /* per block */
   uint64_t nblocks;
-  _Atomic uint64_t next; /* the next block to hand out */
-  uint32_t helpers;      /* workers 1..helpers take part */
+  size_t stack;      /* fiber stack per thread; 0: a block_fn on the thread's own stack */
+  _Atomic uint64_t next;  /* the next block to hand out */
+  _Atomic uint64_t state; /* id << 2 | ST_RUNNING | ST_CANCEL; 0 when idle */
+  worker *launcher; /* what the launching thread runs blocks with; kept with the slot */
 } job;
+
+static job g_jobs[MAX_JOBS];
 
 static struct {
   pthread_once_t once;
-  pthread_mutex_t launch_mu; /* held for a whole launch: one launch at a time */
-  pthread_mutex_t mu;        /* guards gen, done, and job while set up */
-  pthread_cond_t wake, finished;
-  uint64_t gen; /* launches so far */
-  uint32_t done; /* helpers finished with the current launch */
-  uint32_t nworkers; /* including slot 0 */
+  pthread_mutex_t mu; /* guards the jobs' used, open, busy, and what follows */
+  pthread_cond_t wake; /* pool workers: a job opened */
+  pthread_cond_t done; /* a job's busy count fell to 0, or a slot or a stream is free */
+  uint32_t nworkers;   /* pool threads */
   worker *workers;
-  job job;
+  uint32_t rr;         /* where workers start looking for a job */
+  uint64_t last_id;    /* of the last launch */
+  _Atomic uint32_t nslots;  /* slots [0, nslots) were ever used (read by signal handlers) */
+  _Atomic uint64_t opened;  /* jobs opened so far: a worker moves on when it changes */
 } P = {.once = PTHREAD_ONCE_INIT,
-       .launch_mu = PTHREAD_MUTEX_INITIALIZER,
        .mu = PTHREAD_MUTEX_INITIALIZER,
        .wake = PTHREAD_COND_INITIALIZER,
-       .finished = PTHREAD_COND_INITIALIZER};
+       .done = PTHREAD_COND_INITIALIZER};
 
 int oxr_cpu_threads(void) {
   const char *env = getenv("OXIDE_CPU_THREADS");
@@ -448,19 +538,32 @@ int oxr_cpu_threads(void) {
   return n < 1 ? 1 : n > 1024 ? 1024 : (int)n;
 }
 
-/* Makes `w` ready for blocks of kernel `k` with `nthreads` threads. */
-static bool worker_prepare(worker *w, const oxr_cpu_kernel *k, uint32_t nthreads) {
-  size_t need = k->shared_bytes ? k->shared_bytes : 16;
+/* The fiber stack for kernel k: 0 for a block_fn that runs on the thread's
+ * own stack. */
+static size_t fiber_stack(const oxr_cpu_kernel *k) {
+  size_t need = k->stack_bytes;
+  if (k->block_fn && need <= BLOCK_ON_THREAD_MAX)
+    return 0;
+  size_t size = need + STACK_MARGIN < FIBER_STACK_MIN ? FIBER_STACK_MIN : need + STACK_MARGIN;
+  return (size + g_page - 1) / g_page * g_page;
+}
+
+/* Makes `w` ready for blocks of job `j`. */
+static bool worker_prepare(worker *w, const job *j) {
+  size_t need = j->k->shared_bytes ? j->k->shared_bytes : 16;
   if (need > w->shared_cap) {
     void *p;
     if (posix_memalign(&p, 64, need) != 0) return false;
     free(w->shared);
     w->shared = p, w->shared_cap = need;
   }
-  return !k->thread_fn || sched_reserve(&w->s, nthreads);
+  return !j->stack || sched_reserve(&w->s, j->k->thread_fn ? j->nthreads : 1, j->stack);
 }
 
-static void run_blocks(worker *w, job *j) {
+/* Runs blocks of `j` until none is left or the launch is cancelled; a pool
+ * worker (pool) also leaves when another job opens (`opened` changes), so that
+ * the workers spread over the launches that run. */
+static void run_blocks(worker *w, job *j, bool pool, uint64_t opened) {
   oxr_cpu_ctx *c = &w->ctx;
   *c = (oxr_cpu_ctx){.block_dim = {j->block[0], j->block[1], j->block[2]},
                      .grid_dim = {j->grid[0], j->grid[1], j->grid[2]},
@@ -471,82 +574,138 @@ static void run_blocks(worker *w, job *j) {
                      .barrier = cpu_barrier,
                      .shfl = cpu_shfl,
                      .vote = cpu_vote,
-                     .lane = cpu_lane};
+                     .lane = cpu_lane,
+                     .cancel = &j->state};
   w->s.ctx = c, w->s.k = j->k, w->s.args = j->args;
-  if (j->k->thread_fn) pthread_sigmask(SIG_SETMASK, NULL, &w->s.sigmask);
+  if (j->stack) pthread_sigmask(SIG_SETMASK, NULL, &w->s.sigmask);
+  uint32_t nfibers = j->k->thread_fn ? j->nthreads : 1;
   for (;;) {
+    if (atomic_load_explicit(&j->state, memory_order_relaxed) & ST_CANCEL) break;
+    if (pool && atomic_load_explicit(&P.opened, memory_order_relaxed) != opened) break;
     uint64_t b = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
     if (b >= j->nblocks) break;
     c->block_idx[0] = (uint32_t)(b % j->grid[0]);
     c->block_idx[1] = (uint32_t)(b / j->grid[0] % j->grid[1]);
     c->block_idx[2] = (uint32_t)(b / j->grid[0] / j->grid[1]);
-    if (j->k->block_fn)
+    if (!j->stack)
       j->k->block_fn(c, j->args);
     else
-      run_block_fibers(&w->s);
+      run_block_fibers(&w->s, nfibers);
   }
 }
 
-static void *worker_main(void *arg) {
-  worker *w = arg;
-  uint64_t seen = 0;
-  pthread_mutex_lock(&P.mu);
-  for (;;) {
-    while (P.gen == seen || w->id > P.job.helpers) pthread_cond_wait(&P.wake, &P.mu);
-    seen = P.gen;
-    pthread_mutex_unlock(&P.mu);
-    /* The job stays put until every helper has checked in below. A worker that
-     * cannot prepare takes no block; the launching thread takes the rest. */
-    job *j = &P.job;
-    if (worker_prepare(w, j->k, j->block[0] * j->block[1] * j->block[2])) run_blocks(w, j);
-    pthread_mutex_lock(&P.mu);
-    if (++P.done == P.job.helpers) pthread_cond_signal(&P.finished);
+/* An open job with blocks left that worker `w` may take, round-robin over
+ * the slots; under P.mu. */
+static job *find_job(const worker *w) {
+  uint32_t n = atomic_load(&P.nslots);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t slot = (P.rr + i) % n;
+    job *j = &g_jobs[slot];
+    if (!j->open || atomic_load_explicit(&j->next, memory_order_relaxed) >= j->nblocks) continue;
+    uint64_t st = atomic_load(&j->state);
+    if ((st & ST_CANCEL) || st >> 2 == w->skip) continue;
+    P.rr = slot + 1;
+    return j;
   }
   return NULL;
 }
 
+static void *worker_main(void *arg) {
+  worker *w = arg;
+  pthread_mutex_lock(&P.mu);
+  for (;;) {
+    job *j = find_job(w);
+    if (!j) {
+      pthread_cond_wait(&P.wake, &P.mu);
+      continue;
+    }
+    /* The slot stays claimed and its fields unchanged while busy > 0. */
+    j->busy++;
+    uint64_t opened = atomic_load(&P.opened);
+    pthread_mutex_unlock(&P.mu);
+    /* A worker that cannot prepare takes no block; the launching thread and
+     * the other workers run them. */
+    if (worker_prepare(w, j))
+      run_blocks(w, j, true, opened);
+    else
+      w->skip = atomic_load(&j->state) >> 2;
+    pthread_mutex_lock(&P.mu);
+    if (--j->busy == 0) pthread_cond_broadcast(&P.done);
+  }
+  return NULL;
+}
+
+static pthread_mutex_t g_sig_mu = PTHREAD_MUTEX_INITIALIZER; /* ox_cancel_on_sigint */
+
 /* fork() keeps only the forking thread: hold the locks across it so that the
- * child gets them in a consistent state, and let the child run launches alone. */
+ * child gets the table in a consistent state, and let the child run launches
+ * alone. A launch that another thread of the parent was running is gone in
+ * the child: its slot is freed, so its stream is free too. */
 static void fork_prepare(void) {
-  pthread_mutex_lock(&P.launch_mu);
+  pthread_mutex_lock(&g_sig_mu);
   pthread_mutex_lock(&P.mu);
 }
 static void fork_parent(void) {
   pthread_mutex_unlock(&P.mu);
-  pthread_mutex_unlock(&P.launch_mu);
+  pthread_mutex_unlock(&g_sig_mu);
 }
 static void fork_child(void) {
-  P.nworkers = 1;
+  P.nworkers = 0;
+  uint32_t n = atomic_load(&P.nslots);
+  for (uint32_t i = 0; i < n; i++) {
+    g_jobs[i].used = g_jobs[i].open = false;
+    g_jobs[i].busy = 0;
+    atomic_store(&g_jobs[i].state, 0);
+  }
   pthread_cond_init(&P.wake, NULL);
-  pthread_cond_init(&P.finished, NULL);
+  pthread_cond_init(&P.done, NULL);
   pthread_mutex_unlock(&P.mu);
-  pthread_mutex_unlock(&P.launch_mu);
+  pthread_mutex_unlock(&g_sig_mu);
 }
+
+static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
+static void register_fork(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
 
 static void pool_init(void) {
   g_page = (size_t)sysconf(_SC_PAGESIZE);
-  uint32_t n = (uint32_t)oxr_cpu_threads();
-  P.workers = calloc(n, sizeof(worker));
-  if (!P.workers) return;
-  P.nworkers = 1;
-  /* Workers block all signals, which then go to the application's threads. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  for (uint32_t i = 1; i < n; i++) {
-    P.workers[i].id = i;
-    if (pthread_create(&P.workers[i].thread, NULL, worker_main, &P.workers[i]) != 0) break;
-    P.nworkers++;
+  uint32_t n = (uint32_t)oxr_cpu_threads() - 1;
+  /* Without workers (no memory for them), launching threads run every block. */
+  P.workers = n ? calloc(n, sizeof(worker)) : NULL;
+  if (P.workers) {
+    /* Workers block all signals, which then go to the application's threads. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    for (uint32_t i = 0; i < n; i++) {
+      if (pthread_create(&P.workers[i].thread, NULL, worker_main, &P.workers[i]) != 0) break;
+      P.nworkers++;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
   }
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  pthread_atfork(fork_prepare, fork_parent, fork_child);
+  pthread_once(&g_fork_once, register_fork);
+}
+
+/* True while a launch runs on `s` (under P.mu). */
+static bool stream_busy(ox_stream s) {
+  uint64_t w = atomic_load(&s->cpu_running);
+  if (!w) return false;
+  const job *j = &g_jobs[(w >> 48) - 1];
+  return j->used && (atomic_load(&j->state) >> 2 & ID_MASK) == (w & ID_MASK);
+}
+
+/* A free slot, or MAX_JOBS (under P.mu). */
+static uint32_t free_slot(void) {
+  for (uint32_t i = 0; i < MAX_JOBS; i++)
+    if (!g_jobs[i].used) return i;
+  return MAX_JOBS;
 }
 
 ox_status oxr_cpu_launch(const oxr_cpu_kernel *k, const uint32_t grid[3], const uint32_t block[3],
-                         void **args, oxr_errrec *err, uint32_t tag) {
+                         void **args, oxr_errrec *err, uint32_t tag, ox_stream s) {
   if (!k || !grid || !block || !k->block_fn == !k->thread_fn)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                          "CPU launch: needs a kernel with exactly one of block_fn, thread_fn");
+  const char *name = k->name ? k->name : "?";
   uint64_t nthreads = (uint64_t)block[0] * block[1] * block[2];
   uint64_t nblocks = (uint64_t)grid[0] * grid[1] * grid[2];
   if (nblocks == 0 || nthreads == 0 || nthreads > MAX_THREADS)
@@ -554,34 +713,147 @@ ox_status oxr_cpu_launch(const oxr_cpu_kernel *k, const uint32_t grid[3], const 
                          "CPU launch: grid (%u, %u, %u) and block (%u, %u, %u) must be non-empty, "
                          "with at most %d threads per block",
                          grid[0], grid[1], grid[2], block[0], block[1], block[2], MAX_THREADS);
+  if (k->stack_bytes > OXR_CPU_STACK_MAX) /* the backend refuses such kernels */
+    return oxb_set_error(OX_ERR_LAUNCH,
+                         "CPU launch of kernel '%s': it needs %u KiB of stack per thread, more "
+                         "than the %u KiB the CPU executor allows",
+                         name, (k->stack_bytes + 1023) / 1024, OXR_CPU_STACK_MAX / 1024);
   pthread_once(&P.once, pool_init);
-  if (!P.workers) return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "CPU launch: no worker pool");
 
-  pthread_mutex_lock(&P.launch_mu);
-  if (!worker_prepare(&P.workers[0], k, (uint32_t)nthreads)) {
-    pthread_mutex_unlock(&P.launch_mu);
-    return oxb_set_error(OX_ERR_OUT_OF_MEMORY,
-                         "CPU launch: cannot allocate fiber stacks or %u bytes of shared memory",
-                         k->shared_bytes);
-  }
+  /* Claim a slot once the stream is free (its previous launch returned). */
   pthread_mutex_lock(&P.mu);
-  job *j = &P.job;
-  j->k = k, j->args = args, j->err = err, j->tag = tag, j->nblocks = nblocks;
+  uint32_t slot;
+  while ((s && stream_busy(s)) || (slot = free_slot()) == MAX_JOBS)
+    pthread_cond_wait(&P.done, &P.mu);
+  job *j = &g_jobs[slot];
+  j->used = true;
+  uint64_t id = ++P.last_id;
+  j->k = k, j->args = args, j->err = err, j->tag = tag;
+  j->nblocks = nblocks, j->nthreads = (uint32_t)nthreads;
   memcpy(j->grid, grid, sizeof j->grid);
   memcpy(j->block, block, sizeof j->block);
+  j->stack = fiber_stack(k);
   atomic_store(&j->next, 0);
-  /* A grid of one block runs on the caller alone; no more helpers than blocks. */
-  j->helpers = (uint32_t)(nblocks - 1 < P.nworkers - 1 ? nblocks - 1 : P.nworkers - 1);
-  P.done = 0;
-  P.gen++;
-  if (j->helpers) pthread_cond_broadcast(&P.wake);
+  atomic_store(&j->state, id << 2 | ST_RUNNING);
+  if (slot >= atomic_load(&P.nslots)) atomic_store(&P.nslots, slot + 1);
+  if (s) atomic_store(&s->cpu_running, (uint64_t)(slot + 1) << 48 | (id & ID_MASK));
   pthread_mutex_unlock(&P.mu);
 
-  run_blocks(&P.workers[0], j);
+  if (!j->launcher) j->launcher = calloc(1, sizeof(worker));
+  bool ok = j->launcher && worker_prepare(j->launcher, j);
+  if (ok && nblocks > 1 && P.nworkers > 0) {
+    pthread_mutex_lock(&P.mu);
+    j->open = true;
+    atomic_fetch_add(&P.opened, 1);
+    pthread_cond_broadcast(&P.wake);
+    pthread_mutex_unlock(&P.mu);
+  }
+  if (ok) run_blocks(j->launcher, j, false, 0);
 
+  /* No block is left to start; wait for the workers' blocks of this job. */
   pthread_mutex_lock(&P.mu);
-  while (P.done < j->helpers) pthread_cond_wait(&P.finished, &P.mu);
+  j->open = false;
+  while (j->busy) pthread_cond_wait(&P.done, &P.mu);
+  uint64_t st = atomic_exchange(&j->state, 0);
+  if (s) atomic_store(&s->cpu_running, 0);
+  j->used = false;
+  pthread_cond_broadcast(&P.done);
   pthread_mutex_unlock(&P.mu);
-  pthread_mutex_unlock(&P.launch_mu);
+
+  if (!ok)
+    return oxb_set_error(OX_ERR_OUT_OF_MEMORY,
+                         "CPU launch of kernel '%s': cannot allocate %zu KiB fiber stacks or %u "
+                         "bytes of shared memory",
+                         name, j->stack >> 10, k->shared_bytes);
+  if (st & ST_CANCEL)
+    return oxb_set_error(OX_ERR_CANCELLED,
+                         "CPU launch of kernel '%s' was cancelled (ox_stream_cancel, or SIGINT "
+                         "with ox_cancel_on_sigint); what it wrote is incomplete",
+                         name);
   return OX_OK;
+}
+
+/* ----------------------------------------------------------- cancellation */
+
+/* Sets the cancel bit of slot `slot`'s launch if it runs and (unless any)
+ * has the id `id` (its low 48 bits). Lock-free: callable from signal handlers. */
+static void cancel_slot(uint32_t slot, bool any, uint64_t id) {
+  _Atomic uint64_t *st = &g_jobs[slot].state;
+  uint64_t v = atomic_load(st);
+  while ((v & ST_RUNNING) && !(v & ST_CANCEL) && (any || (v >> 2 & ID_MASK) == id))
+    if (atomic_compare_exchange_weak(st, &v, v | ST_CANCEL)) break;
+}
+
+ox_status ox_stream_cancel(ox_stream s) {
+  /* No error messages here: formatting one allocates, which a signal handler
+   * must not do. */
+  if (!s || !s->live) return OX_ERR_INVALID_ARGUMENT;
+  if (s->dev->type != OX_DEVICE_CPU) return OX_ERR_UNSUPPORTED;
+  uint64_t w = atomic_load(&s->cpu_running);
+  if (w && (w >> 48) <= MAX_JOBS) cancel_slot((uint32_t)(w >> 48) - 1, false, w & ID_MASK);
+  return OX_OK;
+}
+
+/* ox_cancel_on_sigint: the handler that was installed before ours. */
+static struct {
+  int count;      /* enabling calls not undone */
+  bool installed; /* ours is installed (by us; someone may have replaced it) */
+  struct sigaction prev;
+} SIG; /* under g_sig_mu */
+
+static void on_sigint(int sig, siginfo_t *info, void *uc) {
+  int saved = errno;
+  uint32_t n = atomic_load(&P.nslots);
+  for (uint32_t i = 0; i < n; i++) cancel_slot(i, true, 0);
+  /* Pass it on, as if ours were not there. SIG.prev is not written while ours
+   * is installed. */
+  if (SIG.prev.sa_flags & SA_SIGINFO) {
+    SIG.prev.sa_sigaction(sig, info, uc);
+  } else if (SIG.prev.sa_handler == SIG_DFL) {
+    /* The default action (terminate): restore it and raise the signal again;
+     * it is delivered when this handler returns. */
+    sigaction(sig, &SIG.prev, NULL);
+    raise(sig);
+  } else if (SIG.prev.sa_handler != SIG_IGN) {
+    SIG.prev.sa_handler(sig);
+  }
+  errno = saved;
+}
+
+static bool ours(const struct sigaction *sa) {
+  return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == on_sigint;
+}
+
+ox_status ox_cancel_on_sigint(int enable) {
+  ox_status st = OX_OK;
+  pthread_once(&g_fork_once, register_fork);
+  pthread_mutex_lock(&g_sig_mu);
+  if (!enable && SIG.count == 0) {
+    st = oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                       "ox_cancel_on_sigint(0) without a matching ox_cancel_on_sigint(1)");
+  } else if (enable ? SIG.count++ == 0 : --SIG.count == 0) {
+    struct sigaction cur;
+    if (sigaction(SIGINT, NULL, &cur) != 0) {
+      st = oxb_set_error(OX_ERR_INTERNAL, "sigaction(SIGINT): %s", strerror(errno));
+    } else if (enable && !ours(&cur) && (cur.sa_flags & SA_SIGINFO || cur.sa_handler != SIG_IGN)) {
+      /* Install ours (unless SIGINT is ignored: Ctrl-C then stops nothing). */
+      struct sigaction sa;
+      memset(&sa, 0, sizeof sa);
+      sa.sa_sigaction = on_sigint;
+      sa.sa_mask = cur.sa_mask;
+      sa.sa_flags = SA_SIGINFO | (cur.sa_flags & (SA_RESTART | SA_ONSTACK));
+      SIG.prev = cur;
+      if (sigaction(SIGINT, &sa, NULL) != 0)
+        st = oxb_set_error(OX_ERR_INTERNAL, "sigaction(SIGINT): %s", strerror(errno));
+      else
+        SIG.installed = true;
+    } else if (!enable && SIG.installed) {
+      /* Put the previous handler back, unless ours was replaced meanwhile. */
+      if (ours(&cur)) sigaction(SIGINT, &SIG.prev, NULL);
+      SIG.installed = false;
+    }
+    if (st && enable) SIG.count--;
+  }
+  pthread_mutex_unlock(&g_sig_mu);
+  return st;
 }

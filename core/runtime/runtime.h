@@ -66,6 +66,9 @@ struct oxr_stream {
   CUevent mark;      /* recorded when another stream must wait for this one (lazy) */
   int capturing;     /* a chain is being captured on it: no cross-stream waits */
   oxr_stream *next_free;
+  /* CPU: the launch running on it (0: none; cpu.c encodes which), so that
+   * launches on one stream run one at a time and ox_stream_cancel finds it */
+  _Atomic uint64_t cpu_running;
 };
 
 /* The live stream behind handle `h`, or NULL with the last error set
@@ -181,6 +184,10 @@ struct oxr_cpu_ctx {
   uint32_t (*vote)(oxr_cpu_ctx *ctx, uint32_t pred, uint32_t mode);
   /* The calling thread's lane (0..31) in its warp. */
   uint32_t (*lane)(oxr_cpu_ctx *ctx);
+  /* The launch's state word: bit 0 is set when the launch is cancelled.
+   * Generated code reads it (relaxed) at every loop back-edge and returns when
+   * the bit is set. */
+  const _Atomic uint64_t *cancel;
 };
 
 /* Runs every thread of one block, one after the other (kernels that use no
@@ -191,17 +198,29 @@ typedef void (*oxr_cpu_block_fn)(oxr_cpu_ctx *ctx, void **args);
 typedef void (*oxr_cpu_thread_fn)(oxr_cpu_ctx *ctx, void **args, uint32_t tx, uint32_t ty,
                                   uint32_t tz);
 
+/* The most stack a kernel may need per thread (the backend refuses to compile
+ * more: OXL_CPU_STACK_MAX, backend.h, which must be equal). */
+#define OXR_CPU_STACK_MAX (4u << 20)
+
 typedef struct oxr_cpu_kernel {
   oxr_cpu_block_fn block_fn;   /* set when the kernel needs no fibers */
   oxr_cpu_thread_fn thread_fn; /* set when it does */
   uint32_t shared_bytes;       /* static shared memory per block */
+  /* Stack the entry point needs (its frame and its callees', measured when it
+   * was compiled; the executor adds a margin for itself). 0: unknown, taken
+   * to be small (hand-written kernels). */
+  uint32_t stack_bytes;
+  const char *name; /* for messages; may be NULL */
 } oxr_cpu_kernel;
 
 /* Runs a whole grid on the CPU, blocks spread over the worker threads, and
  * returns when all blocks are done. `args` are pointers to the argument values
- * in the kernel's flattened parameter order. */
+ * in the kernel's flattened parameter order. `s` (may be NULL) is the stream:
+ * launches on one stream run one after another, launches on different
+ * streams at the same time; ox_stream_cancel(s) stops the launch, which then
+ * returns OX_ERR_CANCELLED. */
 ox_status oxr_cpu_launch(const oxr_cpu_kernel *k, const uint32_t grid[3], const uint32_t block[3],
-                         void **args, oxr_errrec *err, uint32_t tag);
+                         void **args, oxr_errrec *err, uint32_t tag, ox_stream s);
 
 /* Number of CPU worker threads ($OXIDE_CPU_THREADS, else the cores). */
 int oxr_cpu_threads(void);

@@ -38,7 +38,7 @@ from ._lib import lib as _L
 __all__ = [
     "OxideError", "InvalidArgumentError", "ArgumentTypeError", "ArgumentRangeError", "CompileError", "NotFoundError", "DeviceError",
     "DriverError", "OutOfMemoryError", "LaunchError", "BoundsError", "FileError",
-    "UnsupportedError", "InternalError",
+    "UnsupportedError", "InternalError", "CancelledError",
     "Device", "Stream", "Tensor", "Module", "Kernel", "Scalar",
     "device", "default_device", "device_count", "tensor", "empty", "zeros", "full", "arange",
     "from_numpy", "from_dlpack",
@@ -115,12 +115,19 @@ class InternalError(OxideError):
     """A bug in Oxide."""
 
 
+class CancelledError(OxideError):
+    """A CPU launch was stopped before it finished (ox_stream_cancel from C, or
+    SIGINT: Ctrl-C raises KeyboardInterrupt instead when it reaches Python's
+    handler); what it wrote is incomplete."""
+
+
 _ERRORS = {
     D.OX_ERR_INVALID_ARGUMENT: InvalidArgumentError, D.OX_ERR_COMPILE: CompileError,
     D.OX_ERR_NOT_FOUND: NotFoundError, D.OX_ERR_NO_DEVICE: DeviceError,
     D.OX_ERR_DRIVER: DriverError, D.OX_ERR_OUT_OF_MEMORY: OutOfMemoryError,
     D.OX_ERR_LAUNCH: LaunchError, D.OX_ERR_BOUNDS: BoundsError, D.OX_ERR_IO: FileError,
     D.OX_ERR_UNSUPPORTED: UnsupportedError, D.OX_ERR_INTERNAL: InternalError,
+    D.OX_ERR_CANCELLED: CancelledError,
 }
 
 
@@ -1126,8 +1133,26 @@ class Kernel(_ext.FAST.Launcher if _ext.FAST is not None else _PureLaunch):
         ox_launch_check) through ctypes."""
         grid, block, stream = (kwargs.pop(k, None) for k in ("grid", "block", "stream"))
         cfg, argv, nargs, sh, temps = _args.prepare(self._sig, args, kwargs, grid, block, stream)
+        # Ctrl-C: a CPU launch runs the kernel inside this call, where Python
+        # cannot raise KeyboardInterrupt. While it runs, Oxide's SIGINT handler
+        # cancels it and then calls Python's own (which records the signal),
+        # so the call returns OX_ERR_CANCELLED and KeyboardInterrupt is raised
+        # below. Installed only around the call: Python's handler is back
+        # afterwards. (A GPU launch only queues, and returns at once.) The C
+        # launch path does the same.
+        ctrl_c = fn is _L.ox_launch and self.module.device.type == "cpu"
+        if ctrl_c:
+            _check(_L.ox_cancel_on_sigint(1))
         try:
-            status = fn(self._h, sh, None if cfg is None else C.byref(cfg), argv, nargs)
+            try:
+                status = fn(self._h, sh, None if cfg is None else C.byref(cfg), argv, nargs)
+            finally:
+                if ctrl_c:
+                    _L.ox_cancel_on_sigint(0)
+            if status == D.OX_ERR_CANCELLED:
+                # Run Python's signal handlers now (main thread): a pending
+                # SIGINT raises KeyboardInterrupt here, not at some later line.
+                C.pythonapi.PyErr_CheckSignals()
             if status != D.OX_OK:
                 raise _args.failure(self._sig, status,
                                     _L.ox_last_error().decode(errors="replace"), cfg is None)

@@ -19,6 +19,7 @@ OX_ERR_BOUNDS = 8
 OX_ERR_IO = 9
 OX_ERR_UNSUPPORTED = 10
 OX_ERR_INTERNAL = 11
+OX_ERR_CANCELLED = 12
 
 # enum ox_dtype
 OX_BOOL = 0
@@ -70,7 +71,7 @@ OX_EMIT_PTX = 4
 OX_EMIT_ASM = 5
 
 ENUMS = {
-    'ox_status': {'OX_OK': 0, 'OX_ERR_INVALID_ARGUMENT': 1, 'OX_ERR_COMPILE': 2, 'OX_ERR_NOT_FOUND': 3, 'OX_ERR_NO_DEVICE': 4, 'OX_ERR_DRIVER': 5, 'OX_ERR_OUT_OF_MEMORY': 6, 'OX_ERR_LAUNCH': 7, 'OX_ERR_BOUNDS': 8, 'OX_ERR_IO': 9, 'OX_ERR_UNSUPPORTED': 10, 'OX_ERR_INTERNAL': 11},
+    'ox_status': {'OX_OK': 0, 'OX_ERR_INVALID_ARGUMENT': 1, 'OX_ERR_COMPILE': 2, 'OX_ERR_NOT_FOUND': 3, 'OX_ERR_NO_DEVICE': 4, 'OX_ERR_DRIVER': 5, 'OX_ERR_OUT_OF_MEMORY': 6, 'OX_ERR_LAUNCH': 7, 'OX_ERR_BOUNDS': 8, 'OX_ERR_IO': 9, 'OX_ERR_UNSUPPORTED': 10, 'OX_ERR_INTERNAL': 11, 'OX_ERR_CANCELLED': 12},
     'ox_dtype': {'OX_BOOL': 0, 'OX_I8': 1, 'OX_I16': 2, 'OX_I32': 3, 'OX_I64': 4, 'OX_U8': 5, 'OX_U16': 6, 'OX_U32': 7, 'OX_U64': 8, 'OX_F16': 9, 'OX_BF16': 10, 'OX_F32': 11, 'OX_F64': 12, 'OX_F8E4M3': 13, 'OX_F8E5M2': 14, 'OX_TF32': 15, 'OX_DTYPE_COUNT': 16},
     'ox_device_type': {'OX_DEVICE_CPU': 1, 'OX_DEVICE_CUDA': 2},
     'ox_target': {'OX_TARGET_DEFAULT': 0, 'OX_TARGET_CPU': 1, 'OX_TARGET_CUDA': 2},
@@ -150,6 +151,8 @@ FUNCTIONS = {
     'ox_stream_wrap': (C.c_int, [C.c_void_p, C.c_void_p, C.POINTER(C.c_void_p)]),
     'ox_device_per_thread_stream': (C.c_int, [C.c_void_p, C.POINTER(C.c_void_p)]),
     'ox_stream_handle': (C.c_void_p, [C.c_void_p]),
+    'ox_stream_cancel': (C.c_int, [C.c_void_p]),
+    'ox_cancel_on_sigint': (C.c_int, [C.c_int]),
     'ox_event_create': (C.c_int, [C.c_void_p, C.POINTER(C.c_void_p)]),
     'ox_event_destroy': (None, [C.c_void_p]),
     'ox_event_record': (C.c_int, [C.c_void_p, C.c_void_p]),

@@ -33,6 +33,7 @@ static const struct {
     FN(event_destroy, "ox_event_destroy"),
     FN(event_record, "ox_event_record"),
     FN(stream_wait_event, "ox_stream_wait_event"),
+    FN(cancel_on_sigint, "ox_cancel_on_sigint"),
 #undef FN
 };
 #define NFUNCTIONS (sizeof functions / sizeof functions[0])

@@ -57,6 +57,7 @@ typedef struct fx_functions {
   __typeof__(&ox_event_destroy) event_destroy;
   __typeof__(&ox_event_record) event_record;
   __typeof__(&ox_stream_wait_event) stream_wait_event;
+  __typeof__(&ox_cancel_on_sigint) cancel_on_sigint;
 } fx_functions;
 
 /* Set by init(); every entry is non-NULL once fx_ready is 1. */

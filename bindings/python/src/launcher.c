@@ -431,10 +431,20 @@ static PyObject *run(fx_launcher *L, PyObject *args, PyObject *kwargs, int check
     st = fx.launch_check(L->kernel, c.stream, pc, c.args, L->nparams);
   } else if (L->cpu) {
     /* the CPU device runs the kernel before ox_launch returns: let other
-     * Python threads run meanwhile (the call holds every object it uses) */
+     * Python threads run meanwhile (the call holds every object it uses).
+     * Ctrl-C: while it runs, Oxide's SIGINT handler cancels it and then calls
+     * Python's (which records the signal); the launch returns
+     * OX_ERR_CANCELLED and the pending signal raises KeyboardInterrupt here.
+     * Installed only around the launch, as the pure path does. */
+    fx.cancel_on_sigint(1);
     Py_BEGIN_ALLOW_THREADS
     st = fx.launch(L->kernel, c.stream, pc, c.args, L->nparams);
     Py_END_ALLOW_THREADS
+    fx.cancel_on_sigint(0);
+    if (st == OX_ERR_CANCELLED && PyErr_CheckSignals() < 0) {
+      finish(&c);
+      return NULL; /* KeyboardInterrupt (or what the handler raised) */
+    }
   } else {
     /* a GPU launch only queues work: keeping the GIL costs less than
      * handing it over and taking it back */

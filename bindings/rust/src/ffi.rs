@@ -20,6 +20,7 @@ pub const OX_ERR_BOUNDS: ox_status = 8;
 pub const OX_ERR_IO: ox_status = 9;
 pub const OX_ERR_UNSUPPORTED: ox_status = 10;
 pub const OX_ERR_INTERNAL: ox_status = 11;
+pub const OX_ERR_CANCELLED: ox_status = 12;
 
 pub type ox_dtype = c_int;
 pub const OX_BOOL: ox_dtype = 0;
@@ -175,6 +176,8 @@ extern "C" {
     pub fn ox_stream_wrap(dev: ox_device, cu_stream: *mut c_void, out: *mut ox_stream) -> ox_status;
     pub fn ox_device_per_thread_stream(dev: ox_device, out: *mut ox_stream) -> ox_status;
     pub fn ox_stream_handle(s: ox_stream) -> *mut c_void;
+    pub fn ox_stream_cancel(s: ox_stream) -> ox_status;
+    pub fn ox_cancel_on_sigint(enable: c_int) -> ox_status;
     pub fn ox_event_create(dev: ox_device, out: *mut ox_event) -> ox_status;
     pub fn ox_event_destroy(e: ox_event);
     pub fn ox_event_record(e: ox_event, s: ox_stream) -> ox_status;

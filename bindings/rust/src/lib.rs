@@ -79,6 +79,8 @@ pub enum ErrorKind {
     Io,
     Unsupported,
     Internal,
+    /// A CPU launch was stopped (ox_stream_cancel, or SIGINT).
+    Cancelled,
 }
 
 /// A failed Oxide call: the status and the message of `ox_last_error()`
@@ -127,6 +129,7 @@ impl Error {
             ffi::OX_ERR_BOUNDS => Bounds,
             ffi::OX_ERR_IO => Io,
             ffi::OX_ERR_UNSUPPORTED => Unsupported,
+            ffi::OX_ERR_CANCELLED => Cancelled,
             _ => Internal,
         }
     }

@@ -49,7 +49,8 @@ typedef enum ox_status {
   OX_ERR_BOUNDS,           /**< a kernel made an out-of-bounds access (reported at sync) */
   OX_ERR_IO,               /**< a file could not be read or written */
   OX_ERR_UNSUPPORTED,      /**< valid, but not supported (yet) on this target */
-  OX_ERR_INTERNAL          /**< a bug in Oxide */
+  OX_ERR_INTERNAL,         /**< a bug in Oxide */
+  OX_ERR_CANCELLED         /**< a CPU launch was stopped by ox_stream_cancel or SIGINT */
 } ox_status;
 
 /** Message of the calling thread's last error ("" if none). Valid until the
@@ -153,6 +154,32 @@ OX_API ox_status ox_device_per_thread_stream(ox_device dev, ox_stream *out);
 
 /** The `CUstream` behind `s` (NULL for the legacy default stream and on the CPU). */
 OX_API void *ox_stream_handle(ox_stream s);
+
+/** Stops the CPU launch that is running on `s` now (on the CPU, ox_launch runs
+ *  the kernel before it returns, so that is a launch another thread, or the
+ *  code this interrupts, is in). Its kernel code returns at its next loop
+ *  back-edge, no further blocks start, and that ox_launch returns
+ *  OX_ERR_CANCELLED; what it wrote is then incomplete. Later launches are not
+ *  affected; with no launch running this does nothing and returns OX_OK.
+ *  Async-signal-safe (atomic operations only): it may be called from a signal
+ *  handler or from any thread. For the same reason it sets no error message:
+ *  the status alone reports OX_ERR_INVALID_ARGUMENT for a NULL or destroyed
+ *  stream, and OX_ERR_UNSUPPORTED for a CUDA stream (a running GPU kernel
+ *  cannot be stopped; see docs/c-api.md). */
+OX_API ox_status ox_stream_cancel(ox_stream s);
+
+/** Ctrl-C for CPU launches. `enable` != 0 installs (the first time; later
+ *  calls count) a SIGINT handler that cancels every running CPU launch, as
+ *  ox_stream_cancel would, and then passes the signal on to the handler that
+ *  was installed before (a handler function is called; the default action is
+ *  taken by restoring and re-raising it). If SIGINT was ignored, nothing is
+ *  installed. `enable` == 0 undoes one enabling call; the last one puts the
+ *  previous handler back, unless someone replaced Oxide's handler meanwhile
+ *  (theirs then stays). Language bindings call this around CPU launches
+ *  (Python does, so that Ctrl-C stops a long CPU kernel and raises
+ *  KeyboardInterrupt). Fails with OX_ERR_INVALID_ARGUMENT for a 0 without a
+ *  matching 1, with OX_ERR_INTERNAL if sigaction fails. */
+OX_API ox_status ox_cancel_on_sigint(int enable);
 
 /* ---------------------------------------------------------------- events */
 
@@ -407,7 +434,10 @@ OX_API ox_status ox_launch_check(ox_kernel k, ox_stream s, const ox_launch_confi
 
 /** Checks the launch like ox_launch_check, then queues it on `s` (NULL: the
  *  device's default stream). Out-of-bounds accesses inside the kernel are
- *  reported by the next ox_stream_synchronize of `s`. */
+ *  reported by the next ox_stream_synchronize of `s`. On the CPU the grid runs
+ *  before this returns (after the previous launch on `s` has returned; launches
+ *  on other streams run at the same time); a launch stopped by
+ *  ox_stream_cancel returns OX_ERR_CANCELLED. */
 OX_API ox_status ox_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
                            const ox_arg *args, int nargs);
 
