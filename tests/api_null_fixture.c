@@ -100,8 +100,8 @@ void fx_begin(const char *fn, const char *param) {
   ox_clear_error();
 }
 
-void fx_status(ox_status st, int nullable) {
-  if (!nullable && (st != OX_ERR_INVALID_ARGUMENT || !ox_last_error()[0]))
+void fx_status(ox_status st, int nullable, int message) {
+  if (!nullable && (st != OX_ERR_INVALID_ARGUMENT || (message && !ox_last_error()[0])))
     fail("returned %s, not OX_ERR_INVALID_ARGUMENT with a message", ox_status_name(st));
   cleanup();
 }

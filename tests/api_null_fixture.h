@@ -51,8 +51,8 @@ void *fx_dlpack(void);
 /* Names the call about to be made, clears the last error. */
 void fx_begin(const char *fn, const char *param);
 /* Checks a call returning ox_status, whose NULL argument is an error unless
- * `nullable`. */
-void fx_status(ox_status st, int nullable);
+ * `nullable`, with a message unless the function sets none (`message` 0). */
+void fx_status(ox_status st, int nullable, int message);
 /* Checks a call returning a value: the last error must say
  * OX_ERR_INVALID_ARGUMENT unless `nullable`. */
 void fx_value(int nullable);

@@ -125,7 +125,7 @@ static uint32_t run_live_values(int n, bool sync, bool expect_cached) {
   for (int i = 0; i < threads * blocks; i++)
     bad += r[i] != want;
   CHECK(bad == 0, "%d wrong sums (r[0] = %.17g, want %.17g)", bad, r[0], want);
-  uint32_t need = k->cpu.stack_bytes;
+  uint32_t need = oxa_kernel_get("test", k)->cpu.stack_bytes;
   printf("%d live f64 values (%s): stack need %u bytes, compiled in %.1f s%s\n", n,
          sync ? "across barriers" : "no barrier", need, secs, expect_cached ? " (cache)" : "");
   ox_tensor_release(a);
@@ -155,8 +155,9 @@ static void test_stacks(void) {
                        "  if let Some(o) = out.get_mut(thread::index_1d()) { *o = 1.0; }\n}\n",
                        "small");
   if (k)
-    CHECK(k->cpu.stack_bytes > 0 && k->cpu.stack_bytes < 1024, "small kernel: stack need %u",
-          k->cpu.stack_bytes);
+    CHECK(oxa_kernel_get("test", k)->cpu.stack_bytes > 0 &&
+              oxa_kernel_get("test", k)->cpu.stack_bytes < 1024,
+          "small kernel: stack need %u", oxa_kernel_get("test", k)->cpu.stack_bytes);
   ox_module_destroy(m);
 
   /* Above the limit: a compile error naming the kernel and its line. The
@@ -268,7 +269,8 @@ static double fill_and_check(ox_stream s, float v, int n) {
 }
 
 /* Waits until the launch on s has started (the executor marks its stream). */
-static bool wait_running(ox_stream s, launch_job *j) {
+static bool wait_running(ox_stream h, launch_job *j) {
+  oxr_stream *s = oxr_stream_get("test", h);
   for (int i = 0; i < 10000 && !atomic_load(&s->cpu_running) && !atomic_load(&j->done); i++)
     sleep_ms(1);
   return atomic_load(&s->cpu_running) != 0;

@@ -37,6 +37,9 @@ for f in ("ox_tensor_empty", "ox_tensor_from_host", "ox_tensor_to_host", "ox_ten
           "ox_launch", "ox_launch_check", "ox_chain_run", "ox_chain_capture"):
     NULLABLE.add((f, "s"))  # NULL: the device's default stream
 
+# Functions that set no message (async-signal-safe: formatting one allocates).
+NO_MESSAGE = {"ox_stream_cancel"}
+
 # Functions whose only effect on NULL is to ignore it (documented).
 IGNORES_NULL = {"ox_free", "ox_stream_destroy", "ox_event_destroy", "ox_tensor_release",
                 "ox_module_destroy", "ox_chain_destroy"}
@@ -113,7 +116,7 @@ def main():
             lines.append(f'  fx_begin("{fn}", "{name}");')
             if ret["base"] == "ox_status" and ret["ptr"] == 0:
                 lines.append(f"  st = {fn}({args});")
-                lines.append(f"  fx_status(st, {int((fn, name) in NULLABLE)});")
+                lines.append(f"  fx_status(st, {int((fn, name) in NULLABLE)}, {int(fn not in NO_MESSAGE)});")
             elif ret["base"] == "void" and ret["ptr"] == 0:
                 lines.append(f"  {fn}({args});")
                 lines.append(f"  fx_void({int(fn in IGNORES_NULL or (fn, name) in NULLABLE)});")

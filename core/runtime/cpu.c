@@ -686,7 +686,7 @@ static void pool_init(void) {
 }
 
 /* True while a launch runs on `s` (under P.mu). */
-static bool stream_busy(ox_stream s) {
+static bool stream_busy(oxr_stream *s) {
   uint64_t w = atomic_load(&s->cpu_running);
   if (!w) return false;
   const job *j = &g_jobs[(w >> 48) - 1];
@@ -701,7 +701,7 @@ static uint32_t free_slot(void) {
 }
 
 ox_status oxr_cpu_launch(const oxr_cpu_kernel *k, const uint32_t grid[3], const uint32_t block[3],
-                         void **args, oxr_errrec *err, uint32_t tag, ox_stream s) {
+                         void **args, oxr_errrec *err, uint32_t tag, oxr_stream *s) {
   if (!k || !grid || !block || !k->block_fn == !k->thread_fn)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                          "CPU launch: needs a kernel with exactly one of block_fn, thread_fn");
@@ -784,9 +784,10 @@ static void cancel_slot(uint32_t slot, bool any, uint64_t id) {
     if (atomic_compare_exchange_weak(st, &v, v | ST_CANCEL)) break;
 }
 
-ox_status ox_stream_cancel(ox_stream s) {
+ox_status ox_stream_cancel(ox_stream h) {
   /* No error messages here: formatting one allocates, which a signal handler
-   * must not do. */
+   * must not do; the handle lookup only reads the table (atomic loads). */
+  oxr_stream *s = h ? oxb_handle_get(OXB_H_STREAM, (uint64_t)(uintptr_t)h) : NULL;
   if (!s || !s->live) return OX_ERR_INVALID_ARGUMENT;
   if (s->dev->type != OX_DEVICE_CPU) return OX_ERR_UNSUPPORTED;
   uint64_t w = atomic_load(&s->cpu_running);

@@ -220,7 +220,7 @@ typedef struct oxr_cpu_kernel {
  * streams at the same time; ox_stream_cancel(s) stops the launch, which then
  * returns OX_ERR_CANCELLED. */
 ox_status oxr_cpu_launch(const oxr_cpu_kernel *k, const uint32_t grid[3], const uint32_t block[3],
-                         void **args, oxr_errrec *err, uint32_t tag, ox_stream s);
+                         void **args, oxr_errrec *err, uint32_t tag, oxr_stream *s);
 
 /* Number of CPU worker threads ($OXIDE_CPU_THREADS, else the cores). */
 int oxr_cpu_threads(void);
