@@ -26,6 +26,7 @@ oxi_instr *oxi_emit(oxi_module *m, oxi_kernel *k, oxi_block *b, oxi_op op, oxi_t
   in->op = op;
   in->type = type;
   in->id = type == OXI_VOID ? -1 : k->next_id++;
+  k->ninstrs++;
   if (b)
     oxb_vec_push(m->arena, &b->instrs, in);
   return in;
