@@ -1069,6 +1069,35 @@ static void test_emit_api(void) {
     fail(&c, "NULL source", ox_last_error());
   if (ox_emit(vecadd_contract, NULL, OX_TARGET_CPU, OX_EMIT_IR, NULL) != OX_ERR_INVALID_ARGUMENT)
     fail(&c, "NULL out", ox_last_error());
+  /* opt_level outside 0..3 is refused, by ox_emit and ox_module_compile alike (0: the default) */
+  for (int lvl = -1; lvl <= 4; lvl++) {
+    ox_compile_options o = {0};
+    o.opt_level = lvl;
+    out = NULL;
+    ox_status s = ox_emit(vecadd_contract, &o, OX_TARGET_CPU, OX_EMIT_LLVM, &out);
+    bool bad = lvl < 0 || lvl > 3;
+    char want[128];
+    snprintf(want, sizeof want, "ox_emit: opt_level must be 0 to 3 (0 means the default, 3), found %d", lvl);
+    if (bad ? s != OX_ERR_INVALID_ARGUMENT || strcmp(ox_last_error(), want) || out : s != OX_OK)
+      fail(&c, "ox_emit opt_level", s ? ox_last_error() : "accepted");
+    ox_free(out);
+  }
+  ox_device dev = NULL;
+  if (ox_device_default(&dev) != OX_OK) {
+    fail(&c, "no default device", ox_last_error());
+  } else {
+    ox_compile_options o = {0};
+    o.opt_level = 7;
+    o.no_cache = 1;
+    ox_module m = (ox_module)&o; /* must be cleared */
+    if (ox_module_compile(dev, vecadd_contract, &o, &m) != OX_ERR_INVALID_ARGUMENT || m ||
+        strcmp(ox_last_error(), "ox_module_compile: opt_level must be 0 to 3 (0 means the default, 3), found 7"))
+      fail(&c, "ox_module_compile opt_level 7", ox_last_error());
+    o.opt_level = 1;
+    if (ox_module_compile(dev, vecadd_contract, &o, &m) != OX_OK || !m)
+      fail(&c, "ox_module_compile opt_level 1", ox_last_error());
+    ox_module_destroy(m);
+  }
   /* many errors stop at 20 */
   char src[4096];
   int n = snprintf(src, sizeof src, "#[kernel]\nfn k(n: u32) {\n");
