@@ -847,14 +847,14 @@ static int make_source_bytes(int n) { /* a kernel, then a comment: n bytes in al
   return 3;
 }
 
-static int make_source_instrs(int n) { /* two kernels of 2,200 statements, a third of n */
+static int make_source_instrs(int n) { /* two kernels of 1,300 statements, a third of n */
   for (int k = 0; k < 3; k++) {
     put("#[kernel]\n");
     gen_fn_line = gen_lines;
     put("fn k%d(a: &[f32], c: DisjointSlice<f32>) {\n"
         "  let i = thread::index_1d();\n  let mut s = a[0];\n", k);
     int line = 0;
-    for (int j = 1; j <= (k < 2 ? 2200 : n); j++) {
+    for (int j = 1; j <= (k < 2 ? 1300 : n); j++) {
       line = gen_lines;
       put("  s = s * 1.5 + 2.5;\n");
     }
@@ -988,7 +988,7 @@ static void test_limits(void) {
       {"source bytes", make_source_bytes, 1000, (1 << 20) + 1000, 1 << 20,
        "error: the source is larger than 1048576 bytes, the compiler's limit"},
       {"source instructions", make_source_instrs, 1, 3000, 0,
-       "error: the kernels of this source are too large together: more than 32768 IR instructions", true},
+       "error: the kernels of this source are too large together: more than 20480 IR instructions", true},
       {"tile kernel instructions", make_tile_instrs, 1000, 4000, 0,
        "error: kernel 'k' is too large: more than 16384 IR instructions, the compiler's limit", true},
   };

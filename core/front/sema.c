@@ -24,6 +24,8 @@
  * at each call, a grid-stride body lowered for the unrolled and the plain
  * loop) would otherwise repeat its errors. Returns whether it reported. */
 bool oxs_error(sema *S, oxb_loc loc, const char *fmt, ...) {
+  if (oxb_too_many_errors(S->d)) /* dropped anyway; and `seen` stays short */
+    return false;
   oxb_str msg = {0};
   va_list ap;
   va_start(ap, fmt);
