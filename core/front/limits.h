@@ -29,9 +29,10 @@
  * the passes that walk the tree recurse once per level (a parenthesized
  * expression takes two). Left-deep chains (a + b + c, x.f().g()), which the
  * parser builds in a loop but later passes walk recursively, may make the tree
- * OXF_MAX_TREE_DEPTH deep. The deepest accepted input of each kind compiles in
- * under 128 KB of stack (front_test runs them in a thread with 1 MB); real
- * kernels nest fewer than 20 levels. */
+ * OXF_MAX_TREE_DEPTH deep. The deepest accepted input needs about 512 KB of
+ * stack (a chain of 997 additions, some 500 bytes a level in sema; 128 KB for
+ * the other kinds), and front_test compiles each in a thread with 1 MB, in the
+ * ASan build too. Real kernels nest fewer than 20 levels. */
 #define OXF_MAX_NESTING 200
 #define OXF_MAX_TREE_DEPTH 1000
 
