@@ -536,6 +536,145 @@ static void test_loops(void) {
   }
 }
 
+/* Dominance on random CFGs, against its definition: block a dominates b when
+ * b cannot be reached from the entry without passing a. A value defined in
+ * block a and used in block b verifies exactly when a dominates b, or b is
+ * unreachable (code there never runs). */
+static bool reaches_avoiding(int n, int succ[][2], int avoid, int target) {
+  bool seen[64] = {0};
+  int stack[64], sp = 0;
+  if (avoid == 0)
+    return false;
+  stack[sp++] = 0;
+  seen[0] = true;
+  while (sp) {
+    int b = stack[--sp];
+    if (b == target)
+      return true;
+    for (int s = 0; s < 2; s++) {
+      int c = succ[b][s];
+      if (c >= 0 && c != avoid && !seen[c]) {
+        seen[c] = true;
+        stack[sp++] = c;
+      }
+    }
+  }
+  (void)n;
+  return false;
+}
+
+static void test_dominance_random(void) {
+  unsigned seed = 12345;
+  int checked = 0;
+  for (int round = 0; round < 300; round++) {
+    int n = 2 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 30;
+    int succ[64][2];
+    for (int b = 0; b < n; b++)
+      for (int s = 0; s < 2; s++) {
+        int r = (int)((seed = seed * 1103515245u + 12345u) >> 16);
+        succ[b][s] = s == 1 && r % 3 == 0 ? -1 : r % (n + 1) - 1; /* -1: none */
+      }
+    for (int b = 0; b < n; b++) /* no first successor: a return */
+      if (succ[b][0] < 0)
+        succ[b][1] = -1;
+    int a = (int)((seed = seed * 1103515245u + 12345u) >> 16) % n;
+    int u = (int)((seed = seed * 1103515245u + 12345u) >> 16) % n;
+    if (a == u)
+      continue;
+    T t;
+    t_init(&t, "rand");
+    oxi_block *bb[64];
+    for (int b = 0; b < n; b++)
+      bb[b] = blk(&t);
+    oxi_instr *def = konst(&t, bb[a], OX_U32, 7);
+    ins(&t, bb[u], OXI_NEG, OX_U32, 0, def, NULL, NULL);
+    for (int b = 0; b < n; b++) {
+      if (succ[b][0] < 0)
+        ret(&t, bb[b]);
+      else if (succ[b][1] < 0)
+        br(&t, bb[b], bb[succ[b][0]]);
+      else
+        condbr(&t, bb[b], konst(&t, bb[b], OX_BOOL, 1), bb[succ[b][0]], bb[succ[b][1]]);
+    }
+    bool reachable = reaches_avoiding(n, succ, -1, u);
+    bool want = !reachable || !reaches_avoiding(n, succ, a, u);
+    oxb_str err = {0};
+    bool ok = oxi_verify(&t.m, &err);
+    CHECK(ok == want, "random CFG %d (%d blocks, def in bb%d, use in bb%d): %s", round, n, a, u,
+          err.buf ? err.buf : "accepted");
+    oxb_str_free(&err);
+    oxb_arena_free(&t.arena);
+    checked++;
+  }
+  CHECK(checked > 200, "only %d random CFGs", checked);
+}
+
+/* A large CFG as the front end makes them (an inlined call's exit block is
+ * made before the blocks of its body): 40,000 blocks in nested diamonds
+ * verify at once. Dominator bit sets took minutes on this shape. */
+static void test_dominance_large(void) {
+  T t;
+  t_init(&t, "big");
+  enum { DEPTH = 10000 };
+  oxi_block *cur = blk(&t);
+  oxi_instr *v = konst(&t, cur, OX_U32, 1);
+  oxi_block **exits = malloc(sizeof *exits * DEPTH);
+  for (int d = 0; d < DEPTH; d++) { /* cur: if c { then... } else { ... }, exit made first */
+    exits[d] = blk(&t);
+    oxi_block *th = blk(&t), *el = blk(&t);
+    condbr(&t, cur, konst(&t, cur, OX_BOOL, 1), th, el);
+    br(&t, el, exits[d]);
+    v = ins(&t, th, OXI_NEG, OX_U32, 0, v, NULL, NULL);
+    cur = blk(&t);
+    br(&t, th, cur);
+  }
+  for (int d = DEPTH - 1; d >= 0; d--) { /* cur falls through every exit, outermost last */
+    br(&t, cur, exits[d]);
+    cur = exits[d];
+  }
+  ins(&t, cur, OXI_NEG, OX_U32, 0, konst(&t, cur, OX_U32, 2), NULL, NULL);
+  ret(&t, cur);
+  uint64_t t0 = oxb_now_ns();
+  oxb_str err = {0};
+  bool ok = oxi_verify(&t.m, &err);
+  double secs = (double)(oxb_now_ns() - t0) * 1e-9;
+  CHECK(ok, "large CFG: %s", err.buf ? err.buf : "");
+  CHECK(t.k->blocks.len == 4 * DEPTH + 1, "large CFG: %d blocks", t.k->blocks.len);
+  CHECK(secs < 2.0, "verifying %d blocks took %.2f s", t.k->blocks.len, secs);
+  oxb_str_free(&err);
+  /* the innermost `then` value is used past the joins: not dominated */
+  ins(&t, exits[0], OXI_NEG, OX_U32, 0, v, NULL, NULL);
+  oxi_instr *last = exits[0]->instrs.items[exits[0]->instrs.len - 1];
+  exits[0]->instrs.items[exits[0]->instrs.len - 1] = exits[0]->instrs.items[exits[0]->instrs.len - 2];
+  exits[0]->instrs.items[exits[0]->instrs.len - 2] = last; /* keep the terminator last */
+  CHECK(!oxi_verify(&t.m, &err) && err.buf && strstr(err.buf, "does not dominate"),
+        "large CFG, use past the joins: %s", err.buf ? err.buf : "accepted");
+  oxb_str_free(&err);
+  free(exits);
+  oxb_arena_free(&t.arena);
+}
+
+/* Every parameter kind prints (an atomic tensor's name was read past the end
+ * of the printer's table: UBSan reports that). */
+static void test_print_params(void) {
+  T t;
+  t_init(&t, "params");
+  static const oxi_pkind kinds[] = {OXI_P_SCALAR, OXI_P_SLICE, OXI_P_MUTSLICE, OXI_P_ATOMIC,
+                                    OXI_P_DISJOINT, OXI_P_TENSOR, OXI_P_TILE, OXI_P_ATENSOR};
+  static const char *const names[] = {"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"};
+  for (int i = 0; i < 8; i++)
+    param(&t, names[i], kinds[i], OX_F32);
+  ret(&t, blk(&t));
+  oxb_str out = {0};
+  oxi_print(&t.m, &out);
+  CHECK(out.buf && strstr(out.buf, "kernel params(%p0: f32, %p1: &[] f32, %p2: &mut [] f32, "
+                                   "%p3: &[Atomic] f32, %p4: DisjointSlice f32, %p5: &Tensor f32, "
+                                   "%p6: &mut Tensor f32, %p7: &Tensor Atomic f32) {\n"),
+        "parameter kinds printed as:\n%s", out.buf ? out.buf : "");
+  oxb_str_free(&out);
+  oxb_arena_free(&t.arena);
+}
+
 /* Printing of the other instructions. */
 static void test_print_ops(void) {
   T t;
@@ -639,6 +778,9 @@ int main(void) {
   test_bad();
   test_several();
   test_loops();
+  test_dominance_random();
+  test_dominance_large();
+  test_print_params();
   test_print_ops();
   if (failures) {
     fprintf(stderr, "ir_test: %d failure(s)\n", failures);

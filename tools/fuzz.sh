@@ -1,11 +1,14 @@
 #!/bin/sh
-# fuzz.sh - builds the front-end fuzzer (tests/fuzz/fuzz_front.c) with clang-14,
-# libFuzzer, ASan and UBSan in its own build folder, runs front_test there
-# (under the sanitizers too), and fuzzes for $1 seconds (default 60), starting
-# from a copy of tests/fuzz/corpus plus every front_test case. Exits non-zero
-# when front_test fails or the fuzzer finds a crash, a sanitizer report, a
-# leak or a hang; the input that did it is left in $OXIDE_FUZZ_DIR/artifacts/
-# (make it a regression case in tests/front_test.c).
+# fuzz.sh - builds the compiler fuzzer (tests/fuzz/fuzz_front.c: the front
+# end for every input; for inputs it accepts, the tile lowering for sm_90, sm_80
+# and the CPU, and code generation) with clang-14, libFuzzer, ASan and UBSan in
+# its own build folder, runs front_test there (under the sanitizers too), and
+# fuzzes for $1 seconds (default 60), starting from a copy of tests/fuzz/corpus
+# (SIMT and tile kernel seeds, and past findings) plus every front_test case.
+# Exits non-zero when front_test fails or the fuzzer finds a crash, a sanitizer
+# report, a leak or a hang; the input that did it is left in
+# $OXIDE_FUZZ_DIR/artifacts/ (make it a regression case: a front_test case, or
+# a file in tests/fuzz/corpus, which every run executes first).
 #
 #   tools/fuzz.sh [SECONDS]
 #   environment: OXIDE_FUZZ_DIR (default build-fuzz/ in the repository), JOBS (build jobs, default 2),

@@ -281,6 +281,9 @@ ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_
   ox_compile_options o = {0};
   if (opts)
     o = *opts;
+  if (o.opt_level < 0 || o.opt_level > 3)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_module_compile: opt_level must be 0 to 3 "
+                         "(0 means the default, 3), found %d", o.opt_level);
   oxa_module *m = calloc(1, sizeof *m);
   if (!m)
     return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
@@ -513,6 +516,9 @@ ox_status ox_emit(const char *source, const ox_compile_options *opts, ox_target 
   ox_compile_options o = {0};
   if (opts)
     o = *opts;
+  if (o.opt_level < 0 || o.opt_level > 3)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_emit: opt_level must be 0 to 3 (0 means the "
+                         "default, 3), found %d", o.opt_level);
   oxb_arena a = {0};
   oxi_module m;
   oxb_str text = {0};

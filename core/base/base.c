@@ -181,13 +181,36 @@ bool oxb_too_many_errors(const oxb_diags *d) {
 
 /* ------------------------------------------------------------- last error */
 
+/* The message is heap memory owned by the thread; a pthread key's destructor
+ * frees it when the thread exits (a _Thread_local pointer alone would leak it
+ * at every thread exit). The key holds the same pointer as tl_message. */
 static _Thread_local ox_status tl_status;
 static _Thread_local char *tl_message;
+static pthread_key_t tl_key;
+static pthread_once_t tl_once = PTHREAD_ONCE_INIT;
+static bool tl_key_ok;
+
+static void tl_message_free(void *p) {
+  /* runs at thread exit; a later destructor that sets an error again makes
+   * the key non-NULL again, and pthreads then calls this once more */
+  if (p == tl_message)
+    tl_message = NULL;
+  free(p);
+}
+
+static void tl_key_init(void) { tl_key_ok = pthread_key_create(&tl_key, tl_message_free) == 0; }
+
+/* Replaces the thread's message with `m` (malloc'ed, or NULL). */
+static void set_message(char *m) {
+  free(tl_message);
+  tl_message = m;
+  pthread_once(&tl_once, tl_key_init);
+  if (tl_key_ok) /* (without a key, as before: the message leaks at thread exit) */
+    pthread_setspecific(tl_key, m);
+}
 
 ox_status oxb_set_error_text(ox_status s, const char *text) {
-  char *copy = strdup(text ? text : "");
-  free(tl_message);
-  tl_message = copy;
+  set_message(strdup(text ? text : ""));
   tl_status = s;
   return s;
 }
@@ -198,8 +221,7 @@ ox_status oxb_set_error(ox_status s, const char *fmt, ...) {
   va_start(ap, fmt);
   oxb_str_vaddf(&str, fmt, ap);
   va_end(ap);
-  free(tl_message);
-  tl_message = oxb_str_take(&str);
+  set_message(oxb_str_take(&str));
   tl_status = s;
   return s;
 }
@@ -207,8 +229,7 @@ ox_status oxb_set_error(ox_status s, const char *fmt, ...) {
 const char *ox_last_error(void) { return tl_message ? tl_message : ""; }
 ox_status ox_last_status(void) { return tl_status; }
 void ox_clear_error(void) {
-  free(tl_message);
-  tl_message = NULL;
+  set_message(NULL);
   tl_status = OX_OK;
 }
 

@@ -1,5 +1,6 @@
 /* lex.c - turns kernel text into tokens. */
 #include "front/front.h"
+#include "front/limits.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -142,7 +143,9 @@ static oxf_token *read_number(lexer *L, oxf_token *t) {
 oxf_token *oxf_tokenize(oxb_arena *a, oxb_diags *d, const oxb_source *src) {
   lexer L = {a, d, src, src->text, 1, src->text};
   oxf_token head = {0}, *cur = &head;
-  const char *end = src->text + src->len;
+  /* past the size limit, nothing more is read (one error, at the limit) */
+  bool too_long = src->len > (size_t)OXF_MAX_SOURCE_BYTES;
+  const char *end = src->text + (too_long ? (size_t)OXF_MAX_SOURCE_BYTES : src->len);
   while (L.p < end) {
     const char *p = L.p;
     if (*p == '\n') {
@@ -234,6 +237,9 @@ oxf_token *oxf_tokenize(oxb_arena *a, oxb_diags *d, const oxb_source *src) {
     }
     L.p += t->len;
   }
+  if (too_long) /* (tokens and comments never cross a line past `end`: L.line is end's line) */
+    oxb_error_at(d, loc_of(&L, end), "the source is larger than %d bytes, the compiler's limit",
+                 OXF_MAX_SOURCE_BYTES);
   oxf_token *eof = oxb_alloc(a, sizeof *eof);
   eof->kind = OXF_TK_EOF;
   eof->text = end;

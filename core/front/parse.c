@@ -5,12 +5,13 @@
  * on, so that one pass shows several errors. Nesting depth is bounded so that
  * hostile input cannot overflow the stack. */
 #include "front/front.h"
+#include "front/limits.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_DEPTH 200 /* recursion of the parser */
-#define MAX_TREE 1000 /* depth of the tree, with left-deep chains like a + b + c */
+#define MAX_DEPTH OXF_MAX_NESTING   /* recursion of the parser */
+#define MAX_TREE OXF_MAX_TREE_DEPTH /* depth of the tree, with left-deep chains like a + b + c */
 
 typedef struct parser {
   oxb_arena *a;
@@ -31,7 +32,8 @@ typedef struct parser {
 static bool too_deep(parser *P, const char *what) {
   if (P->depth <= MAX_DEPTH && P->depth + P->links <= MAX_TREE)
     return false;
-  perr(P, P->tok->loc, "%s nested too deeply", what);
+  perr(P, P->tok->loc, "%s nested too deeply: the limit is %d levels, %d counting chained "
+                       "operators and method calls", what, MAX_DEPTH, MAX_TREE);
   P->stop = true;
   while (P->tok->kind != OXF_TK_EOF)
     P->tok = P->tok->next;
@@ -943,6 +945,10 @@ oxf_program *oxf_parse(oxb_arena *a, oxb_diags *d, const oxb_source *src) {
       continue;
     }
     oxf_fn *fn = function(&P);
+    if (fn && prog->fns.len == OXF_MAX_FUNCTIONS) {
+      perr(&P, fn->loc, "too many functions: a source has at most %d", OXF_MAX_FUNCTIONS);
+      break;
+    }
     if (fn) {
       oxb_vec_push(a, &prog->fns, fn);
     } else {

@@ -20,15 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Limits on one kernel's IR. Inlining and grid-stride copies multiply code, so
- * a short source can ask for an exponential amount: stop at these sizes. */
-#define MAX_KERNEL_VALUES 200000
-#define MAX_KERNEL_BLOCKS 20000
-
 /* Reports an error once: code checked several times (a device function inlined
  * at each call, a grid-stride body lowered for the unrolled and the plain
  * loop) would otherwise repeat its errors. Returns whether it reported. */
 bool oxs_error(sema *S, oxb_loc loc, const char *fmt, ...) {
+  if (oxb_too_many_errors(S->d)) /* dropped anyway; and `seen` stays short */
+    return false;
   oxb_str msg = {0};
   va_list ap;
   va_start(ap, fmt);
@@ -69,8 +66,83 @@ static val scalar(oxi_instr *v) {
 
 /* ------------------------------------------------------------ IR helpers */
 
+/* ---------------------------------------------------------- size limits */
+
+/* "kernel 'k'", or for a device function checked on its own "function 'f'". */
+static const char *unit_name(sema *S) {
+  return S->kfn->is_kernel || S->kfn->is_tile ? "kernel" : "function";
+}
+
+/* Reports that the kernel being lowered crossed a size limit (limits.h), at
+ * `loc`, with a note at each call its code is inlined through; lowering of
+ * the kernel stops (expr() gives errors from here on, silently). */
+static void size_error(sema *S, oxb_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void size_error(sema *S, oxb_loc loc, const char *fmt, ...) {
+  if (S->too_big)
+    return;
+  S->too_big = true;
+  oxb_str msg = {0};
+  va_list ap;
+  va_start(ap, fmt);
+  oxb_str_vaddf(&msg, fmt, ap);
+  va_end(ap);
+  if (oxs_error(S, loc, "%s", msg.buf))
+    for (int i = S->nframes - 1; i >= 0; i--)
+      if (S->frames[i].fn != S->kfn) /* (a function checked on its own is frame 0) */
+        oxb_note_at(S->d, S->frames[i].call, "in '%s', inlined at this call", S->frames[i].fn->name);
+  oxb_str_free(&msg);
+}
+
+static void unbind_to(sema *S, int n);
+
+void oxs_begin(sema *S, const oxf_fn *fn, oxi_kernel *k) {
+  S->k = k;
+  S->kfn = fn;
+  S->at = fn->loc;
+  unbind_to(S, 0);
+  S->nfacts = S->nloops = S->nframes = S->nrel = 0;
+  S->ncalls = 0;
+  S->unsafe_depth = 0;
+  S->too_big = S->source_full; /* past the source's limit, nothing more is lowered */
+}
+
+/* Checks the kernel's size after an instruction or a loop was made for the
+ * construct at `loc`. */
+static void check_size(sema *S, oxb_loc loc) {
+  const oxi_kernel *k = S->k;
+  if (S->emitted > OXF_MAX_SOURCE_INSTRS && !S->source_full) {
+    size_error(S, loc, "the kernels of this source are too large together: more than %d IR "
+                       "instructions, the compiler's limit", OXF_MAX_SOURCE_INSTRS);
+    S->source_full = true;
+  } else if (k->ninstrs > OXF_MAX_KERNEL_INSTRS) {
+    size_error(S, loc, "%s '%s' is too large: more than %d IR instructions, the compiler's limit "
+                       "(device functions are inlined at each call, and grid_stride copies its "
+                       "loop body)", unit_name(S), S->kfn->name, OXF_MAX_KERNEL_INSTRS);
+  } else if (k->nloops > OXF_MAX_KERNEL_LOOPS) {
+    size_error(S, loc, "%s '%s' has more than %d loops, the compiler's limit (counting the loops "
+                       "of inlined functions, and three for each grid_stride loop)",
+               unit_name(S), S->kfn->name, OXF_MAX_KERNEL_LOOPS);
+  } else if ((int64_t)k->nloops * k->ninstrs > OXF_MAX_LOOP_WORK) {
+    size_error(S, loc, "%s '%s' has too many loops for its size: %d loops in %d IR instructions, "
+                       "and the compiler's limit on loops times instructions is %d (counting "
+                       "inlined functions, and three loops for each grid_stride loop)",
+               unit_name(S), S->kfn->name, k->nloops, k->ninstrs, OXF_MAX_LOOP_WORK);
+  }
+}
+
 static oxi_instr *emit(sema *S, oxi_op op, oxi_type t) {
-  return oxi_emit(S->m, S->k, S->cur, op, t);
+  oxi_instr *in = oxi_emit(S->m, S->k, S->cur, op, t);
+  in->line = S->at.line;
+  in->col = S->at.col;
+  S->emitted++;
+  check_size(S, S->at);
+  return in;
+}
+
+/* Counts a loop just made for the construct at `loc`. */
+static void count_loop(sema *S, oxb_loc loc) {
+  S->k->nloops++;
+  check_size(S, loc);
 }
 
 static oxi_block *new_block(sema *S) { return oxi_block_new(S->m, S->k); }
@@ -176,6 +248,71 @@ static void var_set(sema *S, int slot, oxi_instr *v) {
 
 /* -------------------------------------------------------------- bindings */
 
+/* Bindings form a stack (sema.binds); a scope ends by popping back to where it
+ * began (unbind_to). So that a lookup need not scan the stack (a source of
+ * many names would take quadratic time), each name has a record holding the
+ * index of its latest binding, and each binding the index of the one of the
+ * same name it hides. */
+struct name_rec {
+  const char *name;
+  int top; /* index of the latest binding of the name, -1 if none */
+};
+
+static uint64_t name_hash(const char *s) {
+  uint64_t h = 1469598103934665603u; /* FNV-1a */
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211u;
+  return h;
+}
+
+/* The record of `name`; created if `create`, else NULL when there is none. */
+static name_rec *name_find(sema *S, const char *name, bool create) {
+  if (create && (S->nnames + 1) * 2 > S->capnames) { /* grow to keep probes short */
+    int cap = S->capnames ? S->capnames * 2 : 64;
+    name_rec **t = oxb_alloc(S->a, sizeof(name_rec *) * (size_t)cap);
+    for (int i = 0; i < S->capnames; i++) {
+      name_rec *r = S->names[i];
+      if (!r)
+        continue;
+      size_t j = (size_t)name_hash(r->name) & (size_t)(cap - 1);
+      while (t[j])
+        j = (j + 1) & (size_t)(cap - 1);
+      t[j] = r;
+    }
+    S->names = t;
+    S->capnames = cap;
+  }
+  if (!S->capnames)
+    return NULL;
+  size_t mask = (size_t)(S->capnames - 1);
+  for (size_t j = (size_t)name_hash(name) & mask;; j = (j + 1) & mask) {
+    name_rec *r = S->names[j];
+    if (r && !strcmp(r->name, name))
+      return r;
+    if (!r) {
+      if (!create)
+        return NULL;
+      r = oxb_alloc(S->a, sizeof *r);
+      r->name = name;
+      r->top = -1;
+      S->names[j] = r;
+      S->nnames++;
+      return r;
+    }
+  }
+}
+
+/* Makes binding b (on the stack, b->name set) findable by its name. */
+static void name_link(sema *S, binding *b) {
+  name_rec *r = name_find(S, b->name, true);
+  b->rec = r;
+  int *at = &r->top; /* the chain stays ordered by index: later bindings hide b */
+  while (*at > b->idx)
+    at = &S->binds[*at]->shadow;
+  b->shadow = *at;
+  *at = b->idx;
+}
+
 static binding *bind(sema *S, bkind kind, const char *name, oxb_loc loc) {
   if (S->nbinds == S->capbinds) {
     S->capbinds = S->capbinds ? S->capbinds * 2 : 64;
@@ -188,16 +325,39 @@ static binding *bind(sema *S, bkind kind, const char *name, oxb_loc loc) {
   b->kind = kind;
   b->name = name;
   b->loc = loc;
+  b->idx = S->nbinds;
+  b->shadow = -1;
   S->binds[S->nbinds++] = b;
+  if (name)
+    name_link(S, b);
   return b;
+}
+
+/* Names binding b, made without a name (a fresh witness, shared array or
+ * partition that a 'let' binds). */
+static void name_binding(sema *S, binding *b, const char *name) {
+  assert(!b->rec);
+  b->name = name;
+  if (b->idx < S->nbinds && S->binds[b->idx] == b) /* (else its scope has ended: not findable) */
+    name_link(S, b);
+}
+
+/* Ends the scopes of the bindings from index n on. */
+static void unbind_to(sema *S, int n) {
+  while (S->nbinds > n) {
+    binding *b = S->binds[--S->nbinds];
+    if (b->rec) {
+      assert(b->rec->top == b->idx); /* the latest of its name: later ones are gone */
+      b->rec->top = b->shadow;
+    }
+  }
 }
 
 static binding *lookup(sema *S, const char *name) {
   int base = S->nframes ? S->frames[S->nframes - 1].base : 0;
-  for (int i = S->nbinds - 1; i >= base; i--)
-    if (S->binds[i]->name && !strcmp(S->binds[i]->name, name))
-      return S->binds[i];
-  return NULL;
+  name_rec *r = name_find(S, name, false);
+  /* below the frame's base: the caller's, not visible in an inlined function */
+  return r && r->top >= base ? S->binds[r->top] : NULL;
 }
 
 static void push_fact(sema *S, binding *w, oxi_mem mem) {
@@ -487,6 +647,11 @@ static oxi_instr *mem_access(sema *S, oxi_op op, binding *mb, oxi_instr *idx, bi
     site->what = what;
     oxb_vec_push(S->a, &S->k->sites, site);
     in->check = S->k->sites.len;
+    if (S->k->sites.len > OXF_MAX_KERNEL_CHECKS)
+      size_error(S, loc, "%s '%s' has more than %d bounds-checked accesses, the compiler's limit "
+                         "(counting those of inlined functions; a launch contract or a "
+                         "get_mut guard proves accesses in bounds, and those need no check)",
+                 unit_name(S), S->kfn->name, OXF_MAX_KERNEL_CHECKS);
   }
   return in;
 }
@@ -779,7 +944,7 @@ bool oxs_check_param_tf32(sema *S, const oxf_param *p) {
   return true;
 }
 
-static val inline_body(sema *S, const oxf_fn *fn, binding **argb);
+static val inline_body(sema *S, const oxf_fn *fn, binding **argb, oxb_loc call);
 
 static val shared_new(sema *S, const oxf_node *n) {
   if (n->gen.len != 2 || n->args.len != 0) {
@@ -935,7 +1100,14 @@ static val call_fn(sema *S, const oxf_node *n, const oxf_fn *fn, oxi_type hint) 
       return VERR;
     }
   if (S->nframes == (int)OXB_COUNT(S->frames)) {
-    ERR(S, n->loc, "device functions nested too deeply");
+    ERR(S, n->loc, "device functions nested too deeply: calls inside calls are inlined at most "
+                   "%d deep", OXF_MAX_INLINE_DEPTH);
+    return VERR;
+  }
+  if (++S->ncalls > OXF_MAX_INLINED_CALLS) {
+    size_error(S, n->loc, "%s '%s' inlines more than %d device-function calls, the compiler's "
+                          "limit (each call is a copy of the function's body)",
+               unit_name(S), S->kfn->name, OXF_MAX_INLINED_CALLS);
     return VERR;
   }
   if (n->args.len != fn->params.len) {
@@ -1015,12 +1187,12 @@ static val call_fn(sema *S, const oxf_node *n, const oxf_fn *fn, oxi_type hint) 
   }
   if (!ok)
     return VERR;
-  return inline_body(S, fn, argb);
+  return inline_body(S, fn, argb, n->loc);
 }
 
 /* Lowers the body of device function `fn` in place, its parameters bound to
- * `argb`; returns its value. */
-static val inline_body(sema *S, const oxf_fn *fn, binding **argb) {
+ * `argb`, for the call at `call`; returns its value. */
+static val inline_body(sema *S, const oxf_fn *fn, binding **argb, oxb_loc call) {
   for (int i = 0; i < S->ncalled; i++)
     if (S->called[i] == fn)
       goto known;
@@ -1029,6 +1201,7 @@ static val inline_body(sema *S, const oxf_fn *fn, binding **argb) {
 known:;
   frame *f = &S->frames[S->nframes];
   f->fn = fn;
+  f->call = call;
   f->exit = new_block(S);
   f->ret_type = fn->ret && fn->ret->kind == OXF_TY_SCALAR ? fn->ret->elem : OXI_VOID;
   if (fn->ret && fn->ret->kind != OXF_TY_SCALAR && fn->ret->kind != OXF_TY_UNIT) {
@@ -1041,8 +1214,11 @@ known:;
   f->loop_base = S->nloops;
   S->nframes++;
   for (int i = 0; i < fn->params.len; i++) {
-    bind(S, argb[i]->kind, argb[i]->name, argb[i]->loc);
-    *S->binds[S->nbinds - 1] = *argb[i];
+    binding *b = bind(S, argb[i]->kind, argb[i]->name, argb[i]->loc), keep = *b;
+    *b = *argb[i];
+    b->rec = keep.rec; /* its place on the stack stays */
+    b->idx = keep.idx;
+    b->shadow = keep.shadow;
   }
   val body = block_expr(S, fn->body, f->ret_type);
   if (body.k == V_SCALAR && f->ret_slot >= 0) {
@@ -1057,7 +1233,7 @@ known:;
   br(S, f->exit);
   set_block(S, f->exit);
   S->nframes--;
-  S->nbinds = saved_nbinds;
+  unbind_to(S, saved_nbinds);
   S->nfacts = saved_facts;
   S->nloops = saved_loops;
   if (f->ret_slot < 0)
@@ -1091,7 +1267,7 @@ static val method(sema *S, const oxf_node *n, oxi_type hint) {
     for (int i = 0; i < n->args.len; i++)
       args[i + 1] = n->args.items[i];
     val r = math_call(S, n, fi, args, n->args.len + 1, recv.v->type);
-    S->nbinds--;
+    unbind_to(S, S->nbinds - 1);
     return r;
   }
   if (recv.k == V_WITNESS) {
@@ -1232,16 +1408,20 @@ static val name_ref(sema *S, const oxf_node *n) {
   return VERR;
 }
 
+static val expr_at(sema *S, const oxf_node *n, oxi_type hint);
+
+/* Lowers expression `n`; the instructions made for it carry its location. */
 static val expr(sema *S, const oxf_node *n, oxi_type hint) {
   if (oxb_too_many_errors(S->d) || S->too_big)
     return VERR;
-  if (S->k->next_id > MAX_KERNEL_VALUES || S->k->blocks.len > MAX_KERNEL_BLOCKS) {
-    ERR(S, n->loc, "kernel '%s' is too large (over %d values or %d blocks): device functions "
-                   "are inlined at each call, and grid_stride copies its loop body",
-        S->kfn->name, MAX_KERNEL_VALUES, MAX_KERNEL_BLOCKS);
-    S->too_big = true;
-    return VERR;
-  }
+  oxb_loc outer = S->at;
+  S->at = n->loc;
+  val v = expr_at(S, n, hint);
+  S->at = outer;
+  return v;
+}
+
+static val expr_at(sema *S, const oxf_node *n, oxi_type hint) {
   switch (n->kind) {
   case OXF_INT: case OXF_FLOAT: case OXF_BOOL: return literal(S, n, hint, false);
   case OXF_NAME: return name_ref(S, n);
@@ -1385,7 +1565,7 @@ static val if_let(sema *S, const oxf_node *n, oxi_type hint) {
   join j = {-1, OXI_VOID, false};
   val tv = block_expr(S, n->then, hint);
   join_value(S, &j, tv, n->then->loc);
-  S->nbinds = saved_binds;
+  unbind_to(S, saved_binds);
   S->nfacts = saved_facts;
   br(S, done);
   set_block(S, fb);
@@ -1433,7 +1613,7 @@ static val block_expr(sema *S, const oxf_node *n, oxi_type hint) {
   } else if (never) {
     v = VNEVER;
   }
-  S->nbinds = saved;
+  unbind_to(S, saved);
   return v;
 }
 
@@ -1478,7 +1658,7 @@ static void let_stmt(sema *S, const oxf_node *n) {
     if (n->type)
       ERR(S, n->type->loc, "a thread-index witness has no type to annotate; remove ': %s'",
           oxi_type_name(hint));
-    v.b->name = n->name;
+    name_binding(S, v.b, n->name);
     v.b->loc = n->loc;
     return;
   }
@@ -1503,7 +1683,7 @@ static void let_stmt(sema *S, const oxf_node *n) {
       let_poisoned(S, n);
       return;
     }
-    v.b->name = n->name; /* a fresh SharedArray */
+    name_binding(S, v.b, n->name); /* a fresh SharedArray */
     return;
   }
   if (v.k == V_TILE) {
@@ -1539,7 +1719,7 @@ static void let_stmt(sema *S, const oxf_node *n) {
       let_poisoned(S, n);
       return;
     }
-    v.b->name = n->name; /* a fresh partition */
+    name_binding(S, v.b, n->name); /* a fresh partition */
     v.b->loc = n->loc;
     return;
   }
@@ -1809,7 +1989,7 @@ static void assign(sema *S, const oxf_node *n) {
 
 static void loop_body(sema *S, const oxf_node *body, oxi_block *brk, oxi_block *cont) {
   if (S->nloops == (int)OXB_COUNT(S->loops)) {
-    ERR(S, body->loc, "loops nested too deeply");
+    ERR(S, body->loc, "loops nested too deeply: the limit is %d", OXF_MAX_LOOP_NESTING);
     return;
   }
   S->loops[S->nloops].brk = brk;
@@ -1830,7 +2010,7 @@ static void stride_copy(sema *S, const oxf_node *n, oxi_instr *iv, binding *boun
     push_fact(S, w, bound->mem);
   loop_body(S, n->body, done, cont);
   S->nfacts = saved_facts;
-  S->nbinds = saved;
+  unbind_to(S, saved);
   br(S, cont);
 }
 
@@ -1920,6 +2100,7 @@ static void grid_stride_for(sema *S, const oxf_node *n) {
       }
     var_set(S, slot, me);
     oxi_block *head = new_block(S), *body = new_block(S);
+    count_loop(S, n->loc);
     br(S, head);
     set_block(S, head);
     oxi_instr *c = var_get(S, slot);
@@ -1951,6 +2132,7 @@ static void grid_stride_for(sema *S, const oxf_node *n) {
                            op2(S, OXI_CMP, OXI_LT, OX_BOOL, t, const_int(S, OX_U64, CHUNK)),
                            op2(S, OXI_CMP, OXI_LT, OX_BOOL, e, lim));
   condbr(S, in_tail, last, done);
+  count_loop(S, n->loc);
   set_block(S, last);
   stride_copy(S, n, e, bound, done, tnext);
   set_block(S, tnext);
@@ -2016,8 +2198,9 @@ static void for_stmt(sema *S, const oxf_node *n) {
   binding *b = bind(S, B_VALUE, n->name, n->loc);
   b->v = var_get(S, slot);
   b->type = t;
+  count_loop(S, n->loc);
   loop_body(S, n->body, done, latch);
-  S->nbinds = saved;
+  unbind_to(S, saved);
   br(S, latch);
   set_block(S, latch);
   /* i += step while i + step < hi. The distance hi - i is taken in 64 bits
@@ -2042,7 +2225,19 @@ static void for_stmt(sema *S, const oxf_node *n) {
   set_block(S, done);
 }
 
+static void stmt_at(sema *S, const oxf_node *n);
+
+/* Lowers statement `n`; the instructions made for it carry its location. */
 static void stmt(sema *S, const oxf_node *n) {
+  if (S->too_big)
+    return;
+  oxb_loc outer = S->at;
+  S->at = n->loc;
+  stmt_at(S, n);
+  S->at = outer;
+}
+
+static void stmt_at(sema *S, const oxf_node *n) {
   ensure_open(S);
   switch (n->kind) {
   case OXF_LET: let_stmt(S, n); return;
@@ -2059,6 +2254,7 @@ static void stmt(sema *S, const oxf_node *n) {
     }
     condbr(S, c ? c : const_int(S, OX_BOOL, 0), body, done);
     set_block(S, body);
+    count_loop(S, n->loc);
     loop_body(S, n->body, done, head);
     br(S, head);
     set_block(S, done);
@@ -2068,6 +2264,7 @@ static void stmt(sema *S, const oxf_node *n) {
     oxi_block *body = new_block(S), *done = new_block(S);
     br(S, body);
     set_block(S, body);
+    count_loop(S, n->loc);
     loop_body(S, n->body, done, body);
     br(S, body);
     set_block(S, done);
@@ -2325,12 +2522,8 @@ static void check_kernel(sema *S, const oxf_fn *fn) {
   k->line = fn->loc.line;
   k->col = fn->loc.col;
   k->is_unsafe = fn->is_unsafe;
-  S->k = k;
-  S->kfn = fn;
   int errors_before = S->d->errors;
-  S->nbinds = S->nfacts = S->nloops = S->nframes = S->nrel = 0;
-  S->too_big = false;
-  S->unsafe_depth = 0; /* unsafe kernels still check reads outside unsafe {} blocks */
+  oxs_begin(S, fn, k); /* unsafe kernels still check reads outside unsafe {} blocks */
   set_block(S, new_block(S));
   if (fn->ret && fn->ret->kind != OXF_TY_UNIT)
     ERR(S, fn->ret->loc, "kernels return nothing; results go to their DisjointSlice outputs");
@@ -2399,8 +2592,7 @@ static void check_kernel(sema *S, const oxf_fn *fn) {
  * arguments, in a kernel that is dropped afterwards. */
 static void check_alone(sema *S, const oxf_fn *fn) {
   oxi_kernel *k = oxi_kernel_new(S->m, fn->name);
-  S->k = k;
-  S->nbinds = S->nfacts = S->nloops = S->nframes = S->nrel = 0;
+  oxs_begin(S, fn, k);
   set_block(S, new_block(S));
   binding *argb[64];
   bool ok = fn->params.len <= 64;
@@ -2450,7 +2642,7 @@ static void check_alone(sema *S, const oxf_fn *fn) {
     if (fn->ret && fn->ret->kind != OXF_TY_SCALAR && fn->ret->kind != OXF_TY_UNIT)
       ERR(S, fn->ret->loc, "device functions return a scalar or nothing");
     else
-      inline_body(S, fn, argb);
+      inline_body(S, fn, argb, fn->loc);
   }
   S->m->kernels.len--; /* drop the stand-in kernel */
 }

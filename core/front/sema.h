@@ -7,6 +7,7 @@
 #define OXIDE_SEMA_H
 
 #include "front/front.h"
+#include "front/limits.h"
 
 /* ---------------------------------------------------------------- values */
 
@@ -34,9 +35,16 @@ typedef struct val {
 
 typedef enum bkind { B_VALUE, B_SLOT, B_MEM, B_WITNESS, B_MUTREF, B_PART } bkind;
 
+typedef struct name_rec name_rec; /* sema.c: the bindings of one name */
+
 struct binding {
   bkind kind;
   const char *name;
+  /* lookup by name in constant time: the name's record, this binding's
+   * index in sema.binds, and the index of the binding of the same name it
+   * hides (-1 if none) */
+  name_rec *rec;
+  int idx, shadow;
   oxb_loc loc;
   oxi_type type;    /* B_VALUE, B_SLOT; element type for B_MEM/B_MUTREF/B_PART */
   oxi_instr *v;     /* B_VALUE: the value; B_WITNESS: the index (u64); B_MUTREF: index */
@@ -64,6 +72,7 @@ typedef struct loopctx {
 
 typedef struct frame { /* an inlined device-function call */
   const oxf_fn *fn;
+  oxb_loc call;  /* the call, for the notes of a size-limit error */
   oxi_block *exit;
   int ret_slot; /* -1 for () */
   oxi_type ret_type;
@@ -81,23 +90,32 @@ typedef struct sema {
   oxi_block *cur;
   binding **binds;
   int nbinds, capbinds;
+  name_rec **names; /* hash table of the names bound so far (open addressing) */
+  int nnames, capnames;
   fact *facts;
   int nfacts, capfacts;
-  loopctx loops[64];
+  loopctx loops[OXF_MAX_LOOP_NESTING];
   int nloops;
-  frame frames[16];
+  frame frames[OXF_MAX_INLINE_DEPTH];
   int nframes;
   int unsafe_depth;
   /* device functions inlined somewhere (the others are checked on their own) */
-  const oxf_fn *called[256];
+  const oxf_fn *called[OXF_MAX_FUNCTIONS];
   int ncalled;
+  /* for the size limits (limits.h): the construct being lowered (where an
+   * instruction-count limit reports), the device-function calls inlined into
+   * this kernel, and the instructions made for the whole source */
+  oxb_loc at;
+  int ncalls;
+  int64_t emitted;
+  bool source_full; /* the source's instruction limit was reported: lower nothing more */
   /* launch-contract relations len(a) >= len(b), as param-index pairs */
   int rel_ge[32][2];
   int nrel;
   /* hashes of the errors reported so far (see oxs_error) */
   uint64_t *seen;
   int nseen, capseen;
-  bool too_big; /* this kernel passed the size limits below (reported once) */
+  bool too_big; /* this kernel crossed a size limit (reported once): lower nothing more */
   /* a #[tile] kernel is being checked: tile values and ops are allowed, SIMT
    * builtins are not */
   bool is_tile;
@@ -108,6 +126,9 @@ typedef struct sema {
  * would repeat it). Returns whether it reported. */
 bool oxs_error(sema *S, oxb_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #define ERR(S, loc, ...) oxs_error((S), (loc), __VA_ARGS__)
+
+/* Starts checking kernel (or device function) `fn` into `k`: per-kernel state reset. */
+void oxs_begin(sema *S, const oxf_fn *fn, oxi_kernel *k);
 
 /* ---- sema.c, for tile.c */
 val oxs_value(oxi_instr *v); /* V_TILE if v has a tile shape, else V_SCALAR */

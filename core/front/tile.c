@@ -1032,13 +1032,9 @@ void oxs_tile_kernel(sema *S, const oxf_fn *fn, const int64_t *gen) {
   k->line = fn->loc.line;
   k->col = fn->loc.col;
   k->is_tile = true;
-  S->k = k;
-  S->kfn = fn;
+  oxs_begin(S, fn, k);
   S->is_tile = true;
   S->out = NULL;
-  S->nbinds = S->nfacts = S->nloops = S->nframes = S->nrel = 0;
-  S->too_big = false;
-  S->unsafe_depth = 0;
   S->cur = oxi_block_new(S->m, k);
   int errors_before = S->d->errors;
   if (fn->is_unsafe)

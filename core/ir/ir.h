@@ -155,6 +155,8 @@ struct oxi_instr {
   bool nuw;             /* OXI_BIN add/mul: known not to wrap (unsigned), for loop analysis */
   const struct oxi_tshape *tshape; /* tile values: their shape; NULL for scalars */
   oxi_block *target[2]; /* branches */
+  int line, col;        /* the source construct it was made for (front end), 0 if none: the
+                           tile lowering names it when the code it expands to crosses a limit */
 };
 
 struct oxi_block {
@@ -271,6 +273,9 @@ typedef struct oxi_kernel {
   oxb_vec requires;  /* oxi_requires* */
   bool uses_sync;    /* barriers or warp operations: threads must run together */
   bool is_tile;      /* a #[tile] kernel: holds tile ops until the tile lowering */
+  /* for the size limits (front/limits.h): instructions made (oxi_emit counts
+   * them, placed or not) and loops made (their makers count them) */
+  int ninstrs, nloops;
 } oxi_kernel;
 
 typedef struct oxi_module {

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "front/limits.h"
 #include "tile/tile.h"
 
 #define MAX_PER_THREAD 64 /* elements of one tile per thread, to stay in registers */
@@ -914,6 +915,7 @@ typedef struct counted_loop {
 } counted_loop;
 
 static oxi_instr *begin_loop(lowerer *L, counted_loop *lp, oxi_instr *first, int64_t step, int64_t count) {
+  L->nk->nloops++; /* for the size limits (check_size) */
   lp->slot = oxi_slot_new(L->m, L->nk, OX_U64);
   lp->step = step;
   set_slot(L, lp->slot, first);
@@ -2362,6 +2364,41 @@ static int64_t block_threads(const oxi_kernel *k, int sm, int64_t *emax_out, int
   return emax / T > limit ? 0 : T;
 }
 
+/* The lowered kernel against the compiler's size limits (front/limits.h),
+ * after lowering `in`: the error names in's source construct, whose expansion
+ * crossed the limit (the kernel's own location if it has none). `others`:
+ * instructions of the module's other kernels. */
+static ox_status check_size(const lowerer *L, const oxi_instr *in, int64_t others) {
+  const oxi_kernel *k = L->k, *nk = L->nk;
+  int line = in->line ? in->line : k->line, col = in->line ? in->col : k->col;
+  const char *file = L->m->filename;
+  if (nk->ninstrs > OXF_MAX_LOWERED_INSTRS)
+    return oxb_set_error(OX_ERR_COMPILE,
+                         "%s:%d:%d: error: kernel '%s' is too large after the tile lowering: more "
+                         "than %d IR instructions, the compiler's limit (each thread's share of a "
+                         "tile is unrolled: use smaller tiles or fewer tile operations)\n",
+                         file, line, col, k->name, OXF_MAX_LOWERED_INSTRS);
+  if (nk->nloops > OXF_MAX_KERNEL_LOOPS)
+    return oxb_set_error(OX_ERR_COMPILE,
+                         "%s:%d:%d: error: kernel '%s' has more than %d loops after the tile "
+                         "lowering, the compiler's limit (the lowering loops over tiles: on the "
+                         "CPU each tile operation is a loop; use fewer tile operations)\n",
+                         file, line, col, k->name, OXF_MAX_KERNEL_LOOPS);
+  if ((int64_t)nk->nloops * nk->ninstrs > OXF_MAX_LOOP_WORK)
+    return oxb_set_error(OX_ERR_COMPILE,
+                         "%s:%d:%d: error: kernel '%s' has too many loops for its size after the "
+                         "tile lowering: %d loops in %d IR instructions, and the compiler's limit "
+                         "on loops times instructions is %d (the lowering loops over tiles: on the "
+                         "CPU each tile operation is a loop; use fewer tile operations)\n",
+                         file, line, col, k->name, nk->nloops, nk->ninstrs, OXF_MAX_LOOP_WORK);
+  if (others + nk->ninstrs > OXF_MAX_LOWERED_SOURCE_INSTRS)
+    return oxb_set_error(OX_ERR_COMPILE,
+                         "%s:%d:%d: error: the kernels of this source are too large together "
+                         "after the tile lowering: more than %d IR instructions, the compiler's "
+                         "limit\n", file, line, col, OXF_MAX_LOWERED_SOURCE_INSTRS);
+  return OX_OK;
+}
+
 ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) {
   assert(k->is_tile);
   bool cuda = sm != 0, wg;
@@ -2383,7 +2420,13 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   *nk = *k;
   nk->blocks.items = NULL;
   nk->blocks.len = nk->blocks.cap = 0;
+  nk->ninstrs = 0; /* counted afresh; its loops (the kernel's own) stay counted */
   L.nk = nk;
+  int64_t others = 0; /* the module's other kernels, for the source's limit */
+  for (int i = 0; i < m->kernels.len; i++)
+    if (m->kernels.items[i] != k)
+      others += ((oxi_kernel *)m->kernels.items[i])->ninstrs;
+  ox_status st = OX_OK;
   size_t nv = (size_t)k->next_id + 1, ns = (size_t)k->slots.len + 1;
   L.sval = calloc(nv, sizeof *L.sval);
   L.tval = calloc(nv, sizeof *L.tval);
@@ -2405,7 +2448,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   int user_shared = k->shared.len;
   for (int bi = 0; bi < k->blocks.len; bi++)
     L.nb[bi] = oxi_block_new(m, nk);
-  for (int bi = 0; bi < k->blocks.len; bi++) {
+  for (int bi = 0; bi < k->blocks.len && !st; bi++) {
     L.cur = L.nb[bi];
     if (bi == 0) { /* blocks are (T, 1, 1): the thread's index is tid.x */
       L.t = sreg64(&L, OXI_SREG_TID_X);
@@ -2426,8 +2469,10 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
           set_slot(&L, L.pipe[i].slot + s, s ? cu64(&L, 0) : zero_bool(&L));
     }
     const oxi_block *b = k->blocks.items[bi];
-    for (int ii = 0; ii < b->instrs.len; ii++)
+    for (int ii = 0; ii < b->instrs.len && !st; ii++) {
       lower_instr(&L, b->instrs.items[ii]);
+      st = check_size(&L, b->instrs.items[ii], others);
+    }
   }
   free(L.sval);
   free(L.tval);
@@ -2442,6 +2487,8 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   free(L.vslot);
   free(L.nb);
   free(L.buf);
+  if (st)
+    return st;
   /* the scratch arrays, after what the kernel had */
   for (int i = user_shared; i < nk->shared.len; i++) {
     oxi_shared *sh = nk->shared.items[i];
@@ -2467,6 +2514,8 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   k->blocks = nk->blocks;
   k->slots = nk->slots;
   k->next_id = nk->next_id;
+  k->ninstrs = nk->ninstrs;
+  k->nloops = nk->nloops;
   k->shared = nk->shared;
   k->shared_bytes = nk->shared_bytes;
   k->uses_sync = nk->uses_sync;
