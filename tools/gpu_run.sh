@@ -6,7 +6,8 @@
 #   2. tools/gpu_suite.sh: GPU-labelled ctest, the CPU ctest, doctor (and the
 #      benchmarks unless --no-bench);
 #   3. the wheel installed into a fresh venv (system site packages: torch,
-#      numpy, pytest), and the Python tests, GPU included, against it.
+#      numpy, pytest), and the Python tests, GPU included, against it (C
+#      extension and pure path), then bench/python_launch.py unless --no-bench.
 #   tools/gpu_run.sh [--no-bench]
 set -u
 cd "$(dirname "$0")/.."
@@ -20,7 +21,10 @@ export LD_LIBRARY_PATH="$PWD/build-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 status=0
 # the suite's Python step would use the repository's package: the wheel test below replaces it
 OXIDE_SKIP_REPO_PYTHON=1 bash tools/gpu_suite.sh build-gpu "${1:-}" || status=1
-OXIDE_TEST_GPU=1 bash tools/test_wheel.sh --system-site-packages 2>&1 | tail -25 | tee "$OUT/wheel_tests.log"
+bench=""
+[ "${1:-}" = --no-bench ] || bench="--device cuda"
+OXIDE_TEST_GPU=1 OXIDE_WHEEL_BENCH="$bench" bash tools/test_wheel.sh --system-site-packages 2>&1 |
+  tail -60 | tee "$OUT/wheel_tests.log"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 echo "gpu run status: $status"
 exit $status

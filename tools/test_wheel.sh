@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Tests the wheel as users get it: installs dist/*.whl into a fresh virtual
 # environment outside the repository and runs the Python tests against the
-# installed package (no PYTHONPATH, no OXIDE_LIBRARY, no build folder).
+# installed package (no PYTHONPATH, no OXIDE_LIBRARY, no build folder), with
+# its C extension and again with the pure ctypes path (OXIDE_PURE_PYTHON=1).
+# OXIDE_WHEEL_BENCH="ARGS": then bench/python_launch.py ARGS on that package.
 #
 #   tools/test_wheel.sh [--system-site-packages] [pytest args...]
 # --system-site-packages: take numpy/pytest (and torch, cupy on a GPU machine)
@@ -34,4 +36,12 @@ assert where.startswith(sys.prefix), f"oxide imported from {where}, not the venv
 assert os.path.exists(os.path.join(where, "liboxide.so")), "the wheel's liboxide.so is missing"
 print("installed oxide", oxide.version(), "from", where)
 PY
-"$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/tests/python" "$@"
+status=0
+"$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/tests/python" "$@" || status=1
+# the installed package, without its extension: the pure ctypes path
+OXIDE_PURE_PYTHON=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/tests/python" "$@" ||
+  status=1
+if [ -n "${OXIDE_WHEEL_BENCH:-}" ]; then # the Python launch benchmark, on the installed package
+  PYTHONUNBUFFERED=1 "$venv/bin/python" "$root/bench/python_launch.py" $OXIDE_WHEEL_BENCH || status=1
+fi
+exit $status
