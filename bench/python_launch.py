@@ -142,6 +142,9 @@ def peer_rows(samples):
     except Exception as e:
         rows["triton"] = f"failed: {type(e).__name__}: {e}"
     try:
+        import numpy
+        if not hasattr(numpy, "row_stack"):  # numba-cuda 0.30 still imports it (NumPy 2.x dropped it)
+            numpy.row_stack = numpy.vstack
         from numba import cuda as ncuda
 
         @ncuda.jit
