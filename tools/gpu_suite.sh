@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine, over a build made elsewhere (the GPU machines have no
 # LLVM): the GPU-labelled tests, the CPU tests, `oxide doctor`, and the
-# benchmarks. Logs go to $OUT when it is set. (tile_front_test and
-# handle_test, large static binaries, are left out of the copy to keep it
-# under the carry limit: tools/gpu_bundle.sh.)
+# benchmarks. Logs go to $OUT when it is set. (The internal tests that link
+# LLVM statically, tile_front_test, handle_test, cpu_limits_test and
+# limits_test, are left out of the copy to keep it under the carry limit:
+# tools/gpu_bundle.sh.)
 #
 #   tools/gpu_suite.sh [BUILD_DIR] [--no-bench]
 set -u
@@ -18,7 +19,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 status=0
 (cd "$BUILD" && ctest -L gpu --output-on-failure) 2>&1 | tee "$OUT/gpu_tests.log"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
-(cd "$BUILD" && ctest -LE gpu -E 'tile_front_test|handle_test' --output-on-failure) 2>&1 | tail -5 | tee "$OUT/cpu_tests.log"
+(cd "$BUILD" && ctest -LE gpu -E 'tile_front_test|handle_test|cpu_limits_test|limits_test' --output-on-failure) 2>&1 | tail -5 | tee "$OUT/cpu_tests.log"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 if [ -d bindings/python ] && [ -d tests/python ] && [ -z "${OXIDE_SKIP_REPO_PYTHON:-}" ]; then
   OXIDE_LIBRARY="$BUILD/liboxide.so" PYTHONPATH=bindings/python OXIDE_TEST_GPU=1 \
