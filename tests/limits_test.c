@@ -14,22 +14,12 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "check.h"
 #include "front/front.h"
 #include "front/limits.h"
 #include "tile/tile.h"
 
-static int failures;
 static int verbose;
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fprintf(stderr, "\n");                                                   \
-    }                                                                          \
-  } while (0)
 
 /* ------------------------------------------------------------ sources */
 
@@ -144,7 +134,7 @@ static void test_lowering_limit(const lcase *c) {
   s = lower_all(&u, c->gen, c->sm);
   CHECK(s != OX_OK, "%s: %d units are accepted", c->name, hi);
   oxb_arena_free(&u.arena);
-  if (failures)
+  if (test_failures)
     return;
   while (hi - lo > 1) {
     int mid = lo + (hi - lo) / 2;
@@ -240,10 +230,6 @@ int main(int argc, char **argv) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     test_lowering_limit(&cases[i]);
-  if (failures) {
-    fprintf(stderr, "limits_test: %d failure(s)\n", failures);
-    return 1;
-  }
-  printf("limits_test: %zu limits passed\n", sizeof cases / sizeof cases[0]);
-  return 0;
+  printf("limits_test: %zu limits\n", sizeof cases / sizeof cases[0]);
+  return test_done("limits_test");
 }

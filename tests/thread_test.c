@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "oxide/oxide.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -24,17 +25,6 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fprintf(stderr, "\n");                                                   \
-    }                                                                          \
-  } while (0)
 
 enum { LINE = 8000, THREADS = 4000, AT_ONCE = 8 };
 
@@ -113,10 +103,5 @@ int main(void) {
   ox_clear_error();
   CHECK(!ox_last_error()[0] && ox_last_status() == OX_OK, "ox_clear_error left '%s'", ox_last_error());
   free(src);
-  if (failures) {
-    fprintf(stderr, "thread_test: %d failure(s)\n", failures);
-    return 1;
-  }
-  printf("thread_test: passed\n");
-  return 0;
+  return test_done("thread_test");
 }
