@@ -8,7 +8,7 @@
 #   3. the wheel installed into a fresh venv (system site packages: torch,
 #      numpy, pytest), and the Python tests, GPU included, against it (C
 #      extension and pure path), then bench/python_launch.py unless --no-bench.
-#   tools/gpu_run.sh [--no-bench]
+#   tools/gpu_run.sh [--no-bench | --python-bench]
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/oxide-gpu-out}
@@ -20,9 +20,15 @@ mkdir -p build-gpu/lib && cp wheel-x/oxide_kernels.libs/* build-gpu/lib/ 2>/dev/
 export LD_LIBRARY_PATH="$PWD/build-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 status=0
 # the suite's Python step would use the repository's package: the wheel test below replaces it
-OXIDE_SKIP_REPO_PYTHON=1 bash tools/gpu_suite.sh build-gpu "${1:-}" || status=1
-bench=""
-[ "${1:-}" = --no-bench ] || bench="--device cuda"
+# --no-bench: tests only; --python-bench: tests and bench/python_launch.py;
+# default: tests and both benchmarks (bench/run.py in the suite)
+suite_arg=--no-bench bench=""
+case "${1:-}" in
+  --no-bench) ;;
+  --python-bench) bench="--device cuda" ;;
+  *) suite_arg="" bench="--device cuda" ;;
+esac
+OXIDE_SKIP_REPO_PYTHON=1 bash tools/gpu_suite.sh build-gpu $suite_arg || status=1
 OXIDE_TEST_GPU=1 OXIDE_WHEEL_BENCH="$bench" bash tools/test_wheel.sh --system-site-packages 2>&1 |
   tail -60 | tee "$OUT/wheel_tests.log"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
