@@ -203,6 +203,17 @@ template <> struct dtype_of<bfloat16> { static constexpr ox_dtype value = OX_BF1
 
 class Stream;
 
+namespace detail {
+// Refuses a liboxide built from another oxide.h (its structs and enums would
+// differ from this header's); checked when a device is taken.
+inline void check_abi() {
+  static const int abi = ox_abi_version();
+  if (abi != OX_ABI_VERSION)
+    fail(OX_ERR_UNSUPPORTED, "the loaded liboxide has ABI " + std::to_string(abi) +
+                                 ", this header needs ABI " + std::to_string(OX_ABI_VERSION));
+}
+} // namespace detail
+
 // Devices live as long as the process: a Device is a plain, copyable handle.
 class Device {
 public:
@@ -210,6 +221,7 @@ public:
   static Device cuda(int ordinal = 0) { return get(OX_DEVICE_CUDA, ordinal); }
   // $OXIDE_DEVICE if set, else CUDA device 0 when a GPU is usable, else the CPU.
   static Device default_device() {
+    detail::check_abi();
     ox_device d;
     detail::check(ox_device_default(&d));
     return Device(d);
@@ -238,6 +250,7 @@ public:
 
 private:
   static Device get(ox_device_type t, int ordinal) {
+    detail::check_abi();
     ox_device d;
     detail::check(ox_device_get(t, ordinal, &d));
     return Device(d);

@@ -502,6 +502,8 @@ int ox_kernel_is_unsafe(ox_kernel h) {
   return k ? k->ir->is_unsafe || k->ir->unchecked : -1;
 }
 
+int ox_abi_version(void) { return OX_ABI_VERSION; }
+
 const char *ox_version(void) {
   return "0.1.0 (LLVM " OXIDE_LLVM_VERSION ")";
 }

@@ -4,6 +4,7 @@ import ctypes as C
 OX_VERSION_MAJOR = 0
 OX_VERSION_MINOR = 1
 OX_VERSION_PATCH = 0
+OX_ABI_VERSION = 2
 OX_MAX_DIMS = 8
 
 # enum ox_status
@@ -132,6 +133,7 @@ FUNCTIONS = {
     'ox_clear_error': (None, []),
     'ox_status_name': (C.c_char_p, [C.c_int]),
     'ox_version': (C.c_char_p, []),
+    'ox_abi_version': (C.c_int, []),
     'ox_free': (None, [C.c_void_p]),
     'ox_dtype_size': (C.c_size_t, [C.c_int]),
     'ox_dtype_name': (C.c_char_p, [C.c_int]),

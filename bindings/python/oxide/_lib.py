@@ -40,7 +40,21 @@ def _load():
                       "(tried: " + ", ".join(tried or ["nothing"]) + ")")
 
 
+def _check_abi(lib, where):
+    """Refuses a liboxide built from another oxide.h: its structs and enums
+    would not be what _decls.py declares (silent garbage, or a crash)."""
+    abi = getattr(lib, "ox_abi_version", None)
+    if abi is None:
+        raise ImportError(f"oxide: {where} is a liboxide older than this package (no "
+                          f"ox_abi_version); this package needs ABI {_decls.OX_ABI_VERSION}")
+    abi.restype, abi.argtypes = ctypes.c_int, []
+    if abi() != _decls.OX_ABI_VERSION:
+        raise ImportError(f"oxide: {where} has ABI {abi()}, this package needs ABI "
+                          f"{_decls.OX_ABI_VERSION}: use the liboxide of the same build")
+
+
 lib = _load()
+_check_abi(lib, getattr(lib, "_name", "liboxide"))
 for _name, (_restype, _argtypes) in _decls.FUNCTIONS.items():
     _fn = getattr(lib, _name)
     _fn.restype = _restype

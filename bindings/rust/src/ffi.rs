@@ -5,6 +5,7 @@ use core::ffi::{c_char, c_int, c_void};
 pub const OX_VERSION_MAJOR: c_int = 0;
 pub const OX_VERSION_MINOR: c_int = 1;
 pub const OX_VERSION_PATCH: c_int = 0;
+pub const OX_ABI_VERSION: c_int = 2;
 pub const OX_MAX_DIMS: c_int = 8;
 
 pub type ox_status = c_int;
@@ -157,6 +158,7 @@ extern "C" {
     pub fn ox_clear_error();
     pub fn ox_status_name(s: ox_status) -> *const c_char;
     pub fn ox_version() -> *const c_char;
+    pub fn ox_abi_version() -> c_int;
     pub fn ox_free(p: *mut c_void);
     pub fn ox_dtype_size(t: ox_dtype) -> usize;
     pub fn ox_dtype_name(t: ox_dtype) -> *const c_char;

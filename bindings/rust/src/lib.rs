@@ -299,8 +299,28 @@ pub struct Device(ffi::ox_device);
 unsafe impl Send for Device {}
 unsafe impl Sync for Device {}
 
+/// Refuses a liboxide built from another oxide.h than this crate's ffi.rs:
+/// its structs and enums would not be what the crate declares. Checked once,
+/// when the first device is taken (every other handle comes from a device).
+fn check_abi() -> Result<()> {
+    static ABI: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    let abi = *ABI.get_or_init(|| unsafe { ffi::ox_abi_version() });
+    if abi == ffi::OX_ABI_VERSION {
+        Ok(())
+    } else {
+        Err(Error::new(
+            ffi::OX_ERR_UNSUPPORTED,
+            format!(
+                "the loaded liboxide has ABI {abi}, this crate needs ABI {}: link the liboxide of the same build",
+                ffi::OX_ABI_VERSION
+            ),
+        ))
+    }
+}
+
 impl Device {
     pub fn get(ty: DeviceType, ordinal: i32) -> Result<Device> {
+        check_abi()?;
         let mut d = ptr::null_mut();
         check(unsafe { ffi::ox_device_get(ty.raw(), ordinal, &mut d) })?;
         Ok(Device(d))
@@ -317,6 +337,7 @@ impl Device {
 
     /// `$OXIDE_DEVICE` if set, else CUDA device 0 when a GPU is usable, else the CPU.
     pub fn default_device() -> Result<Device> {
+        check_abi()?;
         let mut d = ptr::null_mut();
         check(unsafe { ffi::ox_device_default(&mut d) })?;
         Ok(Device(d))

@@ -33,6 +33,11 @@ extern "C" {
 #define OX_VERSION_MAJOR 0
 #define OX_VERSION_MINOR 1
 #define OX_VERSION_PATCH 0
+/** The binary interface of this header: raised whenever a struct, an enum
+ *  value or a function's meaning changes incompatibly. A program or binding
+ *  built against this header should compare it with ox_abi_version() of the
+ *  library it loaded (the bindings do, and refuse another). */
+#define OX_ABI_VERSION 2
 
 /* ---------------------------------------------------------------- status */
 
@@ -68,6 +73,9 @@ OX_API const char *ox_status_name(ox_status s);
 
 /** Version string of this build, e.g. "0.1.0 (LLVM 19.1.7)". */
 OX_API const char *ox_version(void);
+
+/** OX_ABI_VERSION of the header this library was built from. */
+OX_API int ox_abi_version(void);
 
 /** Frees a string or buffer that an Oxide call returned to the caller. */
 OX_API void ox_free(void *p);
