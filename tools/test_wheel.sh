@@ -34,6 +34,7 @@ import oxide, os, sys
 where = os.path.dirname(oxide.__file__)
 assert where.startswith(sys.prefix), f"oxide imported from {where}, not the venv {sys.prefix}"
 assert os.path.exists(os.path.join(where, "liboxide.so")), "the wheel's liboxide.so is missing"
+assert os.path.exists(os.path.join(where, "py.typed")), "the wheel's py.typed marker is missing"
 print("installed oxide", oxide.version(), "from", where)
 PY
 status=0

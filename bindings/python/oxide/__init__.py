@@ -30,7 +30,7 @@ import os
 import re
 import struct
 import sys
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union, overload
 
 from . import _args
 from . import _decls as D
@@ -39,7 +39,7 @@ from . import _ext
 from ._lib import lib as _L
 
 if TYPE_CHECKING:  # for the annotations only: numpy stays optional
-    import numpy
+    import numpy as np  # (as `np`: Tensor.numpy would hide `numpy` in the class)
 
 # What the public API's annotations mean (Python 3.9-compatible spellings).
 DTypeLike = Any
@@ -275,7 +275,8 @@ class Scalar:
     oxide.f32(2.0), oxide.i32(3), oxide.u64(1 << 40), oxide.bool_(True)."""
 
     __slots__ = ("value",)
-    dtype = None
+    value: Union[bool, int, float]
+    dtype: Optional[str] = None
 
     def __init__(self, value: Union[bool, int, float]) -> None:
         t = self.dtype
@@ -337,7 +338,9 @@ class Device:
     object, so `oxide.device("cpu") is oxide.device("cpu")`."""
 
     __slots__ = ("_h", "_default_stream")
-    _all = {}
+    _h: int
+    _default_stream: Optional[Stream]
+    _all: Dict[int, Device] = {}
 
     def __init__(self):
         raise TypeError("use oxide.device(...) or oxide.default_device()")
@@ -437,6 +440,9 @@ class Stream:
     """An ordered queue of work on one device."""
 
     __slots__ = ("_h", "_owned", "device")
+    _h: Optional[int]
+    _owned: bool
+    device: Device
 
     def __init__(self):
         raise TypeError("use device.stream() or device.default_stream")
@@ -482,6 +488,9 @@ class Tensor:
     (`base`) alive, and writes through one are seen through the other."""
 
     __slots__ = ("_h", "_base", "_tile", "__weakref__")
+    _h: Optional[int]
+    _base: Tensor
+    _tile: Tuple[int, ...]
 
     def __init__(self):
         raise TypeError("use oxide.tensor(), oxide.empty() or oxide.from_numpy()")
@@ -539,6 +548,12 @@ class Tensor:
     def base(self) -> Optional[Tensor]:
         """The tensor this one is a view of (kept alive by the view), else None."""
         return getattr(self, "_base", None)
+
+    @overload
+    def stride(self) -> Tuple[int, ...]: ...
+
+    @overload
+    def stride(self, dim: int) -> int: ...
 
     def stride(self, dim: Optional[int] = None) -> Union[Tuple[int, ...], int]:
         """Strides in elements (as torch's stride(); never negative, 0 along
@@ -603,7 +618,7 @@ class Tensor:
         dim = _dim_index(dim, self.ndim)
         if step is None:
             step = 1
-        if not isinstance(step, numbers.Integral) or step <= 0:
+        if not isinstance(step, numbers.Integral) or int(step) <= 0:
             raise ValueError(f"slice step must be a positive int (negative strides are not "
                              f"supported), got {step!r}")
         start, stop, step = slice(start, stop, step).indices(self.shape[dim])
@@ -626,11 +641,11 @@ class Tensor:
                 if k != slice(None):
                     t = t.slice(d, k.start, k.stop, k.step)
             elif isinstance(k, numbers.Integral) and not isinstance(k, bool):
-                n = self.shape[d]
-                if not -n <= k < n:
+                n, i = self.shape[d], int(k)
+                if not -n <= i < n:
                     raise IndexError(f"index {k} is out of range for dimension {d} of size {n}")
-                k = int(k) % n
-                t = t.slice(d, k, k + 1)
+                i %= n
+                t = t.slice(d, i, i + 1)
                 drop.append(d)
             else:
                 raise IndexError(f"tensor indices are ints, slices and '...', got {k!r}")
@@ -702,7 +717,7 @@ class Tensor:
         raises (and so consumes) their pending BoundsError."""
         dev = self.device
         sh = _stream_handle(stream)
-        if sh is None:
+        if stream is None:
             sh = dev.default_stream._h
         elif stream.device is not dev:
             sh = None  # refused by the read itself, with the C API's message
@@ -752,7 +767,7 @@ class Tensor:
                              f"(shape {self.shape})")
         return _unpack(self.dtype, self.tobytes(stream))[0]
 
-    def numpy(self, stream: Optional[Stream] = None) -> numpy.ndarray:
+    def numpy(self, stream: Optional[Stream] = None) -> np.ndarray:
         """A new numpy array holding a copy of the elements (bf16 and fp8 have
         no numpy dtype: np.asarray(t, dtype=np.float32) converts them)."""
         own = _NUMPY.get(self.dtype)
@@ -761,7 +776,7 @@ class Tensor:
         self._settle(stream)
         return self._to_host(stream, own)
 
-    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> numpy.ndarray:
+    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
         """NumPy's protocol (np.asarray(t), np.array(t); NumPy 2's signature).
         A CPU tensor is viewed without a copy when none is asked for (any
         strides; the array keeps the tensor alive and is read-only when the
@@ -944,7 +959,7 @@ _BUFFER_DTYPE = {"?": "bool", "b": "i8", "h": "i16", "i": "i32", "l": "i64", "q"
                  "f": "f32", "d": "f64"}
 
 
-def _int_tuple(v, what, negative=False):
+def _int_tuple(v: Any, what: str, negative: bool = False) -> Tuple[int, ...]:
     """A tuple of ints from an int or a sequence of ints (>= 0, or any sign)."""
     vals = (v,) if isinstance(v, numbers.Integral) else tuple(v)
     for x in vals:
@@ -1083,7 +1098,7 @@ def empty(shape: ShapeLike, dtype: DTypeLike = "f32", device: DeviceLike = None,
     return _new_tensor(device, _dtype_name(dtype), shape, None, stream)
 
 
-def _shape_tuple(shape):
+def _shape_tuple(shape: Any) -> Tuple[int, ...]:
     return _int_tuple(shape, "shape")
 
 
@@ -1194,7 +1209,7 @@ def _bf16_array(arr):
     return np.where((u & 0x7FFFFFFF) > 0x7F800000, np.uint16(0x7FC0), bits)
 
 
-def from_numpy(arr: numpy.ndarray, device: DeviceLike = None,
+def from_numpy(arr: np.ndarray, device: DeviceLike = None,
                stream: Optional[Stream] = None) -> Tensor:
     """A tensor holding a copy of a numpy array (any layout; bf16 has no numpy dtype)."""
     import numpy as np
@@ -1242,6 +1257,10 @@ class Module:
     # _opts: liboxide keeps the options' filename pointer for later messages
     # (bounds errors, launch contracts) without copying it, so it must live on.
     __slots__ = ("_h", "device", "_kernels", "_opts", "__weakref__")
+    _h: Optional[int]
+    device: Device
+    _kernels: Dict[str, Any]
+    _opts: Any
 
     def __init__(self):
         raise TypeError("use oxide.compile() or oxide.compile_file()")
@@ -1359,6 +1378,7 @@ class _PureLaunch:
     the same methods."""
 
     __slots__ = ()
+    _run: Any  # Kernel's
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> None:
         self._run(_L.ox_launch, args, kwargs)
@@ -1405,6 +1425,10 @@ class Kernel(_KernelBase):
     the same way without running it."""
 
     __slots__ = ("_h", "module", "name", "_sig")
+    _h: int
+    module: Module
+    name: str
+    _sig: Any
 
     def __init__(self, *args):
         raise TypeError("use module['name'] or module.name")

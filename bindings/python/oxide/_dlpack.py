@@ -80,15 +80,17 @@ _get_pointer = C.PYFUNCTYPE(C.c_void_p, C.py_object, C.c_void_p)(("PyCapsule_Get
 _set_name = C.PYFUNCTYPE(C.c_int, C.py_object, C.c_void_p)(("PyCapsule_SetName", _capi))
 
 
+_KEEP: list = []  # the buffers of _forever, which live as long as the process
+
+
 def _forever(text):
     """A C string that is never freed: a capsule keeps its name's pointer,
     and a capsule may outlive this module (at interpreter exit)."""
     buf = C.create_string_buffer(text)
-    _forever.keep.append(buf)  # the buffers live as long as the process
+    _KEEP.append(buf)
     return C.addressof(buf)
 
 
-_forever.keep = []
 _NAME = {1: _forever(b"dltensor_versioned"), 0: _forever(b"dltensor")}
 _USED = {1: _forever(b"used_dltensor_versioned"), 0: _forever(b"used_dltensor")}
 
