@@ -148,20 +148,29 @@ class _Unclaimed:
             if not self.hooked:
                 self.hooked = True
                 gc.callbacks.append(self._gc)
-                atexit.register(self.collect)
+                atexit.register(self._exit)
         return cap
 
     def _gc(self, phase, info):
         if phase == "stop":
             self.collect()
 
+    def _exit(self):
+        gc.callbacks.remove(self._gc)  # later collections may find the module gone
+        self.collect()
+
     def collect(self):
-        """Deletes the tensors of the capsules nobody refers to or consumed."""
-        with self.lock:
+        """Deletes the tensors of the capsules nobody refers to or consumed.
+        Skipped while another collect runs, in this thread (a garbage
+        collection triggered inside one) or another: the next one does it."""
+        if not self.lock.acquire(blocking=False):
+            return
+        try:
             dead = [e for e in self.entries if self.refs(e) <= self.alone]
-            if not dead:
-                return
-            self.entries = [e for e in self.entries if self.refs(e) > self.alone]
+            if dead:
+                self.entries = [e for e in self.entries if self.refs(e) > self.alone]
+        finally:
+            self.lock.release()
         # outside the lock: a deleter may drop a producer's array, whose
         # finalizers may export again
         for cap, ptr, versioned in dead:
