@@ -21,7 +21,8 @@ if [ "${1:-}" = --system-site-packages ]; then
   # add the folders the system python finds them in, after the venv's own
   site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   for m in pytest numpy torch cupy; do
-    python3 -c "import os, $m; print(os.path.dirname(os.path.dirname($m.__file__)))" 2>/dev/null
+    python3 -c "import os, $m; print(os.path.dirname(os.path.dirname($m.__file__)))" 2>/dev/null ||
+      true # not installed (the loop's status would stop the script under pipefail)
   done | sort -u >"$site/oxide-test-system.pth"
 else
   python3 -m venv "$venv"
@@ -34,6 +35,7 @@ import oxide, os, sys
 where = os.path.dirname(oxide.__file__)
 assert where.startswith(sys.prefix), f"oxide imported from {where}, not the venv {sys.prefix}"
 assert os.path.exists(os.path.join(where, "liboxide.so")), "the wheel's liboxide.so is missing"
+assert os.path.exists(os.path.join(where, "py.typed")), "the wheel's py.typed marker is missing"
 print("installed oxide", oxide.version(), "from", where)
 PY
 status=0

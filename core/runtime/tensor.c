@@ -141,8 +141,20 @@ ox_status oxr_stream_wait_stream(oxr_stream *s, oxr_stream *other) {
 
 ox_status oxr_tensor_use(oxr_tensor *t, oxr_stream *s, bool write) {
   oxr_storage *st = t->storage;
-  if (s->dev->type != OX_DEVICE_CUDA || s->capturing)
+  if (s->capturing)
     return OX_OK; /* a capture is ordered after the other streams before it starts */
+  if (s->dev->type != OX_DEVICE_CUDA) {
+    /* The CPU runs work when it is queued: nothing to wait for. The writer
+     * is still recorded, so that a host read finds the stream whose pending
+     * bounds error concerns this memory (ox_tensor_last_writer). The
+     * unlocked load keeps a stream's repeated writes at one load. */
+    if (write && __atomic_load_n(&st->writer, __ATOMIC_RELAXED) != s) {
+      lock(st);
+      __atomic_store_n(&st->writer, s, __ATOMIC_RELAXED);
+      unlock(st);
+    }
+    return OX_OK;
+  }
   static int disabled = -1; /* a debugging switch: shows that streams_test catches races */
   if (disabled < 0)
     disabled = getenv("OXIDE_DEBUG_NO_STREAM_ORDERING") != NULL;
@@ -165,7 +177,7 @@ ox_status oxr_tensor_use(oxr_tensor *t, oxr_stream *s, bool write) {
   }
   lock(st);
   if (write) {
-    st->writer = s;
+    __atomic_store_n(&st->writer, s, __ATOMIC_RELAXED); /* atomic: the CPU path reads it unlocked */
     st->nreaders = 0;
   } else if (st->writer != s) {
     bool known = false;
@@ -482,6 +494,25 @@ void oxr_tensor_release(oxr_tensor *t) {
   oxb_handle_free((uint64_t)(uintptr_t)t->handle); /* later use of the handle is refused */
   oxr_storage_release(t->storage);
   free(t);
+}
+
+ox_status ox_tensor_last_writer(ox_tensor h, ox_stream *out) {
+  if (!out)
+    return NULL_ARG("out");
+  *out = NULL;
+  oxr_tensor *t = oxr_tensor_get(__func__, h);
+  if (!t)
+    return ox_last_status();
+  oxr_storage *st = t->storage;
+  lock(st);
+  oxr_stream *w = st->writer;
+  /* a destroyed stream waited for its work when it went; its struct may
+   * serve another stream since, which then is live again (and waiting for
+   * it is harmless, if more than needed) */
+  if (w && w->live)
+    *out = w->handle;
+  unlock(st);
+  return OX_OK;
 }
 
 void ox_tensor_retain(ox_tensor h) {

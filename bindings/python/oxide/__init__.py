@@ -21,6 +21,8 @@ through the C extension oxide._fast when it is there (see _ext.py), else
 through ctypes, with the same rules (_args.py). Every failing call raises an
 OxideError subclass carrying Oxide's message.
 """
+from __future__ import annotations
+
 import ctypes as C
 import math
 import numbers
@@ -28,6 +30,7 @@ import os
 import re
 import struct
 import sys
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union, overload
 
 from . import _args
 from . import _decls as D
@@ -35,12 +38,26 @@ from . import _dlpack
 from . import _ext
 from ._lib import lib as _L
 
+if TYPE_CHECKING:  # for the annotations only: numpy stays optional
+    import numpy as np  # (as `np`: Tensor.numpy would hide `numpy` in the class)
+
+# What the public API's annotations mean (Python 3.9-compatible spellings).
+DTypeLike = Any
+"""A dtype: an Oxide name ("f32"), a NumPy-style name ("float32",
+"bfloat16"), a NumPy dtype or scalar type, a PyTorch dtype, an oxide
+scalar class (oxide.f32) or bool."""
+DeviceLike = Union["Device", str, None]
+"""A Device, "cpu", "cuda" or "cuda:N"; None: oxide.default_device()."""
+ShapeLike = Union[int, Sequence[int]]
+"""An int (one dimension) or a sequence of ints."""
+
 __all__ = [
     "OxideError", "InvalidArgumentError", "ArgumentTypeError", "ArgumentRangeError", "CompileError", "NotFoundError", "DeviceError",
     "DriverError", "OutOfMemoryError", "LaunchError", "BoundsError", "FileError",
     "UnsupportedError", "InternalError", "CancelledError",
     "Device", "Stream", "Tensor", "Module", "Kernel", "Scalar",
     "device", "default_device", "device_count", "tensor", "empty", "zeros", "full", "arange",
+    "empty_like", "zeros_like", "full_like",
     "from_numpy", "from_dlpack",
     "compile", "compile_file", "emit", "doctor", "version", "cache_dir", "launch_path", "DTYPES",
     "bool_", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
@@ -53,7 +70,7 @@ class OxideError(Exception):
     """A failed Oxide call. `status` is the ox_status code, `status_name` its
     name ("OX_ERR_COMPILE"), str(e) Oxide's message."""
 
-    def __init__(self, message, status=D.OX_ERR_INTERNAL):
+    def __init__(self, message: str, status: int = D.OX_ERR_INTERNAL) -> None:
         super().__init__(message)
         self.status = status
         self.status_name = _L.ox_status_name(status).decode()
@@ -145,12 +162,12 @@ def _take_string(ptr):
         _L.ox_free(ptr)
 
 
-def version():
+def version() -> str:
     """Version of the loaded liboxide, e.g. "0.1.0 (LLVM 19.1.7)"."""
     return _L.ox_version().decode()
 
 
-def doctor():
+def doctor() -> str:
     """A report of the environment: driver, GPUs, LLVM, cache, ptxas, and the
     Python binding's launch path."""
     out = C.c_void_p()
@@ -159,13 +176,13 @@ def doctor():
     return report + ("" if report.endswith("\n") else "\n") + f"python launch: {launch_path()}\n"
 
 
-def launch_path():
+def launch_path() -> str:
     """How kernels are launched: "C extension (its path)", or "ctypes (why
     the extension is not used)"."""
     return f"C extension ({_ext.PATH})" if _ext.FAST else f"ctypes ({_ext.WHY})"
 
 
-def cache_dir():
+def cache_dir() -> str:
     """Directory of the compiled-kernel cache, or "" when the cache is off."""
     return _L.ox_cache_dir().decode()
 
@@ -183,12 +200,63 @@ _FORMAT = {"bool": "?", "i8": "b", "i16": "h", "i32": "i", "i64": "q", "u8": "B"
 _FLOATS = ("f16", "bf16", "f32", "f64")
 
 
-def _dtype_name(dtype):
-    if isinstance(dtype, type) and issubclass(dtype, Scalar) and dtype.dtype:
-        return dtype.dtype
-    if dtype in _CODE:
-        return dtype
-    raise ValueError(f"unknown dtype {dtype!r}; Oxide's dtypes are {', '.join(DTYPES)}")
+# Other libraries' names of Oxide's dtypes: NumPy's (np.dtype(...).name,
+# including ml_dtypes' "bfloat16" and "float8_*") and PyTorch's (str(dtype)
+# without "torch."). Only names that say the width: "float" is float64 to
+# NumPy and float32 to PyTorch, so neither library's "float", "int" or
+# "half" is taken.
+_ALIASES = {"bool_": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+            "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+            "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+            "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2"}
+_DTYPE_HELP = ("a dtype is one of Oxide's names ({names}), a NumPy-style name ('float32', "
+               "'bfloat16', 'int64', 'bool', 'float8_e4m3fn', ...), a NumPy dtype or scalar type "
+               "(np.dtype('f4'), np.float32), a PyTorch dtype (torch.float32, torch.bfloat16, ...), "
+               "an oxide scalar class (oxide.f32) or bool")
+
+
+def _foreign_dtype_key(dtype):
+    """The name a NumPy or PyTorch dtype goes by in _ALIASES, or None.
+    Neither library is imported: NumPy's objects are recognised once it is,
+    PyTorch's by their type (torch.dtype) and str()."""
+    np = sys.modules.get("numpy")
+    if np is not None:
+        if isinstance(dtype, np.dtype):
+            return dtype.name
+        if isinstance(dtype, type) and issubclass(dtype, np.generic):
+            return np.dtype(dtype).name
+    cls = type(dtype)
+    if cls.__name__ == "dtype" and cls.__module__ == "torch":
+        name = str(dtype)
+        return name[len("torch."):] if name.startswith("torch.") else name
+    return None
+
+
+def _dtype_name(dtype: DTypeLike) -> str:
+    """Oxide's name of a dtype given any way the package takes one (see
+    _DTYPE_HELP); InvalidArgumentError (a ValueError) for anything else."""
+    if isinstance(dtype, str):
+        name = dtype if dtype in _CODE else _ALIASES.get(dtype)
+    elif isinstance(dtype, type) and issubclass(dtype, Scalar) and dtype.dtype:
+        name = dtype.dtype
+    elif dtype is bool:
+        name = "bool"
+    else:
+        key = _foreign_dtype_key(dtype)
+        name = key if key in _CODE else _ALIASES.get(key)
+    if name is None:
+        hint = ""
+        if isinstance(dtype, str) and dtype in _AMBIGUOUS:
+            hint = (f" ({dtype!r} means {_AMBIGUOUS[dtype]}: give the width, as "
+                    f"'{dtype}32' or '{dtype}64')")
+        raise InvalidArgumentError(f"unknown dtype {dtype!r}{hint}; "
+                                   + _DTYPE_HELP.format(names=", ".join(DTYPES)),
+                                   D.OX_ERR_INVALID_ARGUMENT)
+    return name
+
+
+_AMBIGUOUS = {"float": "float64 to NumPy and float32 to PyTorch",
+              "int": "int64 to NumPy and int32 to PyTorch"}
 
 
 def _bf16_bits(x):
@@ -207,9 +275,10 @@ class Scalar:
     oxide.f32(2.0), oxide.i32(3), oxide.u64(1 << 40), oxide.bool_(True)."""
 
     __slots__ = ("value",)
-    dtype = None
+    value: Union[bool, int, float]
+    dtype: Optional[str] = None
 
-    def __init__(self, value):
+    def __init__(self, value: Union[bool, int, float]) -> None:
         t = self.dtype
         if t is None:
             raise TypeError("use a dtype's class: oxide.f32(x), oxide.i32(x), ...")
@@ -231,13 +300,13 @@ class Scalar:
             value = int(value)
         self.value = value
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"oxide.{type(self).__name__}({self.value!r})"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other.value == self.value
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.dtype, self.value))
 
     def _fill(self, arg):
@@ -269,7 +338,9 @@ class Device:
     object, so `oxide.device("cpu") is oxide.device("cpu")`."""
 
     __slots__ = ("_h", "_default_stream")
-    _all = {}
+    _h: int
+    _default_stream: Optional[Stream]
+    _all: Dict[int, Device] = {}
 
     def __init__(self):
         raise TypeError("use oxide.device(...) or oxide.default_device()")
@@ -284,27 +355,27 @@ class Device:
         return d
 
     @property
-    def type(self):
+    def type(self) -> str:
         """"cpu" or "cuda"."""
         return "cuda" if _L.ox_device_get_type(self._h) == D.OX_DEVICE_CUDA else "cpu"
 
     @property
-    def index(self):
+    def index(self) -> int:
         return _L.ox_device_ordinal(self._h)
 
     @property
-    def name(self):
+    def name(self) -> str:
         """Human-readable name, e.g. "NVIDIA H200"."""
         return _L.ox_device_name(self._h).decode()
 
     @property
-    def compute_capability(self):
+    def compute_capability(self) -> Optional[Tuple[int, int]]:
         """(major, minor) of a CUDA device, e.g. (9, 0); None for the CPU."""
         cc = _L.ox_device_compute_capability(self._h)
         return divmod(cc, 10) if cc else None
 
     @property
-    def default_stream(self):
+    def default_stream(self) -> Stream:
         """The device's default stream (for CUDA, the legacy default stream)."""
         if self._default_stream is None:
             h = C.c_void_p()
@@ -312,24 +383,24 @@ class Device:
             self._default_stream = Stream._make(h.value, self, owned=False)
         return self._default_stream
 
-    def stream(self):
+    def stream(self) -> Stream:
         """A new stream on this device (destroyed when garbage-collected)."""
         h = C.c_void_p()
         _check(_L.ox_stream_create(self._h, C.byref(h)))
         return Stream._make(h.value, self, owned=True)
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         """Waits for the default stream (see Stream.synchronize)."""
         self.default_stream.synchronize()
 
-    def __str__(self):
+    def __str__(self) -> str:
         return "cpu" if self.type == "cpu" else f"cuda:{self.index}"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"oxide.device({str(self)!r})"
 
 
-def device(spec=None):
+def device(spec: DeviceLike = None) -> Device:
     """A device from "cpu", "cuda", "cuda:N" (or a Device); None: the default."""
     if isinstance(spec, Device):
         return spec
@@ -344,14 +415,14 @@ def device(spec=None):
     return Device._of(h.value)
 
 
-def default_device():
+def default_device() -> Device:
     """$OXIDE_DEVICE if set, else CUDA device 0 when a GPU is usable, else the CPU."""
     h = C.c_void_p()
     _check(_L.ox_device_default(C.byref(h)))
     return Device._of(h.value)
 
 
-def device_count(type="cuda"):
+def device_count(type: str = "cuda") -> int:
     """Number of devices of a type ("cpu": 1; "cuda": 0 without a driver)."""
     n = C.c_int()
     t = {"cpu": D.OX_DEVICE_CPU, "cuda": D.OX_DEVICE_CUDA}[type]
@@ -369,6 +440,9 @@ class Stream:
     """An ordered queue of work on one device."""
 
     __slots__ = ("_h", "_owned", "device")
+    _h: Optional[int]
+    _owned: bool
+    device: Device
 
     def __init__(self):
         raise TypeError("use device.stream() or device.default_stream")
@@ -379,7 +453,7 @@ class Stream:
         s._h, s._owned, s.device = handle, owned, dev
         return s
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         """Waits for the queued work; raises BoundsError if a kernel on this
         stream made an out-of-bounds access since the last synchronization."""
         _check(_L.ox_stream_synchronize(self._h))
@@ -390,7 +464,7 @@ class Stream:
             h, self._h = self._h, None
             _destroy(h)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<oxide.Stream on {self.device}{'' if self._owned else ' (default)'}>"
 
 
@@ -414,6 +488,9 @@ class Tensor:
     (`base`) alive, and writes through one are seen through the other."""
 
     __slots__ = ("_h", "_base", "_tile", "__weakref__")
+    _h: Optional[int]
+    _base: Tensor
+    _tile: Tuple[int, ...]
 
     def __init__(self):
         raise TypeError("use oxide.tensor(), oxide.empty() or oxide.from_numpy()")
@@ -436,54 +513,60 @@ class Tensor:
             _release(h)
 
     @property
-    def shape(self):
+    def shape(self) -> Tuple[int, ...]:
         n = _L.ox_tensor_ndim(self._h)
         return tuple(_L.ox_tensor_shape(self._h)[:n])
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return _L.ox_tensor_ndim(self._h)
 
     @property
-    def dtype(self):
+    def dtype(self) -> str:
         """The element type's name: "f32", "i64", ..."""
         return DTYPES[_L.ox_tensor_dtype(self._h)]
 
     @property
-    def device(self):
+    def device(self) -> Device:
         return Device._of(_L.ox_tensor_device(self._h))
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         """Bytes of the elements (numel times the element size)."""
         return _L.ox_tensor_nbytes(self._h)
 
     @property
-    def numel(self):
+    def numel(self) -> int:
         return _L.ox_tensor_numel(self._h)
 
     @property
-    def data_ptr(self):
+    def data_ptr(self) -> int:
         """Address of the first element (a device address for CUDA tensors)."""
         return _L.ox_tensor_data(self._h) or 0
 
     @property
-    def base(self):
+    def base(self) -> Optional[Tensor]:
         """The tensor this one is a view of (kept alive by the view), else None."""
         return getattr(self, "_base", None)
 
-    def stride(self, dim=None):
+    @overload
+    def stride(self) -> Tuple[int, ...]: ...
+
+    @overload
+    def stride(self, dim: int) -> int: ...
+
+    def stride(self, dim: Optional[int] = None) -> Union[Tuple[int, ...], int]:
         """Strides in elements (as torch's stride(); never negative, 0 along
         broadcast dimensions): a tuple, or the stride of dimension `dim`."""
         st = tuple(_L.ox_tensor_strides(self._h)[:self.ndim])
         return st if dim is None else st[_dim_index(dim, len(st))]
 
-    def is_contiguous(self):
+    def is_contiguous(self) -> bool:
         """True if the elements are dense and row-major."""
         return bool(_L.ox_tensor_is_contiguous(self._h))
 
     @property
-    def is_read_only(self):
+    def is_read_only(self) -> bool:
         """True if the tensor may not be written (a broadcast view, or a
         DLPack import marked read-only): never a kernel's mutable argument."""
         return bool(_L.ox_tensor_is_read_only(self._h))
@@ -495,7 +578,7 @@ class Tensor:
         _check(fn(self._h, *args, C.byref(h)))
         return Tensor._wrap(h.value, self, tile)
 
-    def partition(self, tile):
+    def partition(self, tile: ShapeLike) -> Tensor:
         """This tensor cut into exclusive tiles of shape `tile` (a tuple of
         ints, one per dimension; an int for a 1-D tensor): the argument of a
         #[tile] kernel's `&mut Tensor<T, [tile]>` output. The kernel's const
@@ -514,12 +597,12 @@ class Tensor:
         return self._view(_L.ox_tensor_partition, len(tile), dims, tile=tile)
 
     @property
-    def tile(self):
+    def tile(self) -> Optional[Tuple[int, ...]]:
         """The tile shape of a partition (see partition), else None."""
         return getattr(self, "_tile", None)
 
     @property
-    def tile_grid(self):
+    def tile_grid(self) -> Optional[Tuple[int, ...]]:
         """The tile grid of a partition, ceil(shape / tile) per dimension: the
         launch grid of a tile kernel it is the output of. None if this is not
         a partition (a view of a partition is a plain tensor again)."""
@@ -527,20 +610,21 @@ class Tensor:
         n = _L.ox_tensor_partition_grid(self._h, g)
         return tuple(g[:n]) if n else None
 
-    def slice(self, dim, start=None, stop=None, step=1):
+    def slice(self, dim: int, start: Optional[int] = None, stop: Optional[int] = None,
+              step: Optional[int] = 1) -> Tensor:
         """Elements start, start+step, ... below stop along `dim`, as
         t[start:stop:step] along that dimension (negative and out-of-range
         bounds are clipped as in Python; step must be > 0)."""
         dim = _dim_index(dim, self.ndim)
         if step is None:
             step = 1
-        if not isinstance(step, numbers.Integral) or step <= 0:
+        if not isinstance(step, numbers.Integral) or int(step) <= 0:
             raise ValueError(f"slice step must be a positive int (negative strides are not "
                              f"supported), got {step!r}")
         start, stop, step = slice(start, stop, step).indices(self.shape[dim])
         return self._view(_L.ox_tensor_slice, dim, start, max(stop, start), step)
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> Tensor:
         """Basic indexing: ints, slices with a positive step and `...`;
         always a view (an int drops its dimension, as in numpy)."""
         key = key if isinstance(key, tuple) else (key,)
@@ -557,11 +641,11 @@ class Tensor:
                 if k != slice(None):
                     t = t.slice(d, k.start, k.stop, k.step)
             elif isinstance(k, numbers.Integral) and not isinstance(k, bool):
-                n = self.shape[d]
-                if not -n <= k < n:
+                n, i = self.shape[d], int(k)
+                if not -n <= i < n:
                     raise IndexError(f"index {k} is out of range for dimension {d} of size {n}")
-                k = int(k) % n
-                t = t.slice(d, k, k + 1)
+                i %= n
+                t = t.slice(d, i, i + 1)
                 drop.append(d)
             else:
                 raise IndexError(f"tensor indices are ints, slices and '...', got {k!r}")
@@ -572,7 +656,7 @@ class Tensor:
         t._base = self  # the intermediate views need not live on
         return t
 
-    def reshape(self, *shape):
+    def reshape(self, *shape: Any) -> Tensor:
         """The same elements in another shape (one dimension may be -1), as a
         view: InvalidArgumentError when the strides do not allow it without a
         copy (then reshape t.contiguous())."""
@@ -580,7 +664,7 @@ class Tensor:
         dims = (C.c_int64 * max(len(shape), 1))(*shape)
         return self._view(_L.ox_tensor_reshape, len(shape), dims)
 
-    def permute(self, *dims):
+    def permute(self, *dims: Any) -> Tensor:
         """Dimensions reordered: result.shape[i] == self.shape[dims[i]]."""
         dims = _int_tuple(dims[0] if len(dims) == 1 else dims, "dims", negative=True)
         if len(dims) != self.ndim:
@@ -588,17 +672,17 @@ class Tensor:
         dims = tuple(_dim_index(d, self.ndim) for d in dims)
         return self._view(_L.ox_tensor_permute, (C.c_int * max(len(dims), 1))(*dims))
 
-    def transpose(self, dim0, dim1):
+    def transpose(self, dim0: int, dim1: int) -> Tensor:
         """Dimensions dim0 and dim1 swapped."""
         return self._view(_L.ox_tensor_transpose, _dim_index(dim0, self.ndim),
                           _dim_index(dim1, self.ndim))
 
     @property
-    def T(self):
+    def T(self) -> Tensor:
         """The dimensions in reverse order (the transpose of a matrix)."""
         return self.permute(tuple(range(self.ndim))[::-1])
 
-    def broadcast_to(self, shape):
+    def broadcast_to(self, shape: ShapeLike) -> Tensor:
         """Size-1 dimensions (and missing leading ones) repeated by stride 0;
         the result is read-only."""
         shape = _int_tuple(shape, "shape")
@@ -607,49 +691,156 @@ class Tensor:
 
     # ---- copies
 
-    def to(self, device, stream=None):
+    def to(self, device: DeviceLike, stream: Optional[Stream] = None) -> Tensor:
         """A new contiguous copy on `device` (always a copy, even on this device)."""
         h = C.c_void_p()
         _check(_L.ox_tensor_to(self._h, _as_device(device)._h, _stream_handle(stream),
                                C.byref(h)))
         return Tensor._wrap(h.value)
 
-    def contiguous(self, stream=None):
+    def contiguous(self, stream: Optional[Stream] = None) -> Tensor:
         """This tensor if it is contiguous, else a contiguous copy."""
         return self if self.is_contiguous() else self.to(self.device, stream)
 
-    def __len__(self):
+    def __len__(self) -> int:
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
 
-    def tobytes(self, stream=None):
-        """The elements' bytes, copied after the work queued on `stream`."""
+    # ---- host reads. Each first synchronizes the read's stream (None: the
+    # device's default) and the stream that last wrote the tensor
+    # (ox_tensor_last_writer), so that a kernel's out-of-bounds access there
+    # raises its BoundsError at the read, not at some later synchronize.
+
+    def _settle(self, stream: Optional[Stream]) -> None:
+        """Synchronizes the streams a host read of this tensor depends on;
+        raises (and so consumes) their pending BoundsError."""
+        dev = self.device
+        sh = _stream_handle(stream)
+        if stream is None:
+            sh = dev.default_stream._h
+        elif stream.device is not dev:
+            sh = None  # refused by the read itself, with the C API's message
+        w = C.c_void_p()
+        _check(_L.ox_tensor_last_writer(self._h, C.byref(w)))
+        if sh:
+            _check(_L.ox_stream_synchronize(sh))
+        if w.value and w.value != sh:
+            _check(_L.ox_stream_synchronize(w.value))
+
+    def _to_host(self, stream, numpy_dtype):
+        """A new numpy array of `numpy_dtype` (the element type, or the
+        unsigned integers of its bits) holding a copy of the elements."""
+        import numpy as np
+
+        t = self.contiguous(stream)
+        arr = np.empty(self.shape, dtype=numpy_dtype)
+        _check(_L.ox_tensor_to_host(t._h, _stream_handle(stream), arr.ctypes.data, arr.nbytes))
+        return arr
+
+    def tobytes(self, stream: Optional[Stream] = None) -> bytes:
+        """The elements' bytes (row-major), copied after the work queued on
+        `stream`; raises a pending BoundsError (see item())."""
+        self._settle(stream)
         t = self.contiguous(stream)
         buf = (C.c_char * t.nbytes)()
         _check(_L.ox_tensor_to_host(t._h, _stream_handle(stream), buf, t.nbytes))
         return bytes(buf)
 
-    def tolist(self, stream=None):
-        """The elements as (nested) Python lists; a number for a 0-d tensor."""
-        dt = self.dtype
-        flat = list(struct.unpack(f"<{self.numel}{_FORMAT[dt]}", self.tobytes(stream)))
-        if dt == "bf16":
-            flat = [_bf16_value(b) for b in flat]
+    def tolist(self, stream: Optional[Stream] = None) -> Any:
+        """The elements as (nested) Python lists; a number for a 0-d tensor.
+        bf16 and fp8 elements become floats (exactly)."""
+        flat = _unpack(self.dtype, self.tobytes(stream))
         return _nest(flat, self.shape) if self.shape else flat[0]
 
-    def numpy(self, stream=None):
-        """A new numpy array holding a copy of the elements."""
+    def item(self, stream: Optional[Stream] = None) -> Union[bool, int, float]:
+        """The element of a one-element tensor (any shape, any device) as a
+        Python bool, int or float (bf16 and fp8: the exact float).
+
+        Like every host read (tolist, numpy, tobytes, np.asarray), it first
+        synchronizes `stream` (None: the device's default) and the stream
+        that last wrote the tensor: a pending out-of-bounds access of a
+        kernel there raises BoundsError here."""
+        n = self.numel
+        if n != 1:
+            raise ValueError(f"item() needs a tensor of one element; this one has {n} "
+                             f"(shape {self.shape})")
+        return _unpack(self.dtype, self.tobytes(stream))[0]
+
+    def numpy(self, stream: Optional[Stream] = None) -> np.ndarray:
+        """A new numpy array holding a copy of the elements (bf16 and fp8 have
+        no numpy dtype: np.asarray(t, dtype=np.float32) converts them)."""
+        own = _NUMPY.get(self.dtype)
+        if own is None:
+            raise TypeError(_no_numpy_dtype(self.dtype))
+        self._settle(stream)
+        return self._to_host(stream, own)
+
+    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
+        """NumPy's protocol (np.asarray(t), np.array(t); NumPy 2's signature).
+        A CPU tensor is viewed without a copy when none is asked for (any
+        strides; the array keeps the tensor alive and is read-only when the
+        tensor is); a CUDA tensor is copied to the host. bf16 and fp8 have no
+        NumPy dtype: without `dtype` that is a TypeError; with one, the
+        elements are converted exactly to float32, then to `dtype`.
+        copy=False refuses what needs a copy (ValueError). A pending
+        BoundsError is raised first (see item())."""
         import numpy as np
 
-        if self.dtype == "bf16":
-            raise TypeError("numpy has no bf16; use .tolist() or convert in a kernel")
-        t = self.contiguous(stream)
-        arr = np.empty(self.shape, dtype=_NUMPY[self.dtype])
-        _check(_L.ox_tensor_to_host(t._h, _stream_handle(stream), arr.ctypes.data, arr.nbytes))
-        return arr
+        dt = self.dtype
+        own = _NUMPY.get(dt)
+        want = None if dtype is None else np.dtype(dtype)
+        if own is None and want is None:
+            raise TypeError(_no_numpy_dtype(dt))
+        convert = own is None or (want is not None and want != np.dtype(own))
+        cpu = self.device.type == "cpu"
+        if copy is False and (convert or not cpu):
+            why = (f"converting {dt} to {want}" if convert else
+                   f"reading a tensor on {self.device} from the host")
+            raise ValueError(f"__array__(copy=False): {why} needs a copy")
+        self._settle(None)
+        storage = own or _BITS[dt]
+        if not cpu or self.numel == 0:
+            arr, copied = self._to_host(None, storage), True
+        else:
+            arr, copied = np.asarray(_HostMemory(self, storage)), False
+        if own is None:
+            arr, copied = _float32_of(dt, arr), True
+        if want is not None and arr.dtype != want:
+            return arr.astype(want)
+        return arr.copy() if copy and not copied else arr
 
-    def copy_from(self, data, stream=None):
+    @property
+    def __cuda_array_interface__(self) -> Dict[str, Any]:
+        """The CUDA array interface (version 3) of a CUDA tensor, for CuPy,
+        Numba, PyTorch...: no copy. `stream` is the stream of the tensor's
+        last write (ox_tensor_last_writer: 1 for the legacy default stream,
+        2 for the per-thread one, else the CUstream; None when no write is
+        pending), which a consumer waits for before it uses the memory;
+        reads pending on other streams are not covered, as with DLPack.
+        AttributeError for a CPU tensor, and for bf16 and fp8, which the
+        interface has no typestr for: consumers then fall back (to
+        __array__ or DLPack)."""
+        if self.device.type != "cuda":
+            raise AttributeError(f"__cuda_array_interface__: the tensor is on {self.device}, not "
+                                 "a CUDA device")
+        typestr = _TYPESTR.get(self.dtype)
+        if typestr is None:
+            raise AttributeError(f"__cuda_array_interface__ has no type for {self.dtype}; use "
+                                 "DLPack (__dlpack__), which carries it")
+        w = C.c_void_p()
+        _check(_L.ox_tensor_last_writer(self._h, C.byref(w)))
+        stream = None
+        if w.value:
+            stream = _L.ox_stream_handle(w.value) or 1  # NULL: the legacy default stream
+        size = _L.ox_dtype_size(_CODE[self.dtype])
+        return {
+            "shape": self.shape, "typestr": typestr, "data": (self.data_ptr, self.is_read_only),
+            "strides": None if self.is_contiguous() else tuple(x * size for x in self.stride()),
+            "version": 3, "stream": stream,
+        }
+
+    def copy_from(self, data: Any, stream: Optional[Stream] = None) -> None:
         """Overwrites the elements from another Tensor (same dtype and shape;
         any device and strides), or from a buffer or (nested) list of the
         same size."""
@@ -665,23 +856,28 @@ class Tensor:
             return
         _check(_L.ox_tensor_copy_from_host(self._h, _stream_handle(stream), raw, len(raw)))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         tile = f", tile={self.tile}" if self.tile is not None else ""
         return (f"oxide.Tensor(shape={self.shape}, dtype={self.dtype!r}, "
                 f"device={str(self.device)!r}{tile})")
 
-    def __dlpack__(self, stream=None, *, max_version=None, dl_device=None, copy=None):
+    def __dlpack__(self, stream: Any = None, *, max_version: Optional[Tuple[int, int]] = None,
+                   dl_device: Optional[Tuple[int, int]] = None,
+                   copy: Optional[bool] = None) -> Any:
         """A DLPack capsule sharing the tensor's memory (Python array API).
         stream: where the consumer will use it (CUDA: None or 1, the legacy
         default stream; 2, the per-thread one; a CUstream as an int; -1, no
         ordering); Oxide's pending writes are ordered before it. max_version
         (1, x) or later gives a versioned capsule, else a legacy one (which
         cannot carry read-only tensors: BufferError). dl_device and copy=True
-        export a copy; copy=False refuses to."""
+        export a copy; copy=False refuses to. A CPU tensor's export is a host
+        read: a pending BoundsError is raised first (see item())."""
+        if self.device.type == "cpu":
+            self._settle(None)  # the consumer reads the memory from the host
         return _dlpack.dlpack(self, stream, max_version=max_version, dl_device=dl_device,
                               copy=copy)
 
-    def __dlpack_device__(self):
+    def __dlpack_device__(self) -> Tuple[int, int]:
         """(DLPack device type, index): (1, 0) for the CPU, (2, n) for cuda:n."""
         return _dlpack.dlpack_device(self)
 
@@ -689,13 +885,81 @@ class Tensor:
 _NUMPY = {"bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
           "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16",
           "f32": "float32", "f64": "float64"}
+# the bits of the dtypes numpy has not, as numpy holds them
+_BITS = {"bf16": "uint16", "f8e4m3": "uint8", "f8e5m2": "uint8"}
+# array interface typestrs (Oxide runs on little-endian machines only)
+_TYPESTR = {"bool": "|b1", "i8": "|i1", "i16": "<i2", "i32": "<i4", "i64": "<i8", "u8": "|u1",
+            "u16": "<u2", "u32": "<u4", "u64": "<u8", "f16": "<f2", "f32": "<f4", "f64": "<f8"}
+_FP8 = ("f8e4m3", "f8e5m2")
+
+
+def _no_numpy_dtype(dt):
+    return (f"NumPy has no {dt}: np.asarray(t, dtype=np.float32) converts the elements "
+            "(exactly), t.tolist() gives Python floats")
+
+
+def _f8_values(dt, _tables={}):
+    """The 256 values of an fp8 dtype's bytes, as floats: f8e4m3 is OCP's
+    E4M3FN (bias 7, no infinities, NaN at S.1111.111), f8e5m2 is the top
+    byte of an f16."""
+    table = _tables.get(dt)
+    if table is None:
+        if dt == "f8e5m2":
+            table = [struct.unpack("<e", struct.pack("<H", b << 8))[0] for b in range(256)]
+        else:
+            table = []
+            for b in range(256):
+                e, m = (b >> 3) & 15, b & 7
+                v = math.nan if e == 15 and m == 7 else (m / 8 * 2.0 ** -6 if e == 0 else
+                                                        (1 + m / 8) * 2.0 ** (e - 7))
+                table.append(-v if b & 128 else v)
+        _tables[dt] = table
+    return table
+
+
+def _unpack(dt, raw):
+    """The elements in `raw` (row-major bytes of dtype dt) as Python numbers."""
+    if dt in _FP8:
+        table = _f8_values(dt)
+        return [table[b] for b in raw]
+    fmt = _FORMAT[dt]
+    flat = list(struct.unpack(f"<{len(raw) // struct.calcsize(fmt)}{fmt}", raw))
+    return [_bf16_value(b) for b in flat] if dt == "bf16" else flat
+
+
+def _float32_of(dt, bits):
+    """A float32 numpy array of the values whose bits (uint16 for bf16, uint8
+    for fp8) are in `bits`: exact, as every such value is a float32."""
+    import numpy as np
+
+    if dt == "bf16":
+        return (bits.astype(np.uint32) << 16).view(np.float32)
+    return np.array(_f8_values(dt), dtype=np.float32)[bits]
+
+
+class _HostMemory:
+    """NumPy's view of a CPU tensor's memory (np.asarray reads the array
+    interface): the array's base, holding the tensor alive."""
+
+    __slots__ = ("__array_interface__", "tensor")
+
+    def __init__(self, t, numpy_dtype):
+        import numpy as np
+
+        size = np.dtype(numpy_dtype).itemsize
+        self.tensor = t
+        self.__array_interface__ = {
+            "version": 3, "shape": t.shape, "typestr": np.dtype(numpy_dtype).str,
+            "data": (t.data_ptr, t.is_read_only),
+            "strides": None if t.is_contiguous() else tuple(x * size for x in t.stride()),
+        }
 # buffer-protocol format characters (native, standard sizes on the platforms Oxide runs on)
 _BUFFER_DTYPE = {"?": "bool", "b": "i8", "h": "i16", "i": "i32", "l": "i64", "q": "i64",
                  "B": "u8", "H": "u16", "I": "u32", "L": "u64", "Q": "u64", "e": "f16",
                  "f": "f32", "d": "f64"}
 
 
-def _int_tuple(v, what, negative=False):
+def _int_tuple(v: Any, what: str, negative: bool = False) -> Tuple[int, ...]:
     """A tuple of ints from an int or a sequence of ints (>= 0, or any sign)."""
     vals = (v,) if isinstance(v, numbers.Integral) else tuple(v)
     for x in vals:
@@ -751,6 +1015,11 @@ def _pack(data, dtype):
     if dtype == "tf32":  # no struct format to miss: say why, as the C side does
         raise InvalidArgumentError("tf32 is a compute type of kernels (casts, dot operands), not "
                                    "a tensor dtype; tensors hold f32", D.OX_ERR_INVALID_ARGUMENT)
+    if dtype in _FP8 and (isinstance(data, (list, tuple, int, float, bool)) or
+                          type(data).__name__ == "ndarray"):
+        raise UnsupportedError(f"Oxide does not convert numbers to {dtype} (a storage-only "
+                               f"dtype): pass its bytes, oxide.tensor(raw, dtype={dtype!r})",
+                               D.OX_ERR_UNSUPPORTED)
     if isinstance(data, (list, tuple, int, float, bool)):
         dtype = dtype or "f32"
         shape = _shape_of(data)
@@ -777,7 +1046,7 @@ def _pack(data, dtype):
             raise TypeError(f"the buffer holds {own or repr(m.format)}, not {dtype}; convert it "
                             "first (Oxide does not convert implicitly)")
         # raw bytes: reinterpret as dtype
-        size = struct.calcsize(_FORMAT[dtype])
+        size = 1 if dtype in _FP8 else struct.calcsize(_FORMAT[dtype])
         if m.nbytes % size:
             raise ValueError(f"{m.nbytes} bytes is not a whole number of {dtype} elements")
         return m.tobytes(), (m.nbytes // size,), dtype
@@ -802,33 +1071,39 @@ def _new_tensor(dev, dtype, shape, src, stream):
     return Tensor._wrap(h.value)
 
 
-def tensor(data, dtype=None, device=None, stream=None):
+def tensor(data: Any, dtype: DTypeLike = None, device: DeviceLike = None,
+           stream: Optional[Stream] = None) -> Tensor:
     """A tensor holding a copy of `data`: a (nested) list, a number, a buffer
     (bytes, array.array, memoryview) or a numpy array. dtype: "f32" for
     lists, the buffer's own type for typed buffers; a numpy array is
     converted to `dtype` (to bf16 by rounding to nearest even)."""
     if "numpy" in sys.modules and isinstance(data, sys.modules["numpy"].ndarray):
-        if dtype is not None and _dtype_name(dtype) == "bf16":
-            # numpy has no bf16: round the values to it, as Oxide does
-            return _new_tensor(device, "bf16", data.shape, _bf16_array(data), stream)
         if dtype is not None:
-            data = data.astype(_NUMPY[_dtype_name(dtype)])
+            name = _dtype_name(dtype)
+            if name == "bf16":
+                # numpy has no bf16: round the values to it, as Oxide does
+                return _new_tensor(device, "bf16", data.shape, _bf16_array(data), stream)
+            if name not in _NUMPY:
+                _pack(data, name)  # tf32, fp8: refused, with the reason
+            data = data.astype(_NUMPY[name])
         return from_numpy(data, device, stream)
     raw, shape, dtype = _pack(data, _dtype_name(dtype) if dtype is not None else None)
     return _new_tensor(device, dtype, shape, raw, stream)
 
 
-def empty(shape, dtype="f32", device=None, stream=None):
+def empty(shape: ShapeLike, dtype: DTypeLike = "f32", device: DeviceLike = None,
+          stream: Optional[Stream] = None) -> Tensor:
     """An uninitialized tensor; shape is an int or a tuple."""
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     return _new_tensor(device, _dtype_name(dtype), shape, None, stream)
 
 
-def _shape_tuple(shape):
+def _shape_tuple(shape: Any) -> Tuple[int, ...]:
     return _int_tuple(shape, "shape")
 
 
-def zeros(shape, dtype="f32", device=None, stream=None):
+def zeros(shape: ShapeLike, dtype: DTypeLike = "f32", device: DeviceLike = None,
+          stream: Optional[Stream] = None) -> Tensor:
     """A tensor of zeros; shape is an int or a tuple."""
     shape, dev = _shape_tuple(shape), _as_device(device)
     dims = (C.c_int64 * max(len(shape), 1))(*shape)
@@ -850,7 +1125,8 @@ def _exact_double(value, dtype, what):
     return float(value)
 
 
-def full(shape, value, dtype="f32", device=None, stream=None):
+def full(shape: ShapeLike, value: float, dtype: DTypeLike = "f32", device: DeviceLike = None,
+         stream: Optional[Stream] = None) -> Tensor:
     """A tensor with every element `value` (converted to dtype, as the C API
     does); shape is an int or a tuple."""
     shape, dev, dtype = _shape_tuple(shape), _as_device(device), _dtype_name(dtype)
@@ -861,7 +1137,52 @@ def full(shape, value, dtype="f32", device=None, stream=None):
     return Tensor._wrap(h.value)
 
 
-def arange(start, stop=None, step=1, dtype="f32", device=None, stream=None):
+def _like(x, dtype, device):
+    """(shape, dtype name, device) of a *_like call: x's, unless overridden."""
+    if isinstance(x, Tensor):
+        shape, own, dev = x.shape, x.dtype, x.device
+    else:
+        shape, own = getattr(x, "shape", None), getattr(x, "dtype", None)
+        if shape is None or (own is None and dtype is None):
+            raise TypeError(f"expected an oxide.Tensor or an array with shape and dtype (numpy, "
+                            f"PyTorch, ...), got {type(x).__name__}")
+        shape = tuple(int(n) for n in shape)
+        dev = None
+        if device is None and hasattr(x, "__dlpack_device__"):
+            kind, index = (int(v) for v in x.__dlpack_device__())
+            dev = {1: "cpu", 2: f"cuda:{index}"}.get(kind)
+    return (shape, _dtype_name(own if dtype is None else dtype),
+            _as_device(dev if device is None else device))
+
+
+def empty_like(x: Any, dtype: DTypeLike = None, device: DeviceLike = None,
+               stream: Optional[Stream] = None) -> Tensor:
+    """An uninitialized contiguous tensor of x's shape, dtype and device (an
+    oxide.Tensor, or an array with shape and dtype: numpy, PyTorch...; such
+    an array's device is its __dlpack_device__, else the default), unless
+    `dtype` or `device` says otherwise."""
+    shape, dtype, dev = _like(x, dtype, device)
+    return _new_tensor(dev, dtype, shape, None, stream)
+
+
+def zeros_like(x: Any, dtype: DTypeLike = None, device: DeviceLike = None,
+               stream: Optional[Stream] = None) -> Tensor:
+    """A tensor of zeros of x's shape, dtype and device (see empty_like)."""
+    shape, dtype, dev = _like(x, dtype, device)
+    return zeros(shape, dtype, dev, stream)
+
+
+def full_like(x: Any, value: float, dtype: DTypeLike = None, device: DeviceLike = None,
+              stream: Optional[Stream] = None) -> Tensor:
+    """A tensor of x's shape, dtype and device (see empty_like) with every
+    element `value`."""
+    shape, dtype, dev = _like(x, dtype, device)
+    return full(shape, value, dtype, dev, stream)
+
+
+def arange(start: float, stop: Optional[float] = None, step: float = 1,
+           dtype: DTypeLike = "f32", device: DeviceLike = None,
+           stream: Optional[Stream] = None) -> Tensor:
     """The 1-D tensor start, start + step, ... below stop, as numpy.arange
     (arange(n) is 0 .. n-1)."""
     if stop is None:
@@ -888,11 +1209,12 @@ def _bf16_array(arr):
     return np.where((u & 0x7FFFFFFF) > 0x7F800000, np.uint16(0x7FC0), bits)
 
 
-def from_numpy(arr, device=None, stream=None):
+def from_numpy(arr: np.ndarray, device: DeviceLike = None,
+               stream: Optional[Stream] = None) -> Tensor:
     """A tensor holding a copy of a numpy array (any layout; bf16 has no numpy dtype)."""
     import numpy as np
 
-    arr = np.ascontiguousarray(arr)
+    arr = np.ascontiguousarray(arr).reshape(np.shape(arr))  # (ascontiguousarray makes 0-d 1-d)
     if not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))
     names = {np.dtype(v): k for k, v in _NUMPY.items()}
@@ -901,7 +1223,8 @@ def from_numpy(arr, device=None, stream=None):
     return _new_tensor(device, names[arr.dtype], arr.shape, arr, stream)
 
 
-def from_dlpack(obj, device=None, *, stream=None):
+def from_dlpack(obj: Any, device: DeviceLike = None, *,
+                stream: Optional[Stream] = None) -> Tensor:
     """A tensor sharing the memory of any DLPack producer (numpy, PyTorch,
     CuPy, JAX, an oxide.Tensor), without a copy unless `device` names another
     device. `stream` (an oxide.Stream; default: the device's default stream) is
@@ -934,6 +1257,10 @@ class Module:
     # _opts: liboxide keeps the options' filename pointer for later messages
     # (bounds errors, launch contracts) without copying it, so it must live on.
     __slots__ = ("_h", "device", "_kernels", "_opts", "__weakref__")
+    _h: Optional[int]
+    device: Device
+    _kernels: Dict[str, Any]
+    _opts: Any
 
     def __init__(self):
         raise TypeError("use oxide.compile() or oxide.compile_file()")
@@ -951,11 +1278,11 @@ class Module:
             _destroy(h)
 
     @property
-    def from_cache(self):
+    def from_cache(self) -> bool:
         """True if loaded from the compiled-kernel cache without code generation."""
         return bool(_L.ox_module_from_cache(self._h))
 
-    def __getitem__(self, name):
+    def __getitem__(self, name: str) -> Kernel:
         entry = self._kernels.get(name)
         if entry is None:
             out = C.c_void_p()
@@ -963,7 +1290,7 @@ class Module:
             entry = self._kernels[name] = Kernel._entry(out.value, self.device)
         return Kernel._make(entry, self)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Kernel:
         if name.startswith("_"):
             raise AttributeError(name)
         try:
@@ -971,7 +1298,7 @@ class Module:
         except NotFoundError as e:
             raise AttributeError(str(e)) from None
 
-    def kernel_names(self):
+    def kernel_names(self) -> List[str]:
         """The names of the module's kernels (#[kernel] and #[tile]).
 
         liboxide has no call that lists a module's kernels: its message for
@@ -984,14 +1311,16 @@ class Module:
         at = msg.rfind("(it has ")
         return re.findall(r"'([A-Za-z_][A-Za-z0-9_]*)'", msg[at:]) if at >= 0 else []
 
-    def __dir__(self):
+    def __dir__(self) -> List[str]:
         return sorted(set(super().__dir__()) | set(self.kernel_names()))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<oxide.Module on {self.device}>"
 
 
-def compile(source, device=None, filename=None, *, arch=None, opt_level=0, no_cache=False):
+def compile(source: str, device: DeviceLike = None, filename: Optional[str] = None, *,
+            arch: Union[str, int, None] = None, opt_level: int = 0,
+            no_cache: bool = False) -> Module:
     """Compiles kernel text for `device` (default: oxide.default_device()) and loads it.
     Raises CompileError with every diagnostic (file:line:col, the line, a caret)."""
     dev = _as_device(device)
@@ -1001,7 +1330,9 @@ def compile(source, device=None, filename=None, *, arch=None, opt_level=0, no_ca
     return Module._wrap(h.value, dev, opts)
 
 
-def compile_file(path, device=None, *, arch=None, opt_level=0, no_cache=False):
+def compile_file(path: Union[str, os.PathLike], device: DeviceLike = None, *,
+                 arch: Union[str, int, None] = None, opt_level: int = 0,
+                 no_cache: bool = False) -> Module:
     """Reads and compiles the kernel file at `path` (FileError if unreadable)."""
     dev = _as_device(device)
     h = C.c_void_p()
@@ -1015,7 +1346,9 @@ _EMIT = {"ast": D.OX_EMIT_AST, "ir": D.OX_EMIT_IR, "llvm": D.OX_EMIT_LLVM, "ptx"
 _TARGET = {None: D.OX_TARGET_DEFAULT, "cpu": D.OX_TARGET_CPU, "cuda": D.OX_TARGET_CUDA}
 
 
-def emit(source, kind="ptx", target=None, arch=None, filename=None, opt_level=0, contiguous=False):
+def emit(source: str, kind: str = "ptx", target: Optional[str] = None,
+         arch: Union[str, int, None] = None, filename: Optional[str] = None, opt_level: int = 0,
+         contiguous: bool = False) -> str:
     """The text of one compilation stage: kind "ast", "ir", "llvm", "ptx" or
     "asm"; target None (CUDA for PTX, else the CPU), "cpu" or "cuda"; arch
     "sm_90" or 90; contiguous: tile kernels as launched on contiguous16
@@ -1045,15 +1378,22 @@ class _PureLaunch:
     the same methods."""
 
     __slots__ = ()
+    _run: Any  # Kernel's
 
-    def __call__(self, /, *args, **kwargs):
+    def __call__(self, /, *args: Any, **kwargs: Any) -> None:
         self._run(_L.ox_launch, args, kwargs)
 
-    def check(self, /, *args, **kwargs):
+    def check(self, /, *args: Any, **kwargs: Any) -> None:
         self._run(_L.ox_launch_check, args, kwargs)
 
 
-class Kernel(_ext.FAST.Launcher if _ext.FAST is not None else _PureLaunch):
+if TYPE_CHECKING:  # the call signature type checkers see (the extension's is the same)
+    _KernelBase = _PureLaunch
+else:
+    _KernelBase = _ext.FAST.Launcher if _ext.FAST is not None else _PureLaunch
+
+
+class Kernel(_KernelBase):
     """One kernel of a module. Call it with its arguments, by position or by
     parameter name, and the launch's own keywords:
 
@@ -1085,6 +1425,10 @@ class Kernel(_ext.FAST.Launcher if _ext.FAST is not None else _PureLaunch):
     the same way without running it."""
 
     __slots__ = ("_h", "module", "name", "_sig")
+    _h: int
+    module: Module
+    name: str
+    _sig: Any
 
     def __init__(self, *args):
         raise TypeError("use module['name'] or module.name")
@@ -1112,17 +1456,17 @@ class Kernel(_ext.FAST.Launcher if _ext.FAST is not None else _PureLaunch):
         return k
 
     @property
-    def num_params(self):
+    def num_params(self) -> int:
         return len(self._sig.params)
 
     @property
-    def params(self):
+    def params(self) -> Tuple[_args.Param, ...]:
         """The parameters, as written: a tuple of Param(name, kind, dtype,
         rank, writable) named tuples (kind "scalar", "slice", "mut_slice",
         "atomic_slice", "disjoint", "tensor", "tile" or "atomic_tensor")."""
         return self._sig.params
 
-    def set_generic(self, name, value):
+    def set_generic(self, name: str, value: int) -> None:
         """Gives tile-kernel const generic `name` an explicit value for the
         launches from now on (one that sizes no output dim gets its value only
         this way; one that does must agree with the partitions)."""
@@ -1159,5 +1503,5 @@ class Kernel(_ext.FAST.Launcher if _ext.FAST is not None else _PureLaunch):
         finally:
             temps.clear()  # the imported arrays: the launch holds what it needs
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<oxide.Kernel {self.name!r} ({self.num_params} params) on {self.module.device}>"

@@ -182,6 +182,7 @@ FUNCTIONS = {
     'ox_tensor_arange': (C.c_int, [C.c_void_p, C.c_void_p, C.c_int, C.c_double, C.c_double, C.c_int64, C.POINTER(C.c_void_p)]),
     'ox_tensor_copy': (C.c_int, [C.c_void_p, C.c_void_p, C.c_void_p]),
     'ox_tensor_to': (C.c_int, [C.c_void_p, C.c_void_p, C.c_void_p, C.POINTER(C.c_void_p)]),
+    'ox_tensor_last_writer': (C.c_int, [C.c_void_p, C.POINTER(C.c_void_p)]),
     'ox_tensor_slice': (C.c_int, [C.c_void_p, C.c_int, C.c_int64, C.c_int64, C.c_int64, C.POINTER(C.c_void_p)]),
     'ox_tensor_reshape': (C.c_int, [C.c_void_p, C.c_int, C.POINTER(C.c_int64), C.POINTER(C.c_void_p)]),
     'ox_tensor_permute': (C.c_int, [C.c_void_p, C.POINTER(C.c_int), C.POINTER(C.c_void_p)]),

@@ -6,12 +6,18 @@ Capsules follow the Python array API standard: a producer returns a capsule
 named "dltensor_versioned" (DLPack 1.x) or "dltensor" (legacy) holding the
 managed tensor; the consumer renames it "used_..." when it takes the tensor
 over, so the capsule's destructor calls the deleter only for a capsule nobody
-consumed.
+consumed. Oxide's capsules are made by the C extension (capsule.c), whose
+destructor also works while a consumer's exception is pending; without the
+extension, by _Unclaimed below.
 """
+import atexit
 import ctypes as C
+import gc
 import sys
+import threading
 
 from . import _decls as D
+from . import _ext
 from ._lib import lib as _L
 
 # ------------------------------------------------------------ the C side
@@ -72,21 +78,19 @@ _capsule_new = C.PYFUNCTYPE(C.py_object, C.c_void_p, C.c_void_p, C.c_void_p)(("P
 _is_valid = C.PYFUNCTYPE(C.c_int, C.py_object, C.c_void_p)(("PyCapsule_IsValid", _capi))
 _get_pointer = C.PYFUNCTYPE(C.c_void_p, C.py_object, C.c_void_p)(("PyCapsule_GetPointer", _capi))
 _set_name = C.PYFUNCTYPE(C.c_int, C.py_object, C.c_void_p)(("PyCapsule_SetName", _capi))
-# The destructor gets the dying capsule as a bare address: a py_object would
-# take a new reference to an object being deallocated.
-_is_valid_raw = C.PYFUNCTYPE(C.c_int, C.c_void_p, C.c_void_p)(("PyCapsule_IsValid", _capi))
-_get_pointer_raw = C.PYFUNCTYPE(C.c_void_p, C.c_void_p, C.c_void_p)(("PyCapsule_GetPointer", _capi))
+
+
+_KEEP: list = []  # the buffers of _forever, which live as long as the process
 
 
 def _forever(text):
     """A C string that is never freed: a capsule keeps its name's pointer,
     and a capsule may outlive this module (at interpreter exit)."""
     buf = C.create_string_buffer(text)
-    _forever.keep.append(buf)  # the buffers live as long as the process
+    _KEEP.append(buf)
     return C.addressof(buf)
 
 
-_forever.keep = []
 _NAME = {1: _forever(b"dltensor_versioned"), 0: _forever(b"dltensor")}
 _USED = {1: _forever(b"used_dltensor_versioned"), 0: _forever(b"used_dltensor")}
 
@@ -97,25 +101,84 @@ def _call_deleter(ptr, versioned, _types=(_Legacy, _Versioned), _fn=_DELETER):
         _fn(m.deleter)(ptr)
 
 
-# (defaults bind what it needs: a capsule may die at interpreter exit, after
-# this module's globals are gone)
-@C.CFUNCTYPE(None, C.c_void_p)
-def _capsule_destructor(cap, _valid=_is_valid_raw, _get=_get_pointer_raw, _names=_NAME,
-                        _delete=_call_deleter):
-    # A consumer renamed the capsule when it took the tensor over; one still
-    # under its first name was never consumed and owns the tensor.
-    for versioned in (1, 0):
-        if _valid(cap, _names[versioned]):
-            _delete(_get(cap, _names[versioned]), versioned)
-            return
-
-
 def _capsule(ptr, versioned):
-    try:
-        return _capsule_new(ptr, _NAME[versioned], C.cast(_capsule_destructor, C.c_void_p))
-    except BaseException:
-        _call_deleter(ptr, versioned)
-        raise
+    """The capsule of an export: it owns the managed tensor at `ptr` until a
+    consumer renames it "used_..."."""
+    if _ext.FAST is not None:
+        # a C destructor, which a consumer's pending exception does not stop
+        # (bindings/python/src/capsule.c); deletes the tensor if it fails
+        return _ext.FAST.dlpack_capsule(ptr, versioned)
+    return _unclaimed.capsule(ptr, versioned)
+
+
+class _Unclaimed:
+    """Capsules of the pure path (no C extension), which have no destructor.
+
+    A destructor written in Python (a ctypes callback) cannot work: a
+    consumer that refuses a tensor after taking its capsule (NumPy, for bf16
+    and fp8) drops the capsule while its own exception is pending, and the
+    callback then fails at its first call, never freeing the tensor and
+    losing the consumer's exception. So the pure path keeps every capsule it
+    makes in a list, and deletes the tensor of each that only the list still
+    refers to and that nobody consumed: at the next export, at each garbage
+    collection (gc.callbacks) and at exit. An abandoned capsule's tensor thus
+    lives a little longer than the capsule, never forever."""
+
+    def __init__(self):
+        self.entries = []  # (capsule, address, versioned)
+        self.lock = threading.Lock()
+        self.hooked = False
+        # the reference count that `alone` sees for a capsule only an entry
+        # holds, measured the same way (a constant of the interpreter)
+        self.alone = self.refs((object(),))
+
+    @staticmethod
+    def refs(entry, _count=sys.getrefcount):
+        return _count(entry[0])
+
+    def capsule(self, ptr, versioned):
+        self.collect()
+        try:
+            cap = _capsule_new(ptr, _NAME[versioned], None)
+        except BaseException:
+            _call_deleter(ptr, versioned)
+            raise
+        with self.lock:
+            self.entries.append((cap, ptr, versioned))
+            if not self.hooked:
+                self.hooked = True
+                gc.callbacks.append(self._gc)
+                atexit.register(self._exit)
+        return cap
+
+    def _gc(self, phase, info):
+        if phase == "stop":
+            self.collect()
+
+    def _exit(self):
+        gc.callbacks.remove(self._gc)  # later collections may find the module gone
+        self.collect()
+
+    def collect(self):
+        """Deletes the tensors of the capsules nobody refers to or consumed.
+        Skipped while another collect runs, in this thread (a garbage
+        collection triggered inside one) or another: the next one does it."""
+        if not self.lock.acquire(blocking=False):
+            return
+        try:
+            dead = [e for e in self.entries if self.refs(e) <= self.alone]
+            if dead:
+                self.entries = [e for e in self.entries if self.refs(e) > self.alone]
+        finally:
+            self.lock.release()
+        # outside the lock: a deleter may drop a producer's array, whose
+        # finalizers may export again
+        for cap, ptr, versioned in dead:
+            if _is_valid(cap, _NAME[versioned]):  # renamed: the consumer owns it
+                _call_deleter(ptr, versioned)
+
+
+_unclaimed = _Unclaimed()
 
 
 # ------------------------------------------------------------ streams

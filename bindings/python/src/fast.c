@@ -229,6 +229,10 @@ static PyMethodDef methods[] = {
     {"init", init, METH_VARARGS,
      "init(functions, objects): liboxide's function addresses ({name: int}, the names in "
      "FUNCTIONS) and the package's objects; call once, before making launchers."},
+    {"dlpack_capsule", fx_dlpack_capsule, METH_VARARGS,
+     "dlpack_capsule(address, versioned): a DLPack capsule (\"dltensor_versioned\" or "
+     "\"dltensor\") owning the managed tensor at `address` until a consumer renames it; its "
+     "destructor is C, and keeps a pending exception (a consumer's refusal) intact."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -17,7 +17,8 @@
  *
  * Files: fast.c (the module, init), launcher.c (binding, the launch),
  * scalars.c (Python numbers to scalar arguments), foreign.c (foreign arrays:
- * __dlpack__ and array interfaces), exchange.c (DLPack's C exchange API).
+ * __dlpack__ and array interfaces), exchange.c (DLPack's C exchange API),
+ * capsule.c (the capsules of Tensor.__dlpack__, whose destructor is C).
  */
 #ifndef OXIDE_PY_FAST_H
 #define OXIDE_PY_FAST_H
@@ -33,7 +34,7 @@
 
 /* The version of the contract between this module and the package: the
  * package refuses a module of another (and launches through ctypes). */
-#define FX_ABI 1
+#define FX_ABI 2
 
 /* A kernel has at most this many parameters (the compiler's limit). */
 #define FX_MAX_PARAMS 64
@@ -151,5 +152,11 @@ ox_stream fx_call_stream(const fx_call *c);
  * *out, 0 when the type offers none (or the array must take the __dlpack__
  * path, for stream ordering), -1 on error. */
 int fx_exchange_import(fx_call *c, PyObject *x, DLManagedTensorVersioned **out);
+
+/* capsule.c: dlpack_capsule(address, versioned), the module function that
+ * wraps an exported managed tensor (ox_tensor_to_dlpack) in a capsule that
+ * owns it until a consumer renames it; a capsule that cannot be made
+ * deletes the tensor. */
+PyObject *fx_dlpack_capsule(PyObject *self, PyObject *args);
 
 #endif /* OXIDE_PY_FAST_H */

@@ -207,6 +207,7 @@ extern "C" {
     pub fn ox_tensor_arange(dev: ox_device, s: ox_stream, dtype: ox_dtype, start: f64, step: f64, n: i64, out: *mut ox_tensor) -> ox_status;
     pub fn ox_tensor_copy(dst: ox_tensor, src: ox_tensor, s: ox_stream) -> ox_status;
     pub fn ox_tensor_to(src: ox_tensor, dev: ox_device, s: ox_stream, out: *mut ox_tensor) -> ox_status;
+    pub fn ox_tensor_last_writer(t: ox_tensor, out: *mut ox_stream) -> ox_status;
     pub fn ox_tensor_slice(t: ox_tensor, dim: c_int, start: i64, stop: i64, step: i64, out: *mut ox_tensor) -> ox_status;
     pub fn ox_tensor_reshape(t: ox_tensor, ndim: c_int, shape: *const i64, out: *mut ox_tensor) -> ox_status;
     pub fn ox_tensor_permute(t: ox_tensor, perm: *const c_int, out: *mut ox_tensor) -> ox_status;

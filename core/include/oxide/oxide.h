@@ -273,6 +273,19 @@ OX_API ox_status ox_tensor_arange(ox_device dev, ox_stream s, ox_dtype dtype, do
 OX_API ox_status ox_tensor_copy(ox_tensor dst, ox_tensor src, ox_stream s);
 /** A new contiguous copy of `src` on `dev`. */
 OX_API ox_status ox_tensor_to(ox_tensor src, ox_device dev, ox_stream s, ox_tensor *out);
+/** The stream of the last write Oxide queued to `t`'s memory (through any
+ *  view: a launch, a copy, a fill, the allocation), borrowed, in `*out`; NULL
+ *  when there is none to wait for: memory imported through DLPack and not
+ *  written by Oxide since, or a writer stream since destroyed (destroying
+ *  waits for its work). Writes wait for the earlier ones (ownership
+ *  tracking), so work queued after this stream's queued work sees all of
+ *  Oxide's writes; pending reads on other streams are not covered. Language
+ *  bindings use it for `__cuda_array_interface__`'s stream, and to
+ *  synchronize the writer (ox_stream_synchronize, which reports its
+ *  out-of-bounds errors) before reading a tensor on the host. On the CPU,
+ *  where work is done when queued, it names the stream whose pending error
+ *  concerns the memory. */
+OX_API ox_status ox_tensor_last_writer(ox_tensor t, ox_stream *out);
 
 /* ---- views: new handles on the same memory (the memory lives while any view does) */
 
