@@ -127,7 +127,7 @@ struct half {
   static uint16_t from_float(float f) {
     uint32_t u;
     std::memcpy(&u, &f, 4);
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+    uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000);
     uint32_t a = u & 0x7fffffffu;
     if (a > 0x7f800000u)
       return sign | 0x7e00; // NaN
@@ -135,22 +135,22 @@ struct half {
       return sign | 0x7c00; // overflow rounds to infinity
     if (a < 0x38800000u) {  // subnormal in f16: in units of 2^-24, rounded to even
       uint32_t m = (a & 0x7fffffu) | 0x800000u;
-      int shift = 126 - (int)(a >> 23); // 14.. for the largest subnormals
+      int shift = 126 - static_cast<int>(a >> 23); // 14.. for the largest subnormals
       if (shift > 24)
         return sign;
       uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), halfway = 1u << (shift - 1);
       q += rem > halfway || (rem == halfway && (q & 1));
-      return sign | (uint16_t)q;
+      return sign | static_cast<uint16_t>(q);
     }
     uint32_t r = a + 0xfffu + ((a >> 13) & 1);
-    return sign | (uint16_t)((r - 0x38000000u) >> 13);
+    return sign | static_cast<uint16_t>((r - 0x38000000u) >> 13);
   }
   static float to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, u;
+    uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, u;
     if (e == 0x1f) {
       u = sign | 0x7f800000u | (m << 13);
     } else if (e == 0) { // zero or subnormal: m * 2^-24, exact in float
-      float f = (float)m * 5.9604644775390625e-8f;
+      float f = static_cast<float>(m) * 5.9604644775390625e-8f;
       std::memcpy(&u, &f, 4);
       u |= sign;
     } else {
@@ -171,11 +171,11 @@ struct bfloat16 {
     uint32_t u;
     std::memcpy(&u, &f, 4);
     if ((u & 0x7fffffffu) > 0x7f800000u)
-      return (uint16_t)((u >> 16) | 0x40); // NaN stays NaN
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+      return static_cast<uint16_t>((u >> 16) | 0x40); // NaN stays NaN
+    return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
   }
   static float to_float(uint16_t b) {
-    uint32_t u = (uint32_t)b << 16;
+    uint32_t u = static_cast<uint32_t>(b) << 16;
     float f;
     std::memcpy(&f, &u, 4);
     return f;
@@ -399,21 +399,21 @@ public:
   static Tensor empty(Device dev, ox_dtype dtype, const std::vector<int64_t> &shape,
                       const Stream *s = nullptr) {
     ox_tensor t;
-    detail::check(ox_tensor_empty(dev.get(), detail::stream_of(s), dtype, (int)shape.size(),
+    detail::check(ox_tensor_empty(dev.get(), detail::stream_of(s), dtype, static_cast<int>(shape.size()),
                                   shape.data(), &t));
     return Tensor(t);
   }
   static Tensor zeros(Device dev, ox_dtype dtype, const std::vector<int64_t> &shape,
                       const Stream *s = nullptr) {
     ox_tensor t;
-    detail::check(ox_tensor_zeros(dev.get(), detail::stream_of(s), dtype, (int)shape.size(),
+    detail::check(ox_tensor_zeros(dev.get(), detail::stream_of(s), dtype, static_cast<int>(shape.size()),
                                   shape.data(), &t));
     return Tensor(t);
   }
   static Tensor full(Device dev, ox_dtype dtype, const std::vector<int64_t> &shape, double value,
                      const Stream *s = nullptr) {
     ox_tensor t;
-    detail::check(ox_tensor_full(dev.get(), detail::stream_of(s), dtype, (int)shape.size(),
+    detail::check(ox_tensor_full(dev.get(), detail::stream_of(s), dtype, static_cast<int>(shape.size()),
                                  shape.data(), value, &t));
     return Tensor(t);
   }
@@ -429,10 +429,10 @@ public:
   static Tensor from_host(Device dev, const T *data, size_t n, std::vector<int64_t> shape = {},
                           const Stream *s = nullptr) {
     if (shape.empty())
-      shape.push_back((int64_t)n);
+      shape.push_back(static_cast<int64_t>(n));
     ox_tensor t;
     detail::check(ox_tensor_from_host(dev.get(), detail::stream_of(s), dtype_of<T>::value,
-                                      (int)shape.size(), shape.data(), data, n * sizeof(T), &t));
+                                      static_cast<int>(shape.size()), shape.data(), data, n * sizeof(T), &t));
     return Tensor(t);
   }
   // ... of a contiguous container: std::vector, std::array, a span...
@@ -478,7 +478,7 @@ public:
   // The elements, copied after the work queued on `s` (default stream if null).
   template <class T> std::vector<T> to_host(const Stream *s = nullptr) const {
     expect<T>("to_host");
-    std::vector<T> out((size_t)numel());
+    std::vector<T> out(static_cast<size_t>(numel()));
     detail::check(ox_tensor_to_host(h_, detail::stream_of(s), out.data(), nbytes()));
     return out;
   }
@@ -516,10 +516,10 @@ public:
     return view([&](ox_tensor *t) { return ox_tensor_slice(live(), dim, start, stop, step, t); });
   }
   Tensor reshape(const std::vector<int64_t> &shape) const {
-    return view([&](ox_tensor *t) { return ox_tensor_reshape(live(), (int)shape.size(), shape.data(), t); });
+    return view([&](ox_tensor *t) { return ox_tensor_reshape(live(), static_cast<int>(shape.size()), shape.data(), t); });
   }
   Tensor permute(const std::vector<int> &perm) const {
-    if ((int)perm.size() != ndim())
+    if (static_cast<int>(perm.size()) != ndim())
       detail::fail(OX_ERR_INVALID_ARGUMENT, "permute: " + std::to_string(perm.size()) +
                                                 " dims for a tensor of " + std::to_string(ndim()));
     return view([&](ox_tensor *t) { return ox_tensor_permute(live(), perm.data(), t); });
@@ -528,11 +528,11 @@ public:
     return view([&](ox_tensor *t) { return ox_tensor_transpose(live(), dim0, dim1, t); });
   }
   Tensor broadcast_to(const std::vector<int64_t> &shape) const {
-    return view([&](ox_tensor *t) { return ox_tensor_broadcast_to(live(), (int)shape.size(), shape.data(), t); });
+    return view([&](ox_tensor *t) { return ox_tensor_broadcast_to(live(), static_cast<int>(shape.size()), shape.data(), t); });
   }
   // A tile kernel's output: this tensor cut into tiles of `tile`.
   Tensor partition(const std::vector<int64_t> &tile) const {
-    return view([&](ox_tensor *t) { return ox_tensor_partition(live(), (int)tile.size(), tile.data(), t); });
+    return view([&](ox_tensor *t) { return ox_tensor_partition(live(), static_cast<int>(tile.size()), tile.data(), t); });
   }
   // The tile grid of a partition (empty for a tensor that is not one).
   std::vector<int64_t> partition_grid() const {
@@ -596,12 +596,12 @@ inline ox_arg arg(bool x) { return ox_arg_bool(x); }
 inline ox_arg arg(float x) { return ox_arg_f32(x); }
 inline ox_arg arg(double x) { return ox_arg_f64(x); }
 inline ox_arg arg(half x) {
-  ox_arg a = ox_arg_f64((double)(float)x);
+  ox_arg a = ox_arg_f64(static_cast<double>(static_cast<float>(x)));
   a.dtype = OX_F16;
   return a;
 }
 inline ox_arg arg(bfloat16 x) {
-  ox_arg a = ox_arg_f64((double)(float)x);
+  ox_arg a = ox_arg_f64(static_cast<double>(static_cast<float>(x)));
   a.dtype = OX_BF16;
   return a;
 }
@@ -669,14 +669,14 @@ public:
     ox_arg a[sizeof...(Args) + 1] = {detail::arg(args)...};
     check_const({detail::const_tensor<Args>()...});
     ox_launch_config c = cfg.c();
-    detail::check(ox_launch(h_, detail::stream_of(cfg.stream), &c, a, (int)sizeof...(Args)));
+    detail::check(ox_launch(h_, detail::stream_of(cfg.stream), &c, a, static_cast<int>(sizeof...(Args))));
   }
   // Checks a launch without running it.
   template <class... Args> void check(const LaunchConfig &cfg, Args &&...args) const {
     ox_arg a[sizeof...(Args) + 1] = {detail::arg(args)...};
     check_const({detail::const_tensor<Args>()...});
     ox_launch_config c = cfg.c();
-    detail::check(ox_launch_check(h_, detail::stream_of(cfg.stream), &c, a, (int)sizeof...(Args)));
+    detail::check(ox_launch_check(h_, detail::stream_of(cfg.stream), &c, a, static_cast<int>(sizeof...(Args))));
   }
   std::string name() const { return ox_kernel_name(h_); }
   int num_params() const { return ox_kernel_num_params(h_); }
@@ -800,7 +800,7 @@ public:
     k.check_const({detail::const_tensor<Args>()...});
     ox_arg a[sizeof...(Args) + 1] = {detail::arg(args)...};
     ox_launch_config c = cfg.c();
-    detail::check(ox_chain_launch(h_, k.get(), &c, a, (int)sizeof...(Args)));
+    detail::check(ox_chain_launch(h_, k.get(), &c, a, static_cast<int>(sizeof...(Args))));
     kernels_.push_back(k);
   }
   void copy(Tensor &dst, const Tensor &src) { detail::check(ox_chain_copy(h_, dst.get(), src.get())); }
