@@ -3,7 +3,8 @@
 # LLVM): the GPU-labelled tests, the CPU tests, `oxide doctor`, and the
 # benchmarks. Logs go to $OUT when it is set. (The internal tests that link
 # LLVM statically, tile_front_test, handle_test, cpu_limits_test and
-# limits_test, are left out of the copy to keep it under the carry limit:
+# limits_test, are left out of the copy to keep it under the carry limit,
+# and cpp_header_clang, a compile check with the build machine's clang++:
 # tools/gpu_bundle.sh.)
 #
 #   tools/gpu_suite.sh [BUILD_DIR] [--no-bench]
@@ -19,7 +20,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 status=0
 (cd "$BUILD" && ctest -L gpu --output-on-failure) 2>&1 | tee "$OUT/gpu_tests.log"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
-(cd "$BUILD" && ctest -LE gpu -E 'tile_front_test|handle_test|cpu_limits_test|limits_test' --output-on-failure) 2>&1 | tail -5 | tee "$OUT/cpu_tests.log"
+(cd "$BUILD" && ctest -LE gpu -E 'tile_front_test|handle_test|cpu_limits_test|limits_test|cpp_header_clang' --output-on-failure) 2>&1 | tail -5 | tee "$OUT/cpu_tests.log"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 if [ -d bindings/python ] && [ -d tests/python ] && [ -z "${OXIDE_SKIP_REPO_PYTHON:-}" ]; then
   OXIDE_LIBRARY="$BUILD/liboxide.so" PYTHONPATH=bindings/python OXIDE_TEST_GPU=1 \
