@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine, over a build made elsewhere (the GPU machines have no
 # LLVM): the GPU-labelled tests, the CPU tests, `oxide doctor`, and the
-# benchmarks. Logs go to $OUT when it is set. (The internal tests that link
-# LLVM statically, tile_front_test, handle_test, cpu_limits_test and
-# limits_test, are left out of the copy to keep it under the carry limit,
-# and cpp_header_clang, a compile check with the build machine's clang++:
-# tools/gpu_bundle.sh.)
+# benchmarks. Logs go to $OUT when it is set. Not run here: the internal
+# tests that link LLVM statically (tile_front_test, handle_test,
+# cpu_limits_test, limits_test), which tools/gpu_bundle.sh leaves out of the
+# copy to keep it under the carry limit, and cpp_header_clang, a compile
+# check with the build machine's clang++.
 #
 #   tools/gpu_suite.sh [BUILD_DIR] [--no-bench]
 set -u
