@@ -65,93 +65,24 @@ __all__ = [
 
 # ------------------------------------------------------------------ errors
 
-
-class OxideError(Exception):
-    """A failed Oxide call. `status` is the ox_status code, `status_name` its
-    name ("OX_ERR_COMPILE"), str(e) Oxide's message."""
-
-    def __init__(self, message: str, status: int = D.OX_ERR_INTERNAL) -> None:
-        super().__init__(message)
-        self.status = status
-        self.status_name = _L.ox_status_name(status).decode()
-
-
-class InvalidArgumentError(OxideError, ValueError):
-    """A bad argument to a call or a launch (count, kind, dtype, device...)."""
-
-
-class ArgumentTypeError(InvalidArgumentError, TypeError):
-    """A kernel launch's arguments do not fit its parameters: too many, a
-    missing, repeated or unknown name, or a value of the wrong kind (a float
-    for an i32, a list for a tensor). Also a TypeError, as Python's own call
-    errors are."""
-
-
-class ArgumentRangeError(InvalidArgumentError, OverflowError):
-    """A number out of range for its parameter's dtype (2**40 for an i32, 1e300
-    for an f32). Also an OverflowError."""
-
-
-class CompileError(OxideError):
-    """The kernel text has errors; the message has file:line:col and a caret."""
-
-
-class NotFoundError(OxideError, LookupError):
-    """No kernel, device or file of that name."""
-
-
-class DeviceError(OxideError):
-    """No CUDA driver, or no such GPU."""
-
-
-class DriverError(DeviceError):
-    """The CUDA driver returned an error."""
-
-
-class OutOfMemoryError(OxideError, MemoryError):
-    """An allocation failed."""
-
-
-class LaunchError(OxideError):
-    """A launch violates the kernel's launch contract or the device's limits."""
-
-
-class BoundsError(OxideError):
-    """A kernel made an out-of-bounds access (raised by the next synchronize)."""
-
-
-class FileError(OxideError):
-    """A file could not be read or written."""
-
-
-class UnsupportedError(OxideError):
-    """Valid, but not supported (yet) on this target."""
-
-
-class InternalError(OxideError):
-    """A bug in Oxide."""
-
-
-class CancelledError(OxideError):
-    """A CPU launch was stopped before it finished (ox_stream_cancel from C, or
-    SIGINT: Ctrl-C raises KeyboardInterrupt instead when it reaches Python's
-    handler); what it wrote is incomplete."""
-
-
-_ERRORS = {
-    D.OX_ERR_INVALID_ARGUMENT: InvalidArgumentError, D.OX_ERR_COMPILE: CompileError,
-    D.OX_ERR_NOT_FOUND: NotFoundError, D.OX_ERR_NO_DEVICE: DeviceError,
-    D.OX_ERR_DRIVER: DriverError, D.OX_ERR_OUT_OF_MEMORY: OutOfMemoryError,
-    D.OX_ERR_LAUNCH: LaunchError, D.OX_ERR_BOUNDS: BoundsError, D.OX_ERR_IO: FileError,
-    D.OX_ERR_UNSUPPORTED: UnsupportedError, D.OX_ERR_INTERNAL: InternalError,
-    D.OX_ERR_CANCELLED: CancelledError,
-}
-
-
-def _check(status):
-    # ox_last_error is per thread, and ctypes calls run on the calling thread.
-    if status != D.OX_OK:
-        raise _ERRORS.get(status, OxideError)(_L.ox_last_error().decode(errors="replace"), status)
+from ._errors import (  # noqa: E402  (the exception classes: _errors.py)
+    OxideError,
+    InvalidArgumentError,
+    ArgumentTypeError,
+    ArgumentRangeError,
+    CompileError,
+    NotFoundError,
+    DeviceError,
+    DriverError,
+    OutOfMemoryError,
+    LaunchError,
+    BoundsError,
+    FileError,
+    UnsupportedError,
+    InternalError,
+    CancelledError,
+    _ERRORS, _check,
+)
 
 
 def _take_string(ptr):
