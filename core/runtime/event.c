@@ -41,6 +41,14 @@ static oxr_event *recorded_event(const char *fn, ox_event h) {
   return e;
 }
 
+/* The stream argument `sh` of an event call: required (NULL is an error,
+ * not the default stream) and on the event's device. */
+static ox_status event_stream(const char *fn, const oxr_event *e, ox_stream sh, oxr_stream **s) {
+  if (!sh)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: stream is NULL", fn);
+  return oxr_resolve_stream(fn, e->dev, sh, s);
+}
+
 ox_status ox_event_create(ox_device dev, ox_event *out) {
   if (!out)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_event_create: out is NULL");
@@ -85,8 +93,7 @@ ox_status ox_event_record(ox_event eh, ox_stream sh) {
   oxr_stream *s;
   if (!e)
     return ox_last_status();
-  ox_status st = sh ? oxr_resolve_stream(__func__, e->dev, sh, &s)
-                    : oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: stream is NULL", __func__);
+  ox_status st = event_stream(__func__, e, sh, &s);
   if (st)
     return st;
   if (!e->cu) {
@@ -117,8 +124,7 @@ ox_status ox_stream_wait_event(ox_stream sh, ox_event eh) {
   oxr_stream *s;
   if (!e)
     return ox_last_status();
-  ox_status st = sh ? oxr_resolve_stream(__func__, e->dev, sh, &s)
-                    : oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: stream is NULL", __func__);
+  ox_status st = event_stream(__func__, e, sh, &s);
   if (st || !e->cu)
     return st;
   st = oxr_cuda_make_current(e->dev);
