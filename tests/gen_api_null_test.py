@@ -31,6 +31,7 @@ NULLABLE = {
     ("ox_module_compile", "opts"),
     ("ox_module_compile_file", "opts"),
     ("ox_emit", "opts"),
+    ("ox_tensor_set_release_stream", "s"),  # back to the default (a host wait)
 }
 for f in ("ox_tensor_empty", "ox_tensor_from_host", "ox_tensor_to_host", "ox_tensor_copy_from_host",
           "ox_tensor_zeros", "ox_tensor_full", "ox_tensor_arange", "ox_tensor_copy", "ox_tensor_to",

@@ -286,6 +286,8 @@ public:
   void synchronize() const { detail::check(ox_stream_synchronize(h_)); }
   // Later work here waits, on the device, for the work before `e`.
   void wait(const Event &e) const;
+  // Later work here waits, on the device, for the work queued on `other` so far.
+  void wait(const Stream &other) const { detail::check(ox_stream_wait_stream(h_, other.h_)); }
   Device device() const {
     ox_device d = ox_stream_device(h_);
     if (!d)
@@ -458,6 +460,19 @@ public:
     ox_tensor t;
     detail::check(ox_tensor_from_dlpack(m, 0, &t));
     return Tensor(t);
+  }
+
+  // For an imported tensor: its memory goes back to the producer on `s` (the
+  // producer's stream, ordered after Oxide's work) instead of after a host
+  // wait; nullptr restores the default (ox_tensor_set_release_stream).
+  void set_release_stream(const Stream *s) const {
+    detail::check(ox_tensor_set_release_stream(live(), detail::stream_of(s)));
+  }
+  // The stream of Oxide's last write to the memory (borrowed; empty when none).
+  Stream last_writer() const {
+    ox_stream s = nullptr;
+    detail::check(ox_tensor_last_writer(live(), &s));
+    return Stream(s, false);
   }
 
   // ---- DLPack export: a new managed tensor holding a reference, released

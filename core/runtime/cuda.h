@@ -186,6 +186,8 @@ typedef struct oxr_cu_api {
   /* CUDA graphs (chains): optional */
   CUresult (*cuStreamBeginCapture)(CUstream s, int mode);
   CUresult (*cuStreamEndCapture)(CUstream s, CUgraph *graph);
+  /* status: 0 not capturing, 1 capturing, 2 capture invalidated */
+  CUresult (*cuStreamIsCapturing)(CUstream s, int *status);
   CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *exec, CUgraph graph, unsigned long long flags);
   CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream s);
   CUresult (*cuGraphExecDestroy)(CUgraphExec exec);

@@ -10,6 +10,15 @@
  * and its stream-ordered free goes either to the legacy default stream (cu is
  * NULL once destroyed) or to whichever new stream reuses the struct. Both are
  * safe because destroying a stream first waits for all its work.
+ *
+ * Wrapped foreign streams (ox_stream_wrap: PyTorch's, CuPy's) are interned
+ * instead: one struct per CUstream value, bound to it for good, so that
+ * wrapping the stream of every call costs a lookup, destroying a wrapper
+ * never waits on the host (the stream's owner decides when it is idle), and
+ * a tensor's record of a use on that stream stays true after the wrapper's
+ * handle is gone: later work on other streams waits for the foreign stream
+ * as it then is. The CUstream must therefore outlive the tensors used on it
+ * (PyTorch never destroys its streams; see docs/c-api.md, "Streams").
  */
 #include "runtime/runtime.h"
 
@@ -507,13 +516,60 @@ void ox_stream_destroy(ox_stream h) {
   if (!h)
     return;
   oxr_stream *s = oxr_stream_get(__func__, h);
-  if (s && !s->is_default)
+  if (!s || s->is_default)
+    return;
+  if (!s->interned) {
     stream_destroy(s, true);
+    return;
+  }
+  /* an interned wrapper: the last destroy ends the handle, the struct stays
+   * bound to its CUstream (see the top) */
+  pthread_mutex_lock(&stream_lock);
+  if (s->live && --s->wraps == 0) {
+    oxb_handle_free((uint64_t)(uintptr_t)s->handle);
+    s->handle = NULL;
+    s->live = 0;
+  }
+  pthread_mutex_unlock(&stream_lock);
 }
 
 ox_device ox_stream_device(ox_stream h) {
   oxr_stream *s = oxr_stream_get(__func__, h);
   return s ? s->dev : NULL;
+}
+
+/* Finds the interned wrapper of `cu` on `dev` (*out; NULL if there is none
+ * yet) and gives it a live handle and one more wrap. OX_ERR_OUT_OF_MEMORY
+ * when a handle cannot be made. Under stream_lock. */
+static ox_status wrapped_find(ox_device dev, CUstream cu, oxr_stream **out) {
+  *out = NULL;
+  for (oxr_stream *s = dev->wrapped; s; s = s->next_wrapped) {
+    if (s->cu != cu)
+      continue;
+    if (!s->live) {
+      uint64_t h = oxb_handle_new(OXB_H_STREAM, s);
+      if (!h)
+        return OX_ERR_OUT_OF_MEMORY;
+      s->handle = (ox_stream)(uintptr_t)h;
+      s->live = 1;
+    }
+    s->wraps++;
+    *out = s;
+    return OX_OK;
+  }
+  return OX_OK;
+}
+
+ox_stream oxr_stream_public(oxr_stream *s) {
+  if (!s)
+    return NULL;
+  pthread_mutex_lock(&stream_lock);
+  oxr_stream *found = NULL;
+  if (!s->live && s->interned)
+    (void)wrapped_find(s->dev, s->cu, &found); /* its handle stays: nobody destroys it */
+  ox_stream h = s->live ? s->handle : NULL;
+  pthread_mutex_unlock(&stream_lock);
+  return h;
 }
 
 ox_status ox_stream_wrap(ox_device dev, void *cu_stream, ox_stream *out) {
@@ -525,12 +581,44 @@ ox_status ox_stream_wrap(ox_device dev, void *cu_stream, ox_stream *out) {
   if (dev->type != OX_DEVICE_CUDA)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: only CUDA streams can be wrapped; %s is the CPU",
                          __func__, dev->name);
-  oxr_stream *s = stream_take(dev);
+  CUstream cu = (CUstream)cu_stream;
+  /* CU_STREAM_PER_THREAD names a different stream on each thread: its
+   * wrappers are not interned (ox_device_per_thread_stream keeps one per
+   * thread), and destroying one waits, as for an Oxide stream */
+  bool intern = cu != (CUstream)(uintptr_t)0x2;
+  oxr_stream *s = NULL;
+  if (intern) {
+    pthread_mutex_lock(&stream_lock);
+    ox_status st = wrapped_find(dev, cu, &s);
+    pthread_mutex_unlock(&stream_lock);
+    if (st != OX_OK)
+      return oxb_set_error(st, "%s: out of memory allocating a stream handle", __func__);
+    if (s)
+      return (*out = s->handle), OX_OK;
+  }
+  s = stream_take(dev);
   if (!s)
     return ox_last_status();
-  __atomic_store_n(&s->cu, (CUstream)cu_stream, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->cu, cu, __ATOMIC_RELAXED);
   s->borrowed = 1;
   s->live = 1;
+  if (intern) {
+    oxr_stream *other;
+    pthread_mutex_lock(&stream_lock);
+    /* another thread's, made meanwhile (a failed handle leaves it NULL: ours is then used) */
+    (void)wrapped_find(dev, cu, &other);
+    if (!other) {
+      s->interned = 1;
+      s->wraps = 1;
+      s->next_wrapped = dev->wrapped;
+      dev->wrapped = s;
+    }
+    pthread_mutex_unlock(&stream_lock);
+    if (other) {
+      stream_destroy(s, false);
+      s = other;
+    }
+  }
   *out = s->handle;
   return OX_OK;
 }

@@ -132,6 +132,17 @@ ox_status ox_stream_wait_event(ox_stream sh, ox_event eh) {
   return st ? st : r ? oxr_cuda_error(r, "cuStreamWaitEvent") : OX_OK;
 }
 
+ox_status ox_stream_wait_stream(ox_stream sh, ox_stream oh) {
+  oxr_stream *s = oxr_stream_get(__func__, sh);
+  oxr_stream *o = s ? oxr_stream_get(__func__, oh) : NULL;
+  if (!o)
+    return ox_last_status();
+  if (s->dev != o->dev)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the streams are on %s and %s", __func__,
+                         s->dev->name, o->dev->name);
+  return oxr_stream_wait_stream(s, o);
+}
+
 ox_status ox_event_elapsed_ms(ox_event start_h, ox_event end_h, float *ms) {
   if (!ms)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: ms is NULL", __func__);

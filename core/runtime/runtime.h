@@ -46,6 +46,7 @@ struct ox_device_s {
   oxr_stream *default_stream;
   int mem_pools;            /* CUDA: stream-ordered allocation (cuMemAllocAsync) works */
   oxr_stream *free_streams; /* destroyed streams kept for reuse (see device.c) */
+  oxr_stream *wrapped;      /* one struct per foreign CUstream ever wrapped (see device.c) */
 };
 
 /* True if `d` is one of the process's devices (set up), with the last error
@@ -63,6 +64,9 @@ struct oxr_stream {
   CUdeviceptr err_d; /* its device address (CUDA: mapped pinned memory) */
   int live;          /* 0 once destroyed: the struct is then on dev->free_streams */
   int borrowed;      /* wraps someone else's CUstream: never destroyed here */
+  int interned;      /* on dev->wrapped: bound to its CUstream for good (device.c) */
+  int wraps;         /* interned: open ox_stream_wrap calls (the handle lives while > 0) */
+  oxr_stream *next_wrapped;
   CUevent mark;      /* recorded when another stream must wait for this one (lazy) */
   int capturing;     /* a chain is being captured on it: no cross-stream waits */
   oxr_stream *next_free;
@@ -74,6 +78,10 @@ struct oxr_stream {
 /* The live stream behind handle `h`, or NULL with the last error set
  * (naming API function `fn`) for NULL or a destroyed or invalid handle. */
 oxr_stream *oxr_stream_get(const char *fn, ox_stream h);
+/* A handle for `s` to give to the user: its own while live; an interned
+ * wrapper whose handles were all destroyed gets a new one (it still names
+ * its CUstream); NULL for a destroyed Oxide stream or NULL. */
+ox_stream oxr_stream_public(oxr_stream *s);
 
 /* ---- tensors. A tensor is a view (dtype, shape, strides, offset) of a
  * storage: one allocation, shared by every view of it and released with the
@@ -88,6 +96,9 @@ struct oxr_storage {
   /* foreign owner (DLPack): called once with `owner_ctx` instead of freeing */
   void (*owner_release)(void *owner_ctx);
   void *owner_ctx;
+  /* the producer's stream, on which foreign memory is handed back (NULL:
+   * after a host wait); see ox_tensor_set_release_stream */
+  oxr_stream *release;
   /* ownership tracking, under `lock` */
   int lock;                        /* a spin lock (atomic flag) */
   oxr_stream *writer;              /* the stream of the last write, or NULL */
@@ -146,6 +157,12 @@ void oxr_tensor_extent(const oxr_tensor *t, uintptr_t *lo, uintptr_t *hi);
 ox_status oxr_tensor_use(oxr_tensor *t, oxr_stream *s, bool write);
 /* Makes `s` wait, on the device, for everything queued on `other` so far. */
 ox_status oxr_stream_wait_stream(oxr_stream *s, oxr_stream *other);
+/* True when OXIDE_DEBUG_NO_STREAM_ORDERING is set: every cross-stream wait
+ * of ownership tracking is skipped (tests show that they catch the races). */
+bool oxr_ordering_disabled(void);
+/* True if CUDA stream `s` is being captured into a graph (by anyone: a
+ * wrapped stream may be PyTorch's, inside torch.cuda.graph). */
+bool oxr_stream_capturing(oxr_stream *s);
 
 /* Turns stream argument `h` of API function `fn` into its stream: NULL means
  * `dev`'s default stream; a stream of another device or a destroyed or

@@ -86,11 +86,26 @@ void oxr_storage_release(oxr_storage *st) {
   if (dev->type == OX_DEVICE_CUDA && oxr_cuda_make_current(dev) == OX_OK) {
     /* The memory may be reused only after every stream's pending work on it. */
     oxr_stream *last = st->writer ? st->writer : dev->default_stream;
-    for (int i = 0; i < st->nreaders; i++)
-      (void)oxr_stream_wait_stream(last, st->readers[i]);
+    oxr_stream *back = st->release && st->release->live ? st->release : NULL;
+    if (back) {
+      /* foreign memory handed back on the producer's stream: that stream
+       * waits, on the device, for Oxide's work on it, as the producer's own
+       * later use of the memory (a caching allocator's reuse) is ordered
+       * there; no host wait, so this is safe inside a graph capture too */
+      if (!oxr_ordering_disabled()) {
+        (void)oxr_stream_wait_stream(back, st->writer);
+        for (int i = 0; i < st->nreaders; i++)
+          (void)oxr_stream_wait_stream(back, st->readers[i]);
+      }
+    } else {
+      for (int i = 0; i < st->nreaders; i++)
+        (void)oxr_stream_wait_stream(last, st->readers[i]);
+    }
     if (st->owner_release) {
-      /* foreign memory has no stream-ordered free: wait, then hand it back */
-      (void)oxr_cu.cuStreamSynchronize(__atomic_load_n(&last->cu, __ATOMIC_RELAXED));
+      /* without a release stream, foreign memory has no stream-ordered
+       * free: wait, then hand it back */
+      if (!back)
+        (void)oxr_cu.cuStreamSynchronize(__atomic_load_n(&last->cu, __ATOMIC_RELAXED));
     } else if (st->alloc) {
       /* errors are dropped: release cannot fail, and the likely one (a driver
        * shut down at exit) frees everything anyway */
@@ -109,6 +124,21 @@ void oxr_storage_release(oxr_storage *st) {
 }
 
 /* --------------------------------------------------------------- tracking */
+
+bool oxr_ordering_disabled(void) {
+  static int disabled = -1; /* read once; a benign race sets it to the same value */
+  if (__atomic_load_n(&disabled, __ATOMIC_RELAXED) < 0)
+    __atomic_store_n(&disabled, getenv("OXIDE_DEBUG_NO_STREAM_ORDERING") != NULL, __ATOMIC_RELAXED);
+  return __atomic_load_n(&disabled, __ATOMIC_RELAXED) == 1;
+}
+
+bool oxr_stream_capturing(oxr_stream *s) {
+  int status = 0;
+  if (s->dev->type != OX_DEVICE_CUDA || !oxr_cu.cuStreamIsCapturing)
+    return false;
+  CUstream cu = __atomic_load_n(&s->cu, __ATOMIC_RELAXED);
+  return oxr_cu.cuStreamIsCapturing(cu, &status) == CUDA_SUCCESS && status != 0;
+}
 
 ox_status oxr_stream_wait_stream(oxr_stream *s, oxr_stream *other) {
   if (!s || !other || s == other || s->dev->type != OX_DEVICE_CUDA || other->dev != s->dev)
@@ -155,10 +185,7 @@ ox_status oxr_tensor_use(oxr_tensor *t, oxr_stream *s, bool write) {
     }
     return OX_OK;
   }
-  static int disabled = -1; /* a debugging switch: shows that streams_test catches races */
-  if (disabled < 0)
-    disabled = getenv("OXIDE_DEBUG_NO_STREAM_ORDERING") != NULL;
-  if (disabled)
+  if (oxr_ordering_disabled())
     return OX_OK;
   oxr_stream *wait[9];
   int n = 0;
@@ -170,6 +197,12 @@ ox_status oxr_tensor_use(oxr_tensor *t, oxr_stream *s, bool write) {
       if (st->readers[i] != s)
         wait[n++] = st->readers[i];
   unlock(st);
+  /* A foreign stream may be inside someone's graph capture (PyTorch's
+   * torch.cuda.graph), where waiting on work recorded outside the capture
+   * is not allowed; the capture's owner orders it. Asked only when there is
+   * a wait to make, so launches that stay on one stream never pay for it. */
+  if (n && s->borrowed && oxr_stream_capturing(s))
+    n = 0;
   for (int i = 0; i < n; i++) {
     ox_status e = oxr_stream_wait_stream(s, wait[i]);
     if (e != OX_OK)
@@ -496,6 +529,28 @@ void oxr_tensor_release(oxr_tensor *t) {
   free(t);
 }
 
+ox_status ox_tensor_set_release_stream(ox_tensor h, ox_stream s) {
+  oxr_tensor *t = oxr_tensor_get(__func__, h);
+  if (!t)
+    return ox_last_status();
+  oxr_storage *st = t->storage;
+  if (!st->owner_release)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                         "%s: the tensor's memory is Oxide's own; a release stream is for memory "
+                         "imported from another library (DLPack)",
+                         __func__);
+  oxr_stream *rs = NULL;
+  if (s && !(rs = oxr_stream_get(__func__, s)))
+    return ox_last_status();
+  if (rs && rs->dev != st->dev)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the stream is on %s, the tensor on %s",
+                         __func__, rs->dev->name, st->dev->name);
+  lock(st);
+  st->release = rs;
+  unlock(st);
+  return OX_OK;
+}
+
 ox_status ox_tensor_last_writer(ox_tensor h, ox_stream *out) {
   if (!out)
     return NULL_ARG("out");
@@ -506,12 +561,12 @@ ox_status ox_tensor_last_writer(ox_tensor h, ox_stream *out) {
   oxr_storage *st = t->storage;
   lock(st);
   oxr_stream *w = st->writer;
+  unlock(st);
   /* a destroyed stream waited for its work when it went; its struct may
    * serve another stream since, which then is live again (and waiting for
-   * it is harmless, if more than needed) */
-  if (w && w->live)
-    *out = w->handle;
-  unlock(st);
+   * it is harmless, if more than needed). A foreign stream's wrapper did not
+   * wait: it gets a handle again. */
+  *out = oxr_stream_public(w);
   return OX_OK;
 }
 

@@ -185,6 +185,7 @@ extern "C" {
     pub fn ox_event_record(e: ox_event, s: ox_stream) -> ox_status;
     pub fn ox_event_synchronize(e: ox_event) -> ox_status;
     pub fn ox_stream_wait_event(s: ox_stream, e: ox_event) -> ox_status;
+    pub fn ox_stream_wait_stream(s: ox_stream, other: ox_stream) -> ox_status;
     pub fn ox_event_elapsed_ms(start: ox_event, end: ox_event, ms: *mut f32) -> ox_status;
     pub fn ox_tensor_empty(dev: ox_device, s: ox_stream, dtype: ox_dtype, ndim: c_int, shape: *const i64, out: *mut ox_tensor) -> ox_status;
     pub fn ox_tensor_from_host(dev: ox_device, s: ox_stream, dtype: ox_dtype, ndim: c_int, shape: *const i64, host: *const c_void, bytes: usize, out: *mut ox_tensor) -> ox_status;
@@ -207,6 +208,7 @@ extern "C" {
     pub fn ox_tensor_arange(dev: ox_device, s: ox_stream, dtype: ox_dtype, start: f64, step: f64, n: i64, out: *mut ox_tensor) -> ox_status;
     pub fn ox_tensor_copy(dst: ox_tensor, src: ox_tensor, s: ox_stream) -> ox_status;
     pub fn ox_tensor_to(src: ox_tensor, dev: ox_device, s: ox_stream, out: *mut ox_tensor) -> ox_status;
+    pub fn ox_tensor_set_release_stream(t: ox_tensor, s: ox_stream) -> ox_status;
     pub fn ox_tensor_last_writer(t: ox_tensor, out: *mut ox_stream) -> ox_status;
     pub fn ox_tensor_slice(t: ox_tensor, dim: c_int, start: i64, stop: i64, step: i64, out: *mut ox_tensor) -> ox_status;
     pub fn ox_tensor_reshape(t: ox_tensor, ndim: c_int, shape: *const i64, out: *mut ox_tensor) -> ox_status;

@@ -153,7 +153,14 @@ OX_API ox_device ox_stream_device(ox_stream s);
 
 /** Wraps a CUDA stream that someone else owns (a `CUstream` from PyTorch,
  *  CuPy, ...). Oxide borrows it: ox_stream_destroy frees only the wrapper and
- *  never destroys or synchronizes the CUDA stream. */
+ *  never destroys or synchronizes the CUDA stream. Wrapping the same CUstream
+ *  again gives the same handle (each ox_stream_wrap needs its own
+ *  ox_stream_destroy; the last one ends the handle), so ownership tracking
+ *  sees one stream. Tensors remember their uses on it after the wrapper is
+ *  gone, and later work on other streams waits for it: the CUstream must
+ *  outlive the tensors used on it (PyTorch's streams live as long as the
+ *  process). Wraps of CU_STREAM_PER_THREAD (0x2) are per call, and destroying
+ *  one waits for its work, as ox_device_per_thread_stream explains. */
 OX_API ox_status ox_stream_wrap(ox_device dev, void *cu_stream, ox_stream *out);
 
 /** The calling thread's per-thread default stream of `dev` (CUDA's
@@ -204,6 +211,11 @@ OX_API ox_status ox_event_record(ox_event e, ox_stream s);
 OX_API ox_status ox_event_synchronize(ox_event e);
 /** Makes later work on `s` wait, on the device, for the work before `e`. */
 OX_API ox_status ox_stream_wait_event(ox_stream s, ox_event e);
+/** Makes later work on `s` wait, on the device, for the work queued on
+ *  `other` so far (as an event recorded on `other` and waited for on `s`,
+ *  without one to manage). Both streams must be of one device; on the CPU,
+ *  where work is done when queued, it does nothing. */
+OX_API ox_status ox_stream_wait_stream(ox_stream s, ox_stream other);
 /** Milliseconds between two recorded, completed events of one device. */
 OX_API ox_status ox_event_elapsed_ms(ox_event start, ox_event end, float *ms);
 
@@ -273,6 +285,18 @@ OX_API ox_status ox_tensor_arange(ox_device dev, ox_stream s, ox_dtype dtype, do
 OX_API ox_status ox_tensor_copy(ox_tensor dst, ox_tensor src, ox_stream s);
 /** A new contiguous copy of `src` on `dev`. */
 OX_API ox_status ox_tensor_to(ox_tensor src, ox_device dev, ox_stream s, ox_tensor *out);
+/** For a tensor imported through DLPack: hands its memory back to the
+ *  producer, when the last tensor on it is released, by ordering stream `s`
+ *  (the producer's stream: PyTorch's current stream) after Oxide's pending
+ *  work on the memory, on the device, instead of waiting for that work on
+ *  the host first (the default). This is right when the producer orders its
+ *  own later use of the memory, its allocator's reuse included, on `s`, as
+ *  PyTorch and CuPy do; it also keeps a release inside a CUDA graph capture
+ *  legal. NULL goes back to the default. OX_ERR_INVALID_ARGUMENT for memory
+ *  Oxide allocated, or a stream of another device. `s` must stay live until
+ *  the release (a destroyed one makes the release wait on the host). */
+OX_API ox_status ox_tensor_set_release_stream(ox_tensor t, ox_stream s);
+
 /** The stream of the last write Oxide queued to `t`'s memory (through any
  *  view: a launch, a copy, a fill, the allocation), borrowed, in `*out`; NULL
  *  when there is none to wait for: memory imported through DLPack and not
