@@ -376,8 +376,20 @@ def test_grid_and_block_rules(saxpy):
     raises(ValueError, r"^block must be", saxpy, x, y, o, 1.0, grid=1, block=[8, -1])
     for grid, block in ((1, 8), ([1], [8, 1]), ((1, 1, 1), (8, 1, 1)), (True, 8)):
         assert both(saxpy, x, y, o, 1.0, grid=grid, block=block) is None
-    raises(TypeError, r"^stream must be an oxide.Stream or None, got int$", saxpy, x, y, o, 1.0,
-           grid=1, block=8, stream=0)
+    raises(TypeError, r"^kernel 'saxpy': stream must be an oxide.Stream, a torch.cuda.Stream, a "
+           r"CuPy stream, an object with __cuda_stream__, a CUstream \(int\) or None, got str$",
+           saxpy, x, y, o, 1.0, grid=1, block=8, stream="s")
+    raises(TypeError, r"got bool$", saxpy, x, y, o, 1.0, grid=1, block=8, stream=True)
+    # a CUDA stream (a raw handle, or an object offering one) for a CPU launch
+    raises(oxide.InvalidArgumentError, r"^kernel 'saxpy': a CUDA stream cannot order work on cpu$",
+           saxpy, x, y, o, 1.0, grid=1, block=8, stream=0)
+
+    class Proto:
+        def __cuda_stream__(self):
+            return (0, 1234)
+
+    raises(oxide.InvalidArgumentError, r"cannot order work on cpu", saxpy, x, y, o, 1.0, grid=1,
+           block=8, stream=Proto())
     s = CPU.stream()
     assert both(saxpy, x, y, o, 1.0, grid=1, block=8, stream=s) is None
 

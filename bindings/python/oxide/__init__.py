@@ -36,6 +36,7 @@ from . import _args
 from . import _decls as D
 from . import _dlpack
 from . import _ext
+from . import _streams
 from ._lib import lib as _L
 
 if TYPE_CHECKING:  # for the annotations only: numpy stays optional
@@ -55,7 +56,7 @@ __all__ = [
     "OxideError", "InvalidArgumentError", "ArgumentTypeError", "ArgumentRangeError", "CompileError", "NotFoundError", "DeviceError",
     "DriverError", "OutOfMemoryError", "LaunchError", "BoundsError", "FileError",
     "UnsupportedError", "InternalError", "CancelledError",
-    "Device", "Stream", "Tensor", "Module", "Kernel", "Scalar",
+    "Device", "Stream", "Event", "wrap_stream", "Tensor", "Module", "Kernel", "Scalar",
     "device", "default_device", "device_count", "tensor", "empty", "zeros", "full", "arange",
     "empty_like", "zeros_like", "full_like",
     "from_numpy", "from_dlpack",
@@ -367,44 +368,8 @@ _as_device = device  # for functions whose `device` parameter hides the function
 # ------------------------------------------------------------------ streams
 
 
-class Stream:
-    """An ordered queue of work on one device."""
-
-    __slots__ = ("_h", "_owned", "device")
-    _h: Optional[int]
-    _owned: bool
-    device: Device
-
-    def __init__(self):
-        raise TypeError("use device.stream() or device.default_stream")
-
-    @classmethod
-    def _make(cls, handle, dev, owned):
-        s = object.__new__(cls)
-        s._h, s._owned, s.device = handle, owned, dev
-        return s
-
-    def synchronize(self) -> None:
-        """Waits for the queued work; raises BoundsError if a kernel on this
-        stream made an out-of-bounds access since the last synchronization."""
-        _check(_L.ox_stream_synchronize(self._h))
-
-    def __del__(self, _destroy=_L.ox_stream_destroy):
-        # default arguments survive interpreter shutdown, module globals may not
-        if getattr(self, "_owned", False) and self._h:
-            h, self._h = self._h, None
-            _destroy(h)
-
-    def __repr__(self) -> str:
-        return f"<oxide.Stream on {self.device}{'' if self._owned else ' (default)'}>"
-
-
-def _stream_handle(stream):
-    if stream is None:
-        return None
-    if not isinstance(stream, Stream):
-        raise TypeError(f"stream must be an oxide.Stream or None, got {type(stream).__name__}")
-    return stream._h
+from ._streams import Event, Stream, wrap_stream  # noqa: E402
+from ._streams import handle_of as _stream_handle  # noqa: E402
 
 
 # ------------------------------------------------------------------ tensors
@@ -1300,6 +1265,9 @@ _ext.load({
     "Tensor": Tensor, "Scalar": Scalar, "Stream": Stream,
     "scalar_dtypes": {cls: _CODE[dt] for dt, cls in _SCALARS.items()},
     "error": _args.error, "failure": _args.failure, "convert_other": _args.convert_other,
+    "call_stream": _streams.call_stream, "wrapped": _streams.wrapped,
+    "stream_getter": _streams.stream_getter, "producer_stream": _streams.producer_stream,
+    "no_ordering": _streams.NO_ORDERING,
 })
 
 

@@ -30,6 +30,7 @@ import struct
 import sys
 
 from . import _decls as D
+from . import _streams
 from ._lib import lib as _L
 
 # ------------------------------------------------------------------ signatures
@@ -155,8 +156,8 @@ def error(sig, code, index, value=None, extra=None):
         given, other = extra, "block" if extra == "grid" else "grid"
         return ValueErr(f"kernel '{k}' is a #[kernel] (SIMT) kernel: pass {other}= with {given}= "
                         f"(a SIMT launch needs both: the threads of a block are never implied)")
-    if code == "stream":
-        return TypeErr(f"stream must be an oxide.Stream or None, got {type(value).__name__}")
+    if code == "stream":  # extra: the TypeError or ValueError of _streams.as_stream
+        return (ValueErr if isinstance(extra, ValueError) else TypeErr)(f"kernel '{k}': {extra}")
     if code == "bool_for":  # a bool for a number parameter
         want = "a float" if p.dtype in _FLOATS else "an int"
         return TypeErr(f"{at}a bool ({value!r}) for {_an(p.dtype)} parameter; pass {want}")
@@ -392,31 +393,21 @@ def _from_interface(sig, i, x, iface, name, stream):
         _wait_for(dev, stream, cu_stream)
     h = C.c_void_p()
     pkg._check(_dlpack._from_dlpack(ptr, 1, C.byref(h)))  # Oxide owns it now, even on failure
-    return pkg.Tensor._wrap(h.value)
+    t = pkg.Tensor._wrap(h.value)
+    if cuda:
+        _streams.release_on_producer(t, x, dev, cu_stream)
+    return t
 
 
 def _wait_for(dev, stream, cu_stream):
     """Makes the launch's stream wait, on the GPU, for the work queued on
     CUDA stream cu_stream (a __cuda_array_interface__'s "stream": 1 the
     legacy default stream, 2 the per-thread one, else a CUstream)."""
-    from . import _dlpack
-
-    pkg = _pkg()
-    s = (stream if stream is not None else dev.default_stream)._h
-    mine = _dlpack._stream_handle(s) or 1  # NULL is the legacy default stream
-    if mine == cu_stream:
+    if _streams.NO_ORDERING:
         return
-    w, e = C.c_void_p(), C.c_void_p()
-    pkg._check(_L.ox_stream_wrap(dev._h, cu_stream, C.byref(w)))
-    try:
-        pkg._check(_L.ox_event_create(dev._h, C.byref(e)))
-        try:
-            pkg._check(_L.ox_event_record(e, w))
-            pkg._check(_L.ox_stream_wait_event(s, e))
-        finally:
-            _L.ox_event_destroy(e)
-    finally:
-        _L.ox_stream_destroy(w)
+    s = stream if stream is not None else dev.default_stream
+    if (s.handle or 1) != cu_stream:  # NULL is the legacy default stream
+        _pkg()._check(_L.ox_stream_wait_stream(s._h, _streams.wrapped(dev, cu_stream)._h))
 
 
 # ------------------------------------------------------------------ the pure path
@@ -483,17 +474,6 @@ def config(sig, grid, block):
     return D.ox_launch_config((C.c_uint32 * 3)(*(g or zero)), (C.c_uint32 * 3)(*(b or zero)))
 
 
-def launch_stream(sig, stream):
-    """The stream a launch runs on (its handle; None: the device's default
-    stream), or the error. The place for a later rule, such as launching on
-    PyTorch's current stream when the arguments are torch tensors."""
-    if stream is None:
-        return None
-    if not isinstance(stream, _pkg().Stream):
-        raise error(sig, "stream", -1, stream)
-    return stream._h
-
-
 def prepare(sig, args, kwargs, grid, block, stream):
     """(config, ox_arg array, stream handle, temporaries) of a launch; the
     temporaries (tensors imported for it) are to be dropped once the launch
@@ -502,7 +482,8 @@ def prepare(sig, args, kwargs, grid, block, stream):
     Tensor, Scalar = pkg.Tensor, pkg.Scalar
     values = bind(sig, args, kwargs)
     cfg = config(sig, grid, block)
-    sh = launch_stream(sig, stream)
+    stream = _streams.call_stream(sig, values, stream)  # an oxide.Stream, or None
+    sh = stream._h if stream is not None else None
     argv = (D.ox_arg * max(len(values), 1))()
     temps = []
     for i, x in enumerate(values):

@@ -18,6 +18,7 @@ import threading
 
 from . import _decls as D
 from . import _ext
+from . import _streams
 from ._lib import lib as _L
 
 # ------------------------------------------------------------ the C side
@@ -66,7 +67,6 @@ _P = C.POINTER(C.c_void_p)
 _to_dlpack = _proto("ox_tensor_to_dlpack", C.c_int, C.c_void_p, C.c_void_p, C.c_int, _P)
 _from_dlpack = _proto("ox_tensor_from_dlpack", C.c_int, C.c_void_p, C.c_int, _P)
 _stream_handle = _proto("ox_stream_handle", C.c_void_p, C.c_void_p)
-_stream_wrap = _proto("ox_stream_wrap", C.c_int, C.c_void_p, C.c_void_p, _P)
 _per_thread_stream = _proto("ox_device_per_thread_stream", C.c_int, C.c_void_p, _P)
 _tensor_to = _proto("ox_tensor_to", C.c_int, C.c_void_p, C.c_void_p, C.c_void_p, _P)
 
@@ -189,30 +189,29 @@ def _pkg():
 
 
 def _consumer_stream(pkg, dev, stream):
-    """The Oxide stream behind a __dlpack__ stream argument, and whether it was
-    made for this call (to destroy after). Array API values for CUDA: None or
-    1, the legacy default stream; 2, the per-thread default stream; -1, no
-    ordering; another int, a CUstream handle. CPU work is done when queued:
-    nothing to order."""
+    """The Oxide stream behind a __dlpack__ stream argument. Array API values
+    for CUDA: None or 1, the legacy default stream; 2, the per-thread default
+    stream; -1, no ordering; another int, a CUstream handle (wrapped once
+    and kept: the consumer's later reads are then ordered before Oxide's
+    later writes). CPU work is done when queued: nothing to order."""
     if isinstance(stream, pkg.Stream):
         if stream.device is not dev:
             raise BufferError(f"the consumer's stream is on {stream.device}, the tensor on {dev}")
-        return stream._h, False
+        return stream._h
     if dev.type == "cpu" or stream == -1:
-        return None, False
+        return None
     if stream is None or stream == 1:
-        return dev.default_stream._h, False
+        return dev.default_stream._h
     if not isinstance(stream, int) or isinstance(stream, bool) or stream < 0:
         raise TypeError(f"stream must be None, -1, 1, 2 or a CUDA stream handle (int), got {stream!r}")
     if stream == 0:
         raise ValueError("stream=0 is ambiguous and not allowed by the DLPack protocol; "
                          "pass 1 for the legacy default stream or 2 for the per-thread one")
-    h = C.c_void_p()
     if stream == 2:
+        h = C.c_void_p()
         pkg._check(_per_thread_stream(dev._h, C.byref(h)))
-        return h.value, False
-    pkg._check(_stream_wrap(dev._h, stream, C.byref(h)))
-    return h.value, True
+        return h.value
+    return _streams.wrapped(dev, stream)._h
 
 
 def _stream_int(pkg, dev, stream):
@@ -221,7 +220,7 @@ def _stream_int(pkg, dev, stream):
     s = stream if stream is not None else dev.default_stream
     if not isinstance(s, pkg.Stream) or s.device is not dev:
         raise ValueError(f"stream must be an oxide.Stream of {dev}")
-    return _stream_handle(s._h) or 1  # NULL is the legacy default stream
+    return _streams.dlpack_stream_arg(_stream_handle(s._h) or 1)  # NULL: the legacy default
 
 
 # ------------------------------------------------------------ export
@@ -250,13 +249,9 @@ def dlpack(self, stream=None, *, max_version=None, dl_device=None, copy=None):
         h = C.c_void_p()
         pkg._check(_tensor_to(self._h, target._h, None, C.byref(h)))
         src = pkg.Tensor._wrap(h.value)
-    consumer, made = _consumer_stream(pkg, target, stream)
+    consumer = _consumer_stream(pkg, target, stream)
     out = C.c_void_p()
-    try:
-        status = _to_dlpack(src._h, consumer, versioned, C.byref(out))
-    finally:
-        if made:
-            _L.ox_stream_destroy(consumer)
+    status = _to_dlpack(src._h, consumer, versioned, C.byref(out))
     if status == D.OX_ERR_INVALID_ARGUMENT:
         # what the protocol expects when a tensor cannot be exported as asked
         raise BufferError(_L.ox_last_error().decode(errors="replace"))
@@ -299,6 +294,7 @@ def from_dlpack(obj, device=None, *, stream=None):
     h = C.c_void_p()
     pkg._check(_from_dlpack(ptr, versioned, C.byref(h)))  # Oxide owns it now, even on failure
     t = pkg.Tensor._wrap(h.value)
+    _streams.release_on_producer(t, obj, t.device)
     if device is not None and pkg.device(device) is not t.device:
         h2 = C.c_void_p()
         pkg._check(_tensor_to(t._h, pkg.device(device)._h, None, C.byref(h2)))

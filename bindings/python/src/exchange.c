@@ -116,3 +116,18 @@ int fx_exchange_import(fx_call *c, PyObject *x, DLManagedTensorVersioned **out) 
   *out = m;
   return 1;
 }
+
+int fx_exchange_stream(PyObject *x, int ordinal, void **cu) {
+  const fx_dlx *api;
+  *cu = NULL;
+  if (api_of(x, &api))
+    return -1;
+  if (!api)
+    return 0;
+  if (api->current_work_stream(kDLCUDA, ordinal, cu)) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_RuntimeError, "__dlpack_c_exchange_api__: current_work_stream failed");
+    return -1;
+  }
+  return 1;
+}

@@ -27,12 +27,8 @@ static const struct {
     FN(tensor_release, "ox_tensor_release"),
     FN(stream_handle, "ox_stream_handle"),
     FN(stream_device, "ox_stream_device"),
-    FN(stream_wrap, "ox_stream_wrap"),
-    FN(stream_destroy, "ox_stream_destroy"),
-    FN(event_create, "ox_event_create"),
-    FN(event_destroy, "ox_event_destroy"),
-    FN(event_record, "ox_event_record"),
-    FN(stream_wait_event, "ox_stream_wait_event"),
+    FN(stream_wait_stream, "ox_stream_wait_stream"),
+    FN(tensor_set_release_stream, "ox_tensor_set_release_stream"),
     FN(cancel_on_sigint, "ox_cancel_on_sigint"),
 #undef FN
 };
@@ -173,6 +169,8 @@ static PyObject *init(PyObject *self, PyObject *args) {
       {&fxo.stream_type, "Stream"},       {&fxo.scalar_dtypes, "scalar_dtypes"},
       {&fxo.error, "error"},              {&fxo.failure, "failure"},
       {&fxo.convert_other, "convert_other"},
+      {&fxo.call_stream, "call_stream"},   {&fxo.wrapped, "wrapped"},
+      {&fxo.stream_getter, "stream_getter"}, {&fxo.producer_stream, "producer_stream"},
   };
   for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++) {
     PyObject *v = item(objects, objs[i].key);
@@ -180,6 +178,11 @@ static PyObject *init(PyObject *self, PyObject *args) {
       return NULL;
     set(objs[i].slot, v);
   }
+  PyObject *no = item(objects, "no_ordering");
+  if (!no)
+    return NULL;
+  fxo.no_ordering = PyObject_IsTrue(no);
+  Py_DECREF(no);
   if (!PyType_Check(fxo.tensor_type) || !PyType_Check(fxo.scalar_type) ||
       !PyType_Check(fxo.stream_type) || !PyDict_Check(fxo.scalar_dtypes)) {
     PyErr_SetString(PyExc_TypeError, "oxide._fast.init: Tensor, Scalar and Stream must be "
@@ -200,6 +203,7 @@ static PyObject *init(PyObject *self, PyObject *args) {
       {&fxo.s_stream, "stream"},
       {&fxo.s_grid, "grid"},
       {&fxo.s_block, "block"},
+      {&fxo.s_device, "device"},
       {&fxo.s_max_version, "max_version"},
       {&fxo.s_shape, "shape"},
       {&fxo.s_typestr, "typestr"},
@@ -212,6 +216,7 @@ static PyObject *init(PyObject *self, PyObject *args) {
       return NULL;
   set(&fxo.typestrs, make_typestrs());
   set(&fxo.exchange_apis, PyDict_New());
+  set(&fxo.stream_getters, PyDict_New());
   set(&fxo.empty, PyTuple_New(0));
   set(&fxo.max_version, Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION));
   set(&fxo.kw_cpu, fxo.max_version
@@ -219,7 +224,7 @@ static PyObject *init(PyObject *self, PyObject *args) {
                                        fxo.max_version)
                        : NULL);
   set(&fxo.kw_cpu_legacy, Py_BuildValue("{O:O}", fxo.s_stream, Py_None));
-  if (!fxo.typestrs || !fxo.exchange_apis || !fxo.empty || !fxo.kw_cpu || !fxo.kw_cpu_legacy)
+  if (!fxo.typestrs || !fxo.exchange_apis || !fxo.stream_getters || !fxo.empty || !fxo.kw_cpu || !fxo.kw_cpu_legacy)
     return NULL;
   fx_ready = 1;
   Py_RETURN_NONE;

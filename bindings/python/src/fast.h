@@ -18,6 +18,7 @@
  * Files: fast.c (the module, init), launcher.c (binding, the launch),
  * scalars.c (Python numbers to scalar arguments), foreign.c (foreign arrays:
  * __dlpack__ and array interfaces), exchange.c (DLPack's C exchange API),
+ * streams.c (the call's stream, and the stream imports go back on),
  * capsule.c (the capsules of Tensor.__dlpack__, whose destructor is C).
  */
 #ifndef OXIDE_PY_FAST_H
@@ -34,7 +35,7 @@
 
 /* The version of the contract between this module and the package: the
  * package refuses a module of another (and launches through ctypes). */
-#define FX_ABI 2
+#define FX_ABI 3
 
 /* A kernel has at most this many parameters (the compiler's limit). */
 #define FX_MAX_PARAMS 64
@@ -52,12 +53,8 @@ typedef struct fx_functions {
   __typeof__(&ox_tensor_release) tensor_release;
   __typeof__(&ox_stream_handle) stream_handle;
   __typeof__(&ox_stream_device) stream_device;
-  __typeof__(&ox_stream_wrap) stream_wrap;
-  __typeof__(&ox_stream_destroy) stream_destroy;
-  __typeof__(&ox_event_create) event_create;
-  __typeof__(&ox_event_destroy) event_destroy;
-  __typeof__(&ox_event_record) event_record;
-  __typeof__(&ox_stream_wait_event) stream_wait_event;
+  __typeof__(&ox_stream_wait_stream) stream_wait_stream;
+  __typeof__(&ox_tensor_set_release_stream) tensor_set_release_stream;
   __typeof__(&ox_cancel_on_sigint) cancel_on_sigint;
 } fx_functions;
 
@@ -74,6 +71,12 @@ typedef struct fx_objects {
   PyObject *error;         /* _args.error(sig, code, index, value, extra) -> exception */
   PyObject *failure;       /* _args.failure(sig, status, message, config_null) -> exception */
   PyObject *convert_other; /* _args.convert_other(sig, index, value, stream) -> Tensor | Scalar */
+  PyObject *call_stream;   /* _streams.call_stream(sig, values, stream) -> Stream | None */
+  PyObject *wrapped;       /* _streams.wrapped(device, cu) -> Stream */
+  PyObject *stream_getter; /* _streams.stream_getter(type) -> callable | None */
+  PyObject *producer_stream; /* _streams.producer_stream(array, device) -> int | None */
+  PyObject *stream_getters;  /* {type: stream_getter(type)}, filled as types come */
+  int no_ordering;         /* OXIDE_DEBUG_NO_STREAM_ORDERING: ask producers for none */
   PyObject *typestrs;      /* {"<f4": (code, bits), ...}: array interface element types */
   PyObject *exchange_apis; /* {type: capsule or None}: __dlpack_c_exchange_api__ by type */
   PyObject *empty;         /* () */
@@ -82,7 +85,7 @@ typedef struct fx_objects {
   PyObject *kw_cpu_legacy; /* {"stream": None} */
   /* interned attribute and key names */
   PyObject *s_h, *s_value, *s_dlpack, *s_dlpack_device, *s_cai, *s_ai, *s_exchange, *s_stream,
-      *s_grid, *s_block, *s_max_version, *s_shape, *s_typestr, *s_data, *s_strides, *s_mask;
+      *s_grid, *s_block, *s_device, *s_max_version, *s_shape, *s_typestr, *s_data, *s_strides, *s_mask;
 } fx_objects;
 
 extern fx_objects fxo;
@@ -112,8 +115,12 @@ typedef struct fx_launcher {
  * made for it (to release once the launch is queued, or on failure). */
 typedef struct fx_call {
   fx_launcher *L;
-  PyObject *stream_obj; /* the call's stream= (None or an oxide.Stream) */
+  PyObject *stream_obj; /* the call's stream (an oxide.Stream; None: the device's default) */
   ox_stream stream;     /* its handle; NULL: the device's default stream */
+  PyTypeObject *ptype;  /* the last array type whose library's stream was asked for, */
+  void *pcu;            /* that stream, */
+  int pknown;           /* and whether it has one (streams.c) */
+  void *cai_stream;     /* the "stream" of the array interface just imported (0: none) */
   PyObject *bound[FX_MAX_PARAMS]; /* the call's arguments in parameter order */
   int owns;             /* 1 once bound[] and stream_obj hold references */
   ox_arg args[FX_MAX_PARAMS];
@@ -147,11 +154,26 @@ void fx_adopt(fx_call *c, ox_tensor h, ox_arg *a);
 /* The call's launch stream (the device's default stream for NULL). */
 ox_stream fx_call_stream(const fx_call *c);
 
+/* streams.c: the call's stream (c->stream, c->stream_obj) from its
+ * stream= argument, or from its arrays' libraries (_streams.call_stream has
+ * the rule); 0 or -1 on error. */
+int fx_launch_stream(fx_call *c, PyObject *stream);
+/* Tensor `h`, just imported from array `x`, goes back to x's library on
+ * that library's current stream (ox_tensor_set_release_stream); 0 or -1. */
+int fx_release_on_producer(fx_call *c, PyObject *x, ox_tensor h);
+/* Oxide's stream (a handle, and the package's object, borrowed; None for
+ * the default stream) for CUstream `cu` on the call's device; 0 or -1. */
+int fx_wrapped_stream(fx_call *c, void *cu, ox_stream *h, PyObject **obj);
+
 /* exchange.c: DLPack's C exchange API (__dlpack_c_exchange_api__, DLPack
  * 1.3) for objects whose type offers it. Returns 1 and a managed tensor in
  * *out, 0 when the type offers none (or the array must take the __dlpack__
  * path, for stream ordering), -1 on error. */
 int fx_exchange_import(fx_call *c, PyObject *x, DLManagedTensorVersioned **out);
+/* 1 and the current stream of x's library on CUDA device `ordinal` (from
+ * its exchange API) in *cu, 0 when x's type offers no exchange API, -1 on
+ * error. */
+int fx_exchange_stream(PyObject *x, int ordinal, void **cu);
 
 /* capsule.c: dlpack_capsule(address, versioned), the module function that
  * wraps an exported managed tensor (ox_tensor_to_dlpack) in a capsule that

@@ -66,6 +66,8 @@ static int import_capsule(fx_call *c, PyObject *cap, ox_arg *a) {
 /* The __dlpack__ stream argument of a CUDA launch: the launch's stream as
  * the array API says it (1: the legacy default stream). */
 static PyObject *stream_int(const fx_call *c) {
+  if (fxo.no_ordering)
+    return PyLong_FromLong(-1); /* the debugging switch: no ordering asked for */
   void *cu = fx.stream_handle(fx_call_stream(c));
   return cu ? PyLong_FromVoidPtr(cu) : PyLong_FromLong(1);
 }
@@ -166,26 +168,14 @@ static void owned_deleter(DLManagedTensorVersioned *self) {
 static int wait_for(fx_call *c, void *cu) {
   ox_stream s = fx_call_stream(c);
   void *mine = fx.stream_handle(s);
-  if ((mine ? mine : (void *)1) == cu)
+  if (fxo.no_ordering || (mine ? mine : (void *)1) == cu)
     return 0;
   ox_stream w;
-  ox_event e;
-  ox_status st = fx.stream_wrap(c->L->device, cu, &w);
-  if (st)
-    return fx_failure(c->L, st, 0);
-  st = fx.event_create(c->L->device, &e);
-  if (!st) {
-    st = fx.event_record(e, w);
-    if (!st)
-      st = fx.stream_wait_event(s, e);
-    if (st)
-      fx_failure(c->L, st, 0); /* before the destroys below, which may set errors */
-    fx.event_destroy(e);
-  } else {
-    fx_failure(c->L, st, 0);
-  }
-  fx.stream_destroy(w);
-  return st ? -1 : 0;
+  PyObject *obj;
+  if (fx_wrapped_stream(c, cu, &w, &obj))
+    return -1;
+  ox_status st = fx.stream_wait_stream(s, w ? w : c->L->default_stream);
+  return st ? fx_failure(c->L, st, 0) : 0;
 }
 
 /* An exact int >= 0 (for sizes) or any exact int, as a long long; 0 if x
@@ -247,6 +237,7 @@ static int import_interface(fx_call *c, PyObject *x, PyObject *iface, int cuda, 
    * launch's device (a launch on another one fails to run with it) */
   if (cuda && cu && !c->L->cpu && wait_for(c, (void *)(intptr_t)cu))
     return -1;
+  c->cai_stream = cuda ? (void *)(intptr_t)cu : NULL;
   owned *p = malloc(sizeof *p);
   if (!p) {
     PyErr_NoMemory();
@@ -274,7 +265,8 @@ static int import_interface(fx_call *c, PyObject *x, PyObject *iface, int cuda, 
 
 /* ------------------------------------------------------------ import */
 
-int fx_import(fx_call *c, int i, PyObject *x, ox_arg *a) {
+/* Imports x by the first protocol it offers (see the top). */
+static int import_any(fx_call *c, PyObject *x, ox_arg *a) {
   DLManagedTensorVersioned *managed;
   int r = fx_exchange_import(c, x, &managed);
   if (r)
@@ -298,4 +290,14 @@ int fx_import(fx_call *c, int i, PyObject *x, ox_arg *a) {
     Py_XDECREF(v);
   }
   return 0;
+}
+
+int fx_import(fx_call *c, int i, PyObject *x, ox_arg *a) {
+  (void)i;
+  c->cai_stream = NULL;
+  int r = import_any(c, x, a);
+  if (r <= 0)
+    return r;
+  /* released at the end of the call: on its library's stream, no host wait */
+  return fx_release_on_producer(c, x, a->v.tensor) ? -1 : 1;
 }

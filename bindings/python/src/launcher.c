@@ -280,25 +280,6 @@ static int config(const fx_launcher *L, PyObject *grid, PyObject *block, ox_laun
   return 0;
 }
 
-/* The stream a launch runs on: stream= if given, else the device's default
- * stream (NULL). The place for a later rule, such as PyTorch's current
- * stream when the arguments are torch tensors (_args.launch_stream is the
- * pure path's). */
-static int launch_stream(fx_call *c, PyObject *stream) {
-  c->stream = NULL;
-  if (stream == Py_None)
-    return 0;
-  int is = PyObject_IsInstance(stream, fxo.stream_type);
-  if (is <= 0)
-    return is < 0 ? -1 : fx_error(c->L, "stream", -1, stream, NULL);
-  PyObject *h = PyObject_GetAttr(stream, fxo.s_h);
-  if (!h)
-    return -1;
-  c->stream = h == Py_None ? NULL : PyLong_AsVoidPtr(h);
-  Py_DECREF(h);
-  return PyErr_Occurred() ? -1 : 0;
-}
-
 ox_stream fx_call_stream(const fx_call *c) {
   return c->stream ? c->stream : c->L->default_stream;
 }
@@ -408,10 +389,11 @@ static int prepare(fx_call *c, fx_launcher *L, PyObject *args, PyObject *kwargs,
    * keywords dict passed as **kwargs: hold what was bound from it */
   for (int i = 0; i < L->nparams; i++)
     Py_INCREF(c->bound[i]);
-  Py_INCREF(kw.stream);
-  c->stream_obj = kw.stream;
+  Py_INCREF(Py_None);
+  c->stream_obj = Py_None; /* until fx_launch_stream says which */
+  c->cai_stream = NULL;
   c->owns = 1;
-  int bad = config(L, kw.grid, kw.block, cfg, cfg_null) || launch_stream(c, kw.stream);
+  int bad = config(L, kw.grid, kw.block, cfg, cfg_null) || fx_launch_stream(c, kw.stream);
   for (int i = 0; i < L->nparams && !bad; i++)
     bad = convert(c, i);
   if (bad)

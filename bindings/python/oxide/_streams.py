@@ -1,0 +1,320 @@
+"""Streams and events, and the streams of other libraries.
+
+Which stream a launch runs on (docs/python.md, "Streams"):
+  - stream= given: an oxide.Stream, or another library's stream (a
+    torch.cuda.Stream, a CuPy stream, anything with __cuda_stream__, or a
+    raw CUstream as an int), wrapped for Oxide;
+  - else, if an argument is a CUDA array of a library with a current stream
+    (PyTorch, through DLPack's C exchange API or torch.cuda.current_stream;
+    CuPy), that stream, so that a kernel called among torch operations runs
+    in their order, inside `with torch.cuda.stream(s):` and inside a
+    torch.cuda.graph capture too;
+  - else the device's default stream.
+A foreign array imported for a launch goes back to its library on that
+library's current stream (ox_tensor_set_release_stream): the stream waits,
+on the device, for the launch, as it would for one of the library's own
+operations, and nothing waits on the host.
+
+Foreign streams are wrapped once per CUstream and kept (the core interns
+them too: docs/c-api.md, "Streams"); the C extension keeps the same wrappers
+in its own table.
+"""
+import ctypes as C
+import os
+import sys
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from ._errors import _check
+from ._lib import lib as _L
+
+# OXIDE_DEBUG_NO_STREAM_ORDERING=1: producers are asked for no ordering
+# either (DLPack stream -1), so that tests can show the races it prevents
+NO_ORDERING = bool(os.environ.get("OXIDE_DEBUG_NO_STREAM_ORDERING"))
+
+
+def _pkg():
+    return sys.modules["oxide"]
+
+
+class Stream:
+    """An ordered queue of work on one device: one Oxide made
+    (device.stream()), a device's default stream, or another library's
+    stream wrapped (oxide.wrap_stream)."""
+
+    __slots__ = ("_h", "_owned", "device", "__weakref__")
+    _h: Optional[int]
+    _owned: bool
+
+    def __init__(self):
+        raise TypeError("use device.stream(), device.default_stream or oxide.wrap_stream(...)")
+
+    @classmethod
+    def _make(cls, handle, dev, owned):
+        s = object.__new__(cls)
+        s._h, s._owned, s.device = handle, owned, dev
+        return s
+
+    @property
+    def handle(self) -> int:
+        """The CUstream behind the stream, as an int (0: the legacy default
+        stream, and on the CPU)."""
+        return _L.ox_stream_handle(self._h) or 0
+
+    # the CUDA stream protocol (CUDA Python, CuPy, PyTorch's ExternalStream)
+    def __cuda_stream__(self) -> Tuple[int, int]:
+        if self.device.type != "cuda":
+            raise TypeError("a CPU stream has no CUDA stream")
+        return (0, self.handle)
+
+    def synchronize(self) -> None:
+        """Waits for the queued work; raises BoundsError if a kernel on this
+        stream made an out-of-bounds access since the last synchronization."""
+        _check(_L.ox_stream_synchronize(self._h))
+
+    def wait_stream(self, other: Any) -> None:
+        """Later work here waits, on the device, for the work queued on
+        `other` (a stream of the same device, Oxide's or another library's)
+        so far."""
+        _check(_L.ox_stream_wait_stream(self._h, as_stream(other, self.device)._h))
+
+    def wait_event(self, event: "Event") -> None:
+        """Later work here waits, on the device, for the work before `event`."""
+        _check(_L.ox_stream_wait_event(self._h, event._h))
+
+    def record_event(self, event: Optional["Event"] = None) -> "Event":
+        """Records `event` (a new one if None) here and returns it."""
+        event = event if event is not None else Event(self.device)
+        event.record(self)
+        return event
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Stream) and other._h == self._h
+
+    def __hash__(self) -> int:
+        return hash(self._h)
+
+    def __del__(self, _destroy=_L.ox_stream_destroy):
+        # default arguments survive interpreter shutdown, module globals may not
+        if getattr(self, "_owned", False) and self._h:
+            h, self._h = self._h, None
+            _destroy(h)
+
+    def __repr__(self) -> str:
+        kind = "" if self._owned else " (default)"
+        if self._owned == "wrapped":
+            kind = f" (wraps CUstream {self.handle:#x})"
+        return f"<oxide.Stream on {self.device}{kind}>"
+
+
+class Event:
+    """A point in a stream's work, to wait for or to time (as
+    torch.cuda.Event, with timing always on)."""
+
+    __slots__ = ("_h", "device")
+
+    def __init__(self, device: Any = None):
+        self.device = _pkg().device(device)
+        h = C.c_void_p()
+        _check(_L.ox_event_create(self.device._h, C.byref(h)))
+        self._h = h.value
+
+    def record(self, stream: Any = None) -> None:
+        """Marks the current end of `stream`'s queued work (None: the
+        device's default stream)."""
+        s = as_stream(stream, self.device) if stream is not None else self.device.default_stream
+        _check(_L.ox_event_record(self._h, s._h))
+
+    def wait(self, stream: Any = None) -> None:
+        """Makes later work on `stream` (None: the default stream) wait for this event."""
+        s = as_stream(stream, self.device) if stream is not None else self.device.default_stream
+        s.wait_event(self)
+
+    def synchronize(self) -> None:
+        """Waits on the host until the work before the last record is done."""
+        _check(_L.ox_event_synchronize(self._h))
+
+    def elapsed_time(self, end: "Event") -> float:
+        """Milliseconds from this event to `end` (both recorded and done)."""
+        ms = C.c_float()
+        _check(_L.ox_event_elapsed_ms(self._h, end._h, C.byref(ms)))
+        return ms.value
+
+    def __del__(self, _destroy=_L.ox_event_destroy):
+        h = getattr(self, "_h", None)
+        if h:
+            self._h = None
+            _destroy(h)
+
+    def __repr__(self) -> str:
+        return f"<oxide.Event on {self.device}>"
+
+
+def handle_of(stream):
+    """The handle of an oxide.Stream argument of a tensor function (None:
+    the device's default stream)."""
+    if stream is None:
+        return None
+    if not isinstance(stream, Stream):
+        raise TypeError(f"stream must be an oxide.Stream or None, got {type(stream).__name__}")
+    return stream._h
+
+
+# ------------------------------------------------------------------ foreign streams
+
+_WRAPPED: Dict[Tuple[int, int], Stream] = {}  # (device handle, CUstream) -> wrapper, kept
+
+
+def wrapped(dev, cu: int) -> Stream:
+    """Oxide's stream for CUstream `cu` of CUDA device `dev` (0 and 1, the
+    legacy default stream: the device's default stream)."""
+    if cu in (0, 1):
+        return dev.default_stream
+    s = _WRAPPED.get((dev._h, cu))
+    if s is None:
+        h = C.c_void_p()
+        _check(_L.ox_stream_wrap(dev._h, cu, C.byref(h)))
+        s = _WRAPPED.setdefault((dev._h, cu), Stream._make(h.value, dev, "wrapped"))
+    return s
+
+
+def _cu_of(obj) -> Optional[int]:
+    """The CUstream of another library's stream object, or None."""
+    proto = getattr(type(obj), "__cuda_stream__", None)
+    if proto is not None:
+        v = obj.__cuda_stream__()
+        if not (isinstance(v, tuple) and len(v) == 2 and type(v[1]) is int):
+            raise TypeError(f"{type(obj).__name__}.__cuda_stream__() gave {v!r}, "
+                            "not a (version, handle) tuple")
+        return v[1]
+    cu = getattr(obj, "cuda_stream", None)  # torch.cuda.Stream
+    if type(cu) is int:
+        return cu
+    if type(obj).__module__.split(".")[0] == "cupy":  # older CuPy: no __cuda_stream__
+        ptr = getattr(obj, "ptr", None)
+        if type(ptr) is int:
+            return ptr
+    return None
+
+
+def as_stream(obj, dev) -> Stream:
+    """stream= of a launch (or of wait_stream) on `dev` as an oxide.Stream;
+    TypeError/ValueError for what is none."""
+    if isinstance(obj, Stream):
+        if obj.device is not dev:
+            raise ValueError(f"the stream is on {obj.device}, the launch on {dev}")
+        return obj
+    cu = obj if type(obj) is int else _cu_of(obj)
+    if cu is None or isinstance(obj, bool):
+        raise TypeError("stream must be an oxide.Stream, a torch.cuda.Stream, a CuPy stream, an "
+                        "object with __cuda_stream__, a CUstream (int) or None, got "
+                        f"{type(obj).__name__}")
+    if dev.type != "cuda":
+        raise ValueError(f"a CUDA stream cannot order work on {dev}")
+    if cu < 0:
+        raise ValueError(f"a CUstream handle is an int >= 0, got {cu}")
+    dev_of = getattr(obj, "device", None)  # torch.cuda.Stream knows its device
+    idx = getattr(dev_of, "index", None)
+    if type(idx) is int and getattr(dev_of, "type", "cuda") == "cuda" and idx != dev.index:
+        raise ValueError(f"the stream is on cuda:{idx}, the launch on {dev}")
+    return wrapped(dev, cu)
+
+
+def wrap_stream(obj: Any, device: Any = None) -> Stream:
+    """Another library's CUDA stream (a torch.cuda.Stream, a CuPy stream,
+    anything with __cuda_stream__, or a CUstream as an int) as an
+    oxide.Stream of `device` (None: the default device). Oxide borrows it:
+    the stream must outlive the work and the tensors Oxide uses on it."""
+    return as_stream(obj, _pkg().device(device))
+
+
+# ------------------------------------------------------------------ producers' streams
+
+_GETTERS: Dict[type, Optional[Callable[[Any], Optional[int]]]] = {}
+
+
+def _torch_stream(dev):
+    torch = sys.modules["torch"]
+    return torch.cuda.current_stream(dev.index).cuda_stream
+
+
+def _cupy_stream(dev):
+    cupy = sys.modules["cupy"]
+    try:
+        return cupy.cuda.get_current_stream(dev.index).ptr
+    except TypeError:  # a CuPy whose get_current_stream takes no device
+        return cupy.cuda.get_current_stream().ptr
+
+
+def stream_getter(tp: type) -> Optional[Callable[[Any], Optional[int]]]:
+    """For an array type, a function giving its library's current CUstream
+    on a device (PyTorch, CuPy), or None: the library has none Oxide knows."""
+    try:
+        return _GETTERS[tp]
+    except KeyError:
+        pass
+    root = tp.__module__.split(".")[0]
+    g = None
+    if root == "torch" and "torch" in sys.modules:
+        g = _torch_stream
+    elif root == "cupy" and "cupy" in sys.modules:
+        g = _cupy_stream
+    _GETTERS[tp] = g
+    return g
+
+
+def producer_stream(x, dev) -> Optional[int]:
+    """The current CUstream of array x's library on CUDA device `dev`, or
+    None when it has none Oxide knows (or x is not a CUDA array there)."""
+    g = stream_getter(type(x))
+    if g is None:
+        return None
+    try:
+        kind, index = x.__dlpack_device__()
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if kind != 2 or index != dev.index:  # kDLCUDA
+        return None
+    return g(dev)
+
+
+def call_stream(sig, values, stream):
+    """The stream of a launch of signature `sig` (an oxide.Stream; None: the
+    device's default) by the rule at the top."""
+    dev = sig.device
+    if stream is not None:
+        try:
+            return as_stream(stream, dev)
+        except (TypeError, ValueError) as e:
+            from ._args import error
+            raise error(sig, "stream", -1, stream, e) from None
+    if dev.type != "cuda":
+        return None
+    Tensor = _pkg().Tensor
+    for p, x in zip(sig.params, values):
+        if p.kind != "scalar" and not isinstance(x, Tensor):
+            cu = producer_stream(x, dev)
+            if cu is not None:
+                return None if cu in (0, 1) else wrapped(dev, cu)
+    return None
+
+
+def release_on_producer(t, x, dev, cai_stream=None) -> None:
+    """Imported tensor t (of array x) goes back to x's library on that
+    library's current stream (or the stream its __cuda_array_interface__
+    named); unknown libraries keep the core's default (a host wait)."""
+    if dev.type != "cuda":
+        return
+    cu = producer_stream(x, dev)
+    if cu is None:
+        cu = cai_stream
+    if cu is not None:
+        _check(_L.ox_tensor_set_release_stream(t._h, wrapped(dev, cu)._h))
+
+
+def dlpack_stream_arg(stream_int: int) -> int:
+    """The stream argument given to a producer's __dlpack__."""
+    return -1 if NO_ORDERING else stream_int
+
+
+# the classes are oxide's (messages and reprs name them so)
+Stream.__module__ = Event.__module__ = "oxide"
