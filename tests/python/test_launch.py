@@ -778,15 +778,15 @@ def test_cuda_torch_tensors_directly():
         run(x, y, o, 2.0, grid=n // 256, block=256)
         dev.synchronize()
         assert torch.equal(o, 2 * x + 10)
-        # the producer's pending work (on its current stream, a side stream
-        # here) is ordered before the launch, on Oxide's default stream
+        # with no stream=, the launch runs on torch's current stream (a side
+        # stream here), after the producer's pending work there
         side = torch.cuda.Stream()
         with torch.cuda.stream(side):
             torch.cuda._sleep(50_000_000)
             x2 = torch.full((n,), 3.0, device="cuda")
             o2 = torch.zeros(n, device="cuda")
             run(x2, y, o2, 2.0, grid=n // 256, block=256)
-        dev.synchronize()
+        side.synchronize()
         assert o2.min().item() == 16.0 and o2.max().item() == 16.0
         # and before a launch on an Oxide stream of its own
         s = dev.stream()

@@ -56,7 +56,7 @@ __all__ = [
     "OxideError", "InvalidArgumentError", "ArgumentTypeError", "ArgumentRangeError", "CompileError", "NotFoundError", "DeviceError",
     "DriverError", "OutOfMemoryError", "LaunchError", "BoundsError", "FileError",
     "UnsupportedError", "InternalError", "CancelledError",
-    "Device", "Stream", "Event", "wrap_stream", "Tensor", "Module", "Kernel", "Scalar",
+    "Device", "Stream", "Event", "Chain", "wrap_stream", "Tensor", "Module", "Kernel", "Scalar",
     "device", "default_device", "device_count", "tensor", "empty", "zeros", "full", "arange",
     "empty_like", "zeros_like", "full_like",
     "from_numpy", "from_dlpack",
@@ -369,6 +369,7 @@ _as_device = device  # for functions whose `device` parameter hides the function
 
 
 from ._streams import Event, Stream, wrap_stream  # noqa: E402
+from ._chain import Chain  # noqa: E402
 from ._streams import handle_of as _stream_handle  # noqa: E402
 
 

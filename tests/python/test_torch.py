@@ -1,0 +1,324 @@
+"""Oxide next to PyTorch: which stream a launch with torch tensors runs on,
+ordering across the boundary in both directions, CUDA graph capture, and
+kernels registered as torch operators (oxide.torch.custom_op) under
+torch.compile. Needs torch (skipped without it, with the reason); the CUDA
+cases are GPU tests. Stream cases run many iterations and check exact
+values: a missing wait shows up as a stale or partial result, and the
+subprocess test shows they do fail with OXIDE_DEBUG_NO_STREAM_ORDERING=1."""
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import oxide
+
+torch = pytest.importorskip("torch")
+import oxide.torch  # noqa: E402  (needs torch)
+
+SRC = """
+#[kernel]
+fn axpy(x: &[f32], y: &[f32], out: DisjointSlice<f32>, alpha: f32) {
+    let i = thread::index_1d();
+    if let Some(o) = out.get_mut(i) { *o = alpha * x[i] + y[i]; }
+}
+// slow on purpose (a dependent chain the compiler cannot fold: a = 1, b = 0)
+#[kernel]
+fn slow_axpy(x: &[f32], y: &[f32], out: DisjointSlice<f32>, alpha: f32, spin: u32, a: f32, b: f32) {
+    let i = thread::index_1d();
+    let mut v = alpha;
+    for k in 0..spin { v = v * a + b; }
+    if let Some(o) = out.get_mut(i) { *o = v * x[i] + y[i]; }
+}
+#[tile]
+fn softmax<const BN: i32>(y: &mut Tensor<f32, [1, BN]>, x: &Tensor<f32, [-1, -1]>) {
+    let t = x.partition([1, BN]).load_padded([tile_id(0), 0], f32::NEG_INFINITY);
+    let e = exp(t - reduce_max(t, 1));
+    y.store(e / reduce_sum(e, 1));
+}
+"""
+
+N = 1 << 20
+GRID, BLOCK = N // 256, 256
+ITERS = 20
+SPIN = 100_000  # about 0.25 ms per slow_axpy on an H200
+
+
+def cuda():
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    return oxide.device("cuda")
+
+
+@pytest.fixture(scope="module")
+def gpu_mod():
+    return oxide.compile(SRC, cuda())
+
+
+# ------------------------------------------------------------------ streams
+
+
+@pytest.mark.gpu
+def test_default_is_torch_current_stream(gpu_mod):
+    """No stream=: the launch joins torch's current stream (a side stream
+    under `with torch.cuda.stream(s)`), so torch's write before it and read
+    after it need no synchronization at all."""
+    k = gpu_mod.axpy
+    y = torch.full((N,), 10.0, device="cuda")
+    x = torch.empty(N, device="cuda")
+    o = torch.empty(N, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    results = []
+    with torch.cuda.stream(side):
+        for it in range(ITERS):
+            torch.cuda._sleep(2_000_000)  # makes the write late: a launch elsewhere reads stale x
+            x.fill_(float(it))
+            k(x, y, o, 2.0, grid=GRID, block=BLOCK)
+            results.append(o.clone())
+    side.synchronize()
+    for it, r in enumerate(results):
+        assert torch.equal(r, torch.full_like(r, 2.0 * it + 10)), it
+
+
+@pytest.mark.gpu
+def test_no_host_synchronization(gpu_mod):
+    """A launch and a torch.from_dlpack of an Oxide tensor, both on a busy
+    torch stream, return at once (the issue's report: 408 ms blocked)."""
+    k = gpu_mod.axpy
+    dev = oxide.device("cuda")
+    x = torch.ones(N, device="cuda")
+    o = torch.empty(N, device="cuda")
+    t = oxide.zeros(N, device=dev)
+    dev.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(500_000_000)  # a few hundred ms of queued work
+        t0 = time.perf_counter()
+        k(x, x, o, 1.0, grid=GRID, block=BLOCK)
+        tt = torch.from_dlpack(t)
+        r = tt + 1
+        k(x, x, o, 1.0, grid=GRID, block=BLOCK, stream=side)
+        dt = time.perf_counter() - t0
+    assert not side.query(), "the sleep should still be running"
+    side.synchronize()
+    assert dt < 0.05, f"the calls took {dt * 1e3:.1f} ms: something waited on the host"
+    assert torch.equal(r, torch.ones_like(r)) and torch.equal(o, torch.full_like(o, 2.0))
+
+
+def _streams_to_try(dev):
+    """stream= values naming a stream other than torch's current one."""
+    yield "torch.cuda.Stream", torch.cuda.Stream()
+    yield "raw CUstream int", torch.cuda.Stream().cuda_stream
+    yield "oxide.Stream", dev.stream()
+    try:
+        import cupy
+        yield "cupy stream", cupy.cuda.Stream(non_blocking=True)
+    except ImportError:
+        pass
+
+
+@pytest.mark.gpu
+def test_explicit_stream_ordered_both_ways(gpu_mod):
+    """stream= another stream: torch writes x on its current stream, Oxide
+    reads it on the other, torch then reads Oxide's output on its current
+    stream; and torch reads x before Oxide overwrites it. Exact every time."""
+    dev = oxide.device("cuda")
+    k = gpu_mod.slow_axpy
+    y = torch.full((N,), 10.0, device="cuda")
+    x = torch.zeros(N, device="cuda")
+    o = torch.empty(N, device="cuda")
+    for what, s in _streams_to_try(dev):
+        outs, snaps = [], []
+        for it in range(ITERS):
+            torch.cuda._sleep(1_000_000)
+            x.fill_(float(it))                 # torch writes x (late)
+            k(x, y, o, 2.0, SPIN, 1.0, 0.0, grid=GRID, block=BLOCK, stream=s)
+            outs.append(o.clone())             # torch reads o (Oxide's write is slow)
+            torch.cuda._sleep(1_000_000)
+            snaps.append(x.clone())            # torch reads x (late) ...
+            k(y, y, x, 0.0, SPIN, 1.0, 0.0, grid=GRID, block=BLOCK, stream=s)  # ... Oxide writes x
+        torch.cuda.synchronize()
+        for it in range(ITERS):
+            assert torch.equal(outs[it], torch.full_like(y, 2.0 * it + 10)), (what, it)
+            assert torch.equal(snaps[it], torch.full_like(y, float(it))), (what, it)
+
+
+@pytest.mark.gpu
+def test_oxide_tensor_read_by_torch_on_its_stream(gpu_mod):
+    """Oxide writes its own tensor (slowly, on Oxide's stream); torch takes it
+    with torch.from_dlpack on a side stream and reads it there."""
+    dev = oxide.device("cuda")
+    k = gpu_mod.slow_axpy
+    x = oxide.full(N, 1.0, device=dev)
+    t = oxide.empty(N, device=dev)
+    side = torch.cuda.Stream()
+    s = dev.stream()
+    for it in range(ITERS):
+        k(x, x, t, float(it), SPIN, 1.0, 0.0, grid=GRID, block=BLOCK, stream=s)
+        with torch.cuda.stream(side):
+            r = torch.from_dlpack(t).clone()
+        side.synchronize()
+        assert torch.equal(r, torch.full_like(r, it + 1.0)), it
+
+
+@pytest.mark.gpu
+def test_ordering_fails_without_it(gpu_mod):
+    """The same cross-stream program with OXIDE_DEBUG_NO_STREAM_ORDERING=1
+    reads stale data: the waits above are what makes it right."""
+    prog = textwrap.dedent(f"""
+        import torch, oxide
+        from test_torch import SRC, N, GRID, BLOCK, SPIN
+        k = oxide.compile(SRC, "cuda").slow_axpy
+        y = torch.full((N,), 10.0, device="cuda")
+        x = torch.zeros(N, device="cuda")
+        o = torch.empty(N, device="cuda")
+        s = torch.cuda.Stream()
+        bad = 0
+        for it in range(10):
+            torch.cuda._sleep(2_000_000)
+            x.fill_(float(it))
+            k(x, y, o, 2.0, SPIN, 1.0, 0.0, grid=GRID, block=BLOCK, stream=s)
+            r = o.clone()
+            torch.cuda.synchronize()
+            bad += not torch.equal(r, torch.full_like(y, 2.0 * it + 10))
+        print("BAD", bad)
+    """)
+    env = dict(os.environ, OXIDE_DEBUG_NO_STREAM_ORDERING="1",
+               PYTHONPATH=os.pathsep.join([os.path.dirname(__file__),
+                                           os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", prog], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    bad = int(out.stdout.split("BAD")[1])
+    assert bad > 0, "without ordering the program should have read stale data"
+
+
+@pytest.mark.gpu
+def test_cuda_graph_capture(gpu_mod):
+    """A launch inside torch.cuda.graph is captured on torch's capture stream
+    and replays with the graph, between torch operations."""
+    k = gpu_mod.axpy
+    x = torch.zeros(N, device="cuda")
+    y = torch.full((N,), 10.0, device="cuda")
+    o = torch.empty(N, device="cuda")
+    warm = torch.cuda.Stream()
+    warm.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(warm):  # warm-up outside the capture, as torch asks
+        k(x, y, o, 2.0, grid=GRID, block=BLOCK)
+    torch.cuda.current_stream().wait_stream(warm)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        x2 = x * 1.0
+        k(x2, y, o, 2.0, grid=GRID, block=BLOCK)
+        o2 = o + 1.0
+    for it in range(ITERS):
+        x.fill_(float(it))
+        g.replay()
+        assert torch.equal(o2, torch.full_like(o2, 2.0 * it + 11)), it
+
+
+@pytest.mark.gpu
+def test_cupy_arrays_follow_cupy_stream(gpu_mod):
+    cupy = pytest.importorskip("cupy")
+    k = gpu_mod.axpy
+    x = cupy.zeros(N, dtype=cupy.float32)
+    y = cupy.full(N, 10.0, dtype=cupy.float32)
+    o = cupy.empty(N, dtype=cupy.float32)
+    results = []
+    with cupy.cuda.Stream(non_blocking=True) as cs:
+        for it in range(ITERS):
+            x.fill(float(it))
+            k(x, y, o, 2.0, grid=GRID, block=BLOCK)
+            results.append(o.copy())
+        cs.synchronize()
+    for it, r in enumerate(results):
+        assert bool((r == 2.0 * it + 10).all()), it
+
+
+# ------------------------------------------------------------------ custom ops
+
+
+def _ops(devtype):
+    """The test's operators for one device type (registered once per type)."""
+    name = f"oxide_test_{devtype}"
+    if hasattr(torch.ops, name) and hasattr(getattr(torch.ops, name), "axpy"):
+        ns = getattr(torch.ops, name)
+        return ns.axpy, ns.softmax
+    mod = oxide.compile(SRC, devtype)
+    axpy = oxide.torch.custom_op(
+        f"{name}::axpy", mod.axpy, outputs={"out": lambda x, y, alpha: torch.empty_like(x)},
+        grid=lambda x, y, out, alpha: ((x.numel() + 255) // 256,), block=256)
+    softmax = oxide.torch.custom_op(
+        f"{name}::softmax", mod.softmax, outputs={"y": lambda x: torch.empty_like(x)},
+        tile={"y": lambda y, x: (1, 1 << max(0, (x.shape[1] - 1).bit_length()))})
+    return axpy, softmax
+
+
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def tdev(request):
+    if request.param == "cuda":
+        cuda()
+    return request.param
+
+
+def test_custom_op_eager(tdev):
+    axpy, softmax = _ops(tdev)
+    x = torch.randn(1000, device=tdev)
+    y = torch.randn(1000, device=tdev)
+    assert torch.allclose(axpy(x, y, 3.0), 3.0 * x + y, rtol=1e-6, atol=1e-6)
+    a = torch.randn(37, 300, device=tdev)
+    assert torch.allclose(softmax(a), torch.softmax(a, dim=1), rtol=1e-5, atol=1e-6)
+    schema = str(axpy.default._schema)
+    assert "Tensor x, Tensor y, float alpha) -> Tensor" in schema, schema
+
+
+def test_custom_op_torch_compile(tdev):
+    axpy, softmax = _ops(tdev)
+
+    def f(x, y):
+        h = axpy(x, y, 2.0).reshape(40, 25)
+        return softmax(torch.relu(h) + 1.0).sum(dim=0)
+
+    x = torch.randn(1000, device=tdev)
+    y = torch.randn(1000, device=tdev)
+    eager = f(x, y)
+    torch._dynamo.reset()
+    compiled = torch.compile(f, fullgraph=True)  # fullgraph: a graph break is an error
+    for _ in range(3):
+        x = torch.randn(1000, device=tdev)
+        y = torch.randn(1000, device=tdev)
+        assert torch.allclose(compiled(x, y), f(x, y), rtol=1e-5, atol=1e-6)
+    assert eager.shape == (25,)
+
+
+@pytest.mark.gpu
+def test_custom_op_compile_cudagraphs():
+    """mode="reduce-overhead": inductor captures the operator in a CUDA graph."""
+    cuda()
+    axpy, softmax = _ops("cuda")
+
+    def f(x, y):
+        return softmax(axpy(x, y, 0.5).reshape(10, 100)) * 2.0
+
+    compiled = torch.compile(f, mode="reduce-overhead", fullgraph=True)
+    for _ in range(5):
+        x = torch.randn(1000, device="cuda")
+        y = torch.randn(1000, device="cuda")
+        assert torch.allclose(compiled(x, y), f(x, y), rtol=1e-5, atol=1e-6)
+
+
+def test_custom_op_errors():
+    mod = oxide.compile(SRC, "cpu")
+    with pytest.raises(ValueError, match="not parameters"):
+        oxide.torch.custom_op("oxide_test_err::a", mod.axpy, outputs={"nope": lambda *a: None})
+    with pytest.raises(ValueError, match="not a parameter the kernel writes"):
+        oxide.torch.custom_op("oxide_test_err::b", mod.axpy, outputs={"x": lambda *a: None})
+    with pytest.raises(ValueError, match="tile shape"):
+        oxide.torch.custom_op("oxide_test_err::c", mod.softmax, outputs={"y": lambda x: x})
+    with pytest.raises(ValueError, match="namespace::name"):
+        oxide.torch.custom_op("noname", mod.axpy, outputs={"out": lambda *a: None})
+    with pytest.raises(TypeError, match="oxide.Kernel"):
+        oxide.torch.custom_op("oxide_test_err::d", "axpy", outputs={"out": lambda *a: None})
