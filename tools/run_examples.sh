@@ -11,4 +11,8 @@ for ex in vecadd saxpy reduce transpose histogram tile_add tile_saxpy tile_softm
   tile_layernorm tile_matmul; do
   "$BUILD/examples/example_$ex" || fail=1
 done
+# examples/python: Oxide kernels on torch tensors (they need PyTorch, which
+# the setup does not install: several GB; `pip install torch` to run them)
+export OXIDE_LIBRARY="$PWD/$BUILD/liboxide.so" PYTHONPATH="$PWD/bindings/python"
+bash tools/run_python_examples.sh python3 || fail=1
 exit $fail

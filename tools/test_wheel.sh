@@ -43,6 +43,8 @@ status=0
 # the installed package, without its extension: the pure ctypes path
 OXIDE_PURE_PYTHON=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/tests/python" "$@" ||
   status=1
+# the Python examples, on the installed package (where torch is installed)
+bash "$root/tools/run_python_examples.sh" "$venv/bin/python" || status=1
 if [ -n "${OXIDE_WHEEL_BENCH:-}" ]; then # the Python launch benchmark, on the installed package
   PYTHONUNBUFFERED=1 "$venv/bin/python" "$root/bench/python_launch.py" $OXIDE_WHEEL_BENCH || status=1
 fi
