@@ -99,6 +99,31 @@ def oxide_rows(device, samples):
         api = hasattr(torch.Tensor, "__dlpack_c_exchange_api__")
         rows[f"oxide {path}: torch tensors x3{' (C exchange API)' if fast and api else ''}"] = \
             median_us(lambda: k(a, b, c, 2.0, grid=1, block=N), sync, samples)
+        if device == "cuda":  # on torch's current stream, a side stream here
+            side = torch.cuda.Stream()
+            with torch.cuda.stream(side):
+                rows[f"oxide {path}: torch tensors x3, on a torch side stream"] = median_us(
+                    lambda: k(a, b, c, 2.0, grid=1, block=N), side.synchronize, samples)
+    except ImportError:
+        pass
+    return rows
+
+
+def import_rows(samples=10):
+    """Milliseconds of `import oxide` in a fresh interpreter (the median of
+    `samples`): alone (NumPy's import included), and with NumPy (and torch,
+    where installed) already imported, as in a PyTorch program."""
+    def run(pre):
+        code = (f"import time\n{pre}\nt = time.perf_counter()\nimport oxide\n"
+                "print(time.perf_counter() - t)")
+        ts = [float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                   text=True).stdout.split()[-1]) for _ in range(samples)]
+        return [statistics.median(ts) * 1e3, min(ts) * 1e3]
+    rows = {"import oxide (ms)": run("")}
+    rows["import oxide after import numpy (ms)"] = run("import numpy")
+    try:
+        import torch  # noqa: F401
+        rows["import oxide after import torch (ms)"] = run("import torch")
     except ImportError:
         pass
     return rows
@@ -184,6 +209,7 @@ def main():
         rows.update(json.loads(child.stdout.strip().splitlines()[-1]))
     if device == "cuda":
         rows.update(peer_rows(args.samples))
+    imports = import_rows()
     name = oxide.device(device).name
     ref = rows.get("ox_launch from C")
     print(f"\nhost time per launch, saxpy on {N} f32 (3 tensors + 1 scalar), on {name}, "
@@ -196,9 +222,13 @@ def main():
             continue
         ratio = f"{v[0] / ref[0]:6.2f} x C" if isinstance(ref, list) else ""
         print(f"  {k:58s} {v[0]:8.2f} {v[1]:8.2f}  {ratio}")
+    for k, v in imports.items():
+        print(f"  {k:58s} {v[0]:8.2f} {v[1]:8.2f}")
+    rows.update(imports)
     results = {"device": name, "python": sys.version.split()[0], "launch_path": oxide.launch_path(),
                "rows": [{"bench": "python_launch", "impl": k,
                          **({"error": v} if isinstance(v, str) else
+                            {"median_ms": v[0], "best_ms": v[1]} if k.endswith("(ms)") else
                             {"median_us": v[0], "best_us": v[1]})} for k, v in rows.items()]}
     path = (os.path.join(os.environ["OUT"], "python_launch.json") if os.environ.get("OUT")
             else os.path.join(os.path.dirname(os.path.abspath(__file__)), "python_launch.json"))
