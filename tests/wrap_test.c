@@ -158,7 +158,9 @@ int main(int argc, char **argv) {
   ox_tensor x, y;
   CHECK_OK(ox_tensor_empty(dev, NULL, OX_F32, 1, &n, &x));
   CHECK_OK(ox_tensor_empty(dev, NULL, OX_F32, 1, &n, &y));
-  CHECK_OK(ox_stream_synchronize(NULL));
+  ox_stream def;
+  CHECK_OK(ox_device_stream(dev, &def));
+  CHECK_OK(ox_stream_synchronize(def));
   CHECK(cu.launch_host_func(ca, gate, NULL) == 0, "cuLaunchHostFunc");
   CHECK_OK(ox_stream_wrap(dev, ca, &w1));
   ox_arg pa[5] = {ox_arg_tensor(x), ox_arg_f32(7.0f), ox_arg_u32(200000), ox_arg_f32(1.0f),
@@ -206,7 +208,7 @@ int main(int argc, char **argv) {
   CHECK_ERR(ox_tensor_set_release_stream(x, wb), OX_ERR_INVALID_ARGUMENT, "Oxide's own");
   CHECK_OK(ox_tensor_set_release_stream(f, wb));
   CHECK_OK(ox_stream_create(dev, &sa));
-  CHECK_OK(ox_stream_synchronize(NULL));
+  CHECK_OK(ox_stream_synchronize(def));
   CHECK(cu.launch_host_func(ox_stream_handle(sa), gate, NULL) == 0, "cuLaunchHostFunc");
   ox_arg fa[5] = {ox_arg_tensor(f), ox_arg_f32(3.0f), ox_arg_u32(1000), ox_arg_f32(1.0f),
                   ox_arg_f32(0.0f)};
@@ -242,6 +244,21 @@ int main(int argc, char **argv) {
   if (graph)
     cu.graph_destroy(graph);
   ox_stream_destroy(wc);
+
+  /* 6. a stream first seen inside a capture (global mode, as torch.cuda.graph
+   * uses): wrapping it must call nothing the capture forbids */
+  CUstream_t cd = NULL;
+  CHECK(cu.stream_create(&cd, 1) == 0, "cuStreamCreate");
+  CHECK(cu.begin_capture(cd, 0 /* global */) == 0, "cuStreamBeginCapture");
+  ox_stream wd = NULL;
+  CHECK_OK(ox_stream_wrap(dev, cd, &wd));
+  CHECK_OK(ox_launch(kc, wd, &cfg, ca2, 2));
+  graph = NULL;
+  CHECK(cu.end_capture(cd, &graph) == 0 && graph, "the capture was not invalidated");
+  if (graph)
+    cu.graph_destroy(graph);
+  ox_stream_destroy(wd);
+  cu.stream_destroy(cd);
 
   free(h);
   ox_tensor_release(x);

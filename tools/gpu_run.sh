@@ -30,7 +30,7 @@ case "${1:-}" in
 esac
 OXIDE_SKIP_REPO_PYTHON=1 bash tools/gpu_suite.sh build-gpu $suite_arg || status=1
 OXIDE_TEST_GPU=1 OXIDE_WHEEL_BENCH="$bench" bash tools/test_wheel.sh --system-site-packages 2>&1 |
-  tail -60 | tee "$OUT/wheel_tests.log"
+  tee "$OUT/wheel_tests.log" | grep -E "passed|failed|PASSED|FAILED|NOT RUN|Error|^  " | tail -80
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 echo "gpu run status: $status"
 exit $status

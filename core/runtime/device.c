@@ -103,7 +103,13 @@ static void cuda_enumerate(void) {
 
 /* Allocates a stream's error record where `dev`'s kernels can write it: on
  * CUDA in mapped pinned memory, so the host reads it after a sync without a
- * copy (the device's context must be current). */
+ * copy (the device's context must be current). CUDA records come from slabs
+ * of ERRREC_SLAB, the first made when the device is set up: wrapping a new
+ * foreign stream then calls no CUDA function, which matters inside a graph
+ * capture (cuMemHostAlloc is not allowed while a stream is capturing).
+ * Records are never freed: stream structs are kept for reuse. */
+enum { ERRREC_SLAB = 64 };
+static pthread_mutex_t errrec_lock = PTHREAD_MUTEX_INITIALIZER;
 static ox_status errrec_alloc(ox_device dev, oxr_errrec **rec, CUdeviceptr *rec_d) {
   if (dev->type == OX_DEVICE_CPU) {
     *rec = calloc(1, sizeof **rec);
@@ -112,18 +118,33 @@ static ox_status errrec_alloc(ox_device dev, oxr_errrec **rec, CUdeviceptr *rec_
     *rec_d = (CUdeviceptr)(uintptr_t)*rec;
     return OX_OK;
   }
-  void *p = NULL;
-  CUresult r = oxr_cu.cuMemHostAlloc(&p, sizeof(oxr_errrec),
-                                     CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
-  if (r != CUDA_SUCCESS)
-    return oxr_cuda_error(r, "cuMemHostAlloc");
-  memset(p, 0, sizeof(oxr_errrec));
-  r = oxr_cu.cuMemHostGetDevicePointer(rec_d, p, 0);
-  if (r != CUDA_SUCCESS) {
-    oxr_cu.cuMemFreeHost(p);
-    return oxr_cuda_error(r, "cuMemHostGetDevicePointer");
+  pthread_mutex_lock(&errrec_lock);
+  if (!dev->errrec_left) {
+    void *p = NULL;
+    CUdeviceptr d = 0;
+    const char *fn = "cuMemHostAlloc";
+    CUresult r = oxr_cu.cuMemHostAlloc(&p, ERRREC_SLAB * sizeof(oxr_errrec),
+                                       CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+    if (r == CUDA_SUCCESS) {
+      memset(p, 0, ERRREC_SLAB * sizeof(oxr_errrec));
+      fn = "cuMemHostGetDevicePointer";
+      r = oxr_cu.cuMemHostGetDevicePointer(&d, p, 0);
+      if (r != CUDA_SUCCESS)
+        oxr_cu.cuMemFreeHost(p);
+    }
+    if (r != CUDA_SUCCESS) {
+      pthread_mutex_unlock(&errrec_lock);
+      return oxr_cuda_error(r, fn);
+    }
+    dev->errrec_next = p;
+    dev->errrec_next_d = d;
+    dev->errrec_left = ERRREC_SLAB;
   }
-  *rec = p;
+  *rec = dev->errrec_next++;
+  *rec_d = dev->errrec_next_d;
+  dev->errrec_next_d += sizeof(oxr_errrec);
+  dev->errrec_left--;
+  pthread_mutex_unlock(&errrec_lock);
   return OX_OK;
 }
 

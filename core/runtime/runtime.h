@@ -47,6 +47,10 @@ struct ox_device_s {
   int mem_pools;            /* CUDA: stream-ordered allocation (cuMemAllocAsync) works */
   oxr_stream *free_streams; /* destroyed streams kept for reuse (see device.c) */
   oxr_stream *wrapped;      /* one struct per foreign CUstream ever wrapped (see device.c) */
+  /* CUDA: the unused part of the last slab of stream error records (device.c) */
+  oxr_errrec *errrec_next;
+  CUdeviceptr errrec_next_d;
+  int errrec_left;
 };
 
 /* True if `d` is one of the process's devices (set up), with the last error
