@@ -258,6 +258,9 @@ int main(int argc, char **argv) {
   if (graph)
     cu.graph_destroy(graph);
   ox_stream_destroy(wd);
+  ox_stream lw = NULL;
+  CHECK_OK(ox_tensor_last_writer(y, &lw));
+  CHECK(lw != wd, "a use inside a capture is not recorded (it has not happened)");
   cu.stream_destroy(cd);
 
   free(h);

@@ -187,6 +187,14 @@ ox_status oxr_tensor_use(oxr_tensor *t, oxr_stream *s, bool write) {
   }
   if (oxr_ordering_disabled())
     return OX_OK;
+  /* A foreign stream may be inside someone's graph capture (PyTorch's
+   * torch.cuda.graph): waiting there on work recorded outside the capture is
+   * not allowed, and the captured work runs only when the graph is launched,
+   * ordered by whoever launches it. So no wait, and no record of a use that
+   * has not happened (nor of a stream the capture may destroy). One cheap
+   * driver query per use, on foreign streams only. */
+  if (s->borrowed && oxr_stream_capturing(s))
+    return OX_OK;
   oxr_stream *wait[9];
   int n = 0;
   lock(st);
@@ -197,12 +205,6 @@ ox_status oxr_tensor_use(oxr_tensor *t, oxr_stream *s, bool write) {
       if (st->readers[i] != s)
         wait[n++] = st->readers[i];
   unlock(st);
-  /* A foreign stream may be inside someone's graph capture (PyTorch's
-   * torch.cuda.graph), where waiting on work recorded outside the capture
-   * is not allowed; the capture's owner orders it. Asked only when there is
-   * a wait to make, so launches that stay on one stream never pay for it. */
-  if (n && s->borrowed && oxr_stream_capturing(s))
-    n = 0;
   for (int i = 0; i < n; i++) {
     ox_status e = oxr_stream_wait_stream(s, wait[i]);
     if (e != OX_OK)
