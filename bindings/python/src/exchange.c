@@ -21,6 +21,8 @@
  * test_launch.py has a test that runs where torch is importable). */
 #include "fast.h"
 
+#include <stdlib.h>
+
 typedef struct fx_dlx_header {
   DLPackVersion version;
   struct fx_dlx_header *prev_api;
@@ -83,6 +85,22 @@ static int api_of(PyObject *x, const fx_dlx **out) {
   return 0;
 }
 
+/* The deleter of a borrowed tensor: only the struct is Oxide's. */
+static void borrowed_deleter(DLManagedTensorVersioned *m) { free(m); }
+
+/* 1 if a CUDA tensor on `d` may be used on the call's stream without
+ * ordering (the producer's current stream is that stream), 0 if not, -1 on
+ * error. */
+static int on_current_stream(fx_call *c, const fx_dlx *api, DLDevice d) {
+  void *theirs = NULL;
+  if (d.device_type != kDLCUDA || d.device_id != c->L->ordinal ||
+      (c->stream && fx.stream_device(c->stream) != c->L->device))
+    return 0;
+  if (api->current_work_stream(kDLCUDA, d.device_id, &theirs))
+    return -1;
+  return theirs == fx.stream_handle(fx_call_stream(c));
+}
+
 int fx_exchange_import(fx_call *c, PyObject *x, DLManagedTensorVersioned **out) {
   const fx_dlx *api;
   *out = NULL;
@@ -90,6 +108,36 @@ int fx_exchange_import(fx_call *c, PyObject *x, DLManagedTensorVersioned **out) 
     return -1;
   if (!api)
     return 0;
+  if (api->dltensor_from_py_object_no_sync) {
+    /* Borrowed: the producer's DLTensor, filled in place, no allocation or
+     * reference on its side. The call holds x, and the memory's later reuse
+     * by the producer is ordered on the stream the launch runs on (its
+     * current one), as for the producer's own operations; on the CPU the
+     * launch is done before the call returns. Oxide copies the shape and
+     * strides, so only this struct is its own. */
+    DLTensor dl;
+    if (api->dltensor_from_py_object_no_sync(x, &dl)) {
+      if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_BufferError, "__dlpack_c_exchange_api__: the producer gave no tensor");
+      return -1;
+    }
+    if (!c->L->cpu) {
+      int ok = on_current_stream(c, api, dl.device);
+      if (ok <= 0)
+        return ok; /* another device, or work to order first: the __dlpack__ path */
+    }
+    DLManagedTensorVersioned *m = calloc(1, sizeof *m);
+    if (!m) {
+      PyErr_NoMemory();
+      return -1;
+    }
+    m->version.major = DLPACK_MAJOR_VERSION;
+    m->version.minor = DLPACK_MINOR_VERSION;
+    m->dl_tensor = dl;
+    m->deleter = borrowed_deleter;
+    *out = m;
+    return 1;
+  }
   DLManagedTensorVersioned *m = NULL;
   if (api->managed_tensor_from_py_object_no_sync(x, &m) || !m) {
     if (!PyErr_Occurred())
@@ -97,20 +145,11 @@ int fx_exchange_import(fx_call *c, PyObject *x, DLManagedTensorVersioned **out) 
     return -1;
   }
   if (!c->L->cpu) {
-    DLDevice d = m->dl_tensor.device;
-    void *theirs = NULL;
-    int same = d.device_type == kDLCUDA && d.device_id == c->L->ordinal &&
-               (!c->stream || fx.stream_device(c->stream) == c->L->device);
-    if (same && api->current_work_stream(kDLCUDA, d.device_id, &theirs)) {
+    int ok = on_current_stream(c, api, m->dl_tensor.device);
+    if (ok <= 0) { /* another device, or work to order first: the __dlpack__ path */
       if (m->deleter)
         m->deleter(m);
-      return -1;
-    }
-    if (!same || theirs != fx.stream_handle(fx_call_stream(c))) {
-      /* another device, or work to order first: the __dlpack__ path */
-      if (m->deleter)
-        m->deleter(m);
-      return 0;
+      return ok;
     }
   }
   *out = m;

@@ -1,0 +1,131 @@
+"""oxide.Stream, oxide.Event, oxide.wrap_stream and oxide.Chain, on the CPU
+and (GPU tests) on CUDA, without PyTorch: raw CUstream handles and objects
+with __cuda_stream__ stand in for other libraries' streams."""
+import numpy as np
+import pytest
+
+import oxide
+
+ADD1 = """
+#[kernel]
+fn add1(x: &[f32], y: DisjointSlice<f32>) {
+    let i = thread::index_1d();
+    if let Some(o) = y.get_mut(i) { *o = x[i] + 1.0; }
+}
+"""
+
+
+class Proto:
+    """Another library's stream, as the CUDA stream protocol shows it."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
+
+
+def test_stream_surface(dev):
+    s = dev.stream()
+    d = dev.default_stream
+    assert d.handle == 0  # the legacy default stream (CUDA), or no CUDA stream (CPU)
+    assert s == s and s != d and len({s, s, d}) == 2
+    if dev.type == "cpu":
+        assert s.handle == 0
+        with pytest.raises(TypeError, match="a CPU stream has no CUDA stream"):
+            s.__cuda_stream__()
+        with pytest.raises(ValueError, match="cannot order work on cpu"):
+            oxide.wrap_stream(Proto(1234), dev)
+    else:
+        assert s.handle != 0 and s.__cuda_stream__() == (0, s.handle)
+        w = oxide.wrap_stream(Proto(s.handle), dev)
+        assert w.handle == s.handle and "wraps CUstream" in repr(w)
+        assert oxide.wrap_stream(s.handle, dev) is w  # one wrapper per CUstream
+        assert oxide.wrap_stream(0, dev) is d and oxide.wrap_stream(1, dev) is d
+    assert oxide.wrap_stream(s, dev) is s
+    for bad in ("x", 1.5, True, Proto("x")):
+        with pytest.raises(TypeError):
+            oxide.wrap_stream(bad, dev)
+
+
+def test_events_and_waits(dev):
+    m = oxide.compile(ADD1, dev)
+    n = 1 << 16
+    x = oxide.full(n, 1.0, device=dev)
+    y = oxide.empty(n, device=dev)
+    a, b = dev.stream(), dev.stream()
+    start = a.record_event()
+    m.add1(x, y, grid=n // 256, block=256, stream=a)
+    done = a.record_event()
+    b.wait_event(done)
+    b.wait_stream(a)
+    z = oxide.empty(n, device=dev)
+    m.add1(y, z, grid=n // 256, block=256, stream=b)
+    done.synchronize()
+    assert start.elapsed_time(done) >= 0.0
+    e = oxide.Event(dev)
+    e.record(b)
+    e.wait()  # the default stream waits for b
+    assert z.numpy().min() == 3.0 and z.numpy().max() == 3.0
+    assert repr(e) == f"<oxide.Event on {dev}>"
+
+
+def test_chain(dev):
+    m = oxide.compile(ADD1, dev)
+    x = oxide.tensor(np.arange(256, dtype=np.float32), device=dev)
+    y = oxide.empty(256, device=dev)
+    z = oxide.empty(256, device=dev)
+    ch = oxide.Chain(dev)
+    ch.launch(m.add1, x, y, grid=1, block=256)
+    ch.launch(m.add1, y=z, x=y, grid=1, block=256)  # by name too
+    ch.copy(x, z)                                    # x = z: each run adds 2
+    ch.run()
+    assert z.numpy().tolist() == [i + 2.0 for i in range(256)]
+    ch.capture()  # CUDA: one graph from now on; CPU: nothing to capture
+    s = dev.stream()
+    ch.run(stream=s)
+    ch.run(stream=s)
+    s.synchronize()
+    assert z.numpy().tolist() == [i + 6.0 for i in range(256)]
+    with pytest.raises(oxide.ArgumentTypeError, match="missing 'y'"):
+        ch.launch(m.add1, x, grid=1, block=256)
+    with pytest.raises(oxide.InvalidArgumentError, match="pass grid= and block="):
+        ch.launch(m.add1, x, y)
+    assert repr(ch) == f"<oxide.Chain on {dev}>"
+
+
+def test_chain_holds_foreign_arrays():
+    """A NumPy array recorded in a chain is imported once and kept: the chain
+    writes into the same memory every run."""
+    dev = oxide.device("cpu")
+    m = oxide.compile(ADD1, dev)
+    a = np.zeros(64, np.float32)
+    b = np.zeros(64, np.float32)
+    ch = oxide.Chain(dev)
+    ch.launch(m.add1, a, b, grid=1, block=64)
+    ch.run()
+    assert b.tolist() == [1.0] * 64
+    a[:] = 5
+    ch.run()
+    assert b.tolist() == [6.0] * 64
+
+
+@pytest.mark.gpu
+def test_stream_argument_kinds():
+    """stream= takes a raw CUstream int and __cuda_stream__ objects, runs on
+    that stream, and refuses a stream of the wrong kind with the rule."""
+    dev = oxide.device("cuda")
+    m = oxide.compile(ADD1, dev)
+    n = 1 << 20
+    x = oxide.full(n, 2.0, device=dev)
+    s = dev.stream()
+    for arg in (s.handle, Proto(s.handle), s):
+        y = oxide.zeros(n, device=dev)
+        m.add1(x, y, grid=n // 256, block=256, stream=arg)
+        s.synchronize()
+        assert y.numpy().min() == 3.0
+    with pytest.raises(oxide.ArgumentTypeError, match="stream must be an oxide.Stream"):
+        m.add1(x, x, grid=1, block=1, stream="s")
+    with pytest.raises(oxide.InvalidArgumentError, match="belongs to device cpu"):
+        m.add1(x, oxide.empty(n, device=dev), grid=1, block=1,
+               stream=oxide.device("cpu").stream())
