@@ -55,6 +55,8 @@ step "Python wheel: build, install into a fresh venv, test the installed package
 step "Rust tests (cargo test)"
 if [ -f bindings/rust/Cargo.toml ]; then
   OXIDE_LIB_DIR="$PWD/$BUILD" cargo test --offline --manifest-path bindings/rust/Cargo.toml || status=1
+  # a crate outside the workspace, built and run with no environment variables
+  bash tools/test_rust_consumer.sh || status=1
 fi
 
 step "front-end fuzzing"
