@@ -426,6 +426,51 @@ impl Stream {
     pub fn as_raw(&self) -> ffi::ox_stream {
         self.raw
     }
+
+    /// Wraps a CUDA stream that another library owns (a `CUstream`: PyTorch's
+    /// `torch.cuda.current_stream().cuda_stream`, CuPy's `ptr`, a C++
+    /// library's). Oxide borrows it: dropping the wrapper never waits and
+    /// never destroys the CUDA stream; wrapping one stream again gives the
+    /// same Oxide stream. The CUDA stream must outlive the work and the
+    /// tensors Oxide uses on it (docs/c-api.md, "Foreign streams"); an
+    /// invalid handle is undefined behaviour in the driver, hence `unsafe`.
+    ///
+    /// # Safety
+    /// `cu_stream` is a live `CUstream` of `dev`'s primary context (or null
+    /// for the legacy default stream), and outlives every use Oxide makes of it.
+    pub unsafe fn wrap(dev: Device, cu_stream: *mut c_void) -> Result<Stream> {
+        let mut s = ptr::null_mut();
+        check(ffi::ox_stream_wrap(dev.0, cu_stream, &mut s))?;
+        Ok(Stream { raw: s, owned: true })
+    }
+
+    /// Takes over a stream handle made by the C API (`ox_stream_create` or
+    /// `ox_stream_wrap`): dropping the result destroys it. Pairs with
+    /// [`Stream::into_raw`].
+    ///
+    /// # Safety
+    /// `raw` is a live stream handle of this process's liboxide that nobody
+    /// else will destroy.
+    pub unsafe fn from_raw(raw: ffi::ox_stream) -> Stream {
+        Stream { raw, owned: true }
+    }
+
+    /// The handle, no longer destroyed by Rust (for C code that takes it over).
+    pub fn into_raw(self) -> ffi::ox_stream {
+        let s = std::mem::ManuallyDrop::new(self);
+        s.raw
+    }
+
+    /// The `CUstream` behind the stream (null for the legacy default stream
+    /// and on the CPU), to hand to other libraries.
+    pub fn cuda_handle(&self) -> *mut c_void {
+        unsafe { ffi::ox_stream_handle(self.raw) }
+    }
+
+    /// Later work here waits, on the device, for the work queued on `other` so far.
+    pub fn wait_stream(&self, other: &Stream) -> Result<()> {
+        check(unsafe { ffi::ox_stream_wait_stream(self.raw, other.raw) })
+    }
 }
 
 impl Drop for Stream {
@@ -593,6 +638,57 @@ impl Tensor {
     }
 }
 
+/// DLPack and raw handles: how tensors cross into C, C++, Python and other
+/// libraries.
+impl Tensor {
+    /// Takes over one reference to a tensor handle made by the C API (or
+    /// another binding of the same liboxide): dropping the result releases it.
+    ///
+    /// # Safety
+    /// `raw` is a live tensor handle of this process's liboxide, and the
+    /// caller owns the reference it hands over.
+    pub unsafe fn from_raw(raw: ffi::ox_tensor) -> Tensor {
+        Tensor { raw }
+    }
+
+    /// The handle with this reference, no longer released by Rust (C code
+    /// that takes it over calls `ox_tensor_release`).
+    pub fn into_raw(self) -> ffi::ox_tensor {
+        let t = std::mem::ManuallyDrop::new(self);
+        t.raw
+    }
+
+    /// Imports a `DLManagedTensorVersioned*` without a copy. Oxide owns it
+    /// from the call on, even when it refuses it: the producer's deleter runs
+    /// once, when the last Oxide reference goes (or at once on an error).
+    ///
+    /// # Safety
+    /// `managed` points to a valid DLPack 1.x managed tensor whose memory stays
+    /// valid until its deleter runs, and nobody else deletes it.
+    pub unsafe fn from_dlpack(managed: *mut c_void) -> Result<Tensor> {
+        let mut t = ptr::null_mut();
+        check(ffi::ox_tensor_from_dlpack(managed, 1, &mut t))?;
+        Ok(Tensor { raw: t })
+    }
+
+    /// Exports the tensor as a new `DLManagedTensorVersioned*` holding one
+    /// reference, released by its deleter (the consumer must call it once).
+    /// `consumer`: the stream the consumer will use the memory on, made to
+    /// wait for Oxide's pending writes; `None`: the consumer synchronizes.
+    pub fn to_dlpack(&self, consumer: Option<&Stream>) -> Result<*mut c_void> {
+        let mut out = ptr::null_mut();
+        check(unsafe { ffi::ox_tensor_to_dlpack(self.raw, stream_raw(consumer), 1, &mut out) })?;
+        Ok(out)
+    }
+
+    /// For a tensor imported through DLPack: its memory goes back to the
+    /// producer on `stream` (ordered after Oxide's work on it) instead of
+    /// after a host wait (`ox_tensor_set_release_stream`).
+    pub fn set_release_stream(&self, stream: Option<&Stream>) -> Result<()> {
+        check(unsafe { ffi::ox_tensor_set_release_stream(self.raw, stream_raw(stream)) })
+    }
+}
+
 impl Clone for Tensor {
     fn clone(&self) -> Tensor {
         unsafe { ffi::ox_tensor_retain(self.raw) };
@@ -716,6 +812,32 @@ impl Module {
     pub fn from_cache(&self) -> bool {
         unsafe { ffi::ox_module_from_cache(self.raw) != 0 }
     }
+
+    /// The module handle (for C code; the module stays Rust's).
+    pub fn as_raw(&self) -> ffi::ox_module {
+        self.raw
+    }
+
+    /// Takes over a module handle made by the C API: dropping the result
+    /// destroys the module.
+    ///
+    /// # Safety
+    /// `raw` is a live module handle of this process's liboxide, loaded on
+    /// `dev`, that nobody else will destroy.
+    pub unsafe fn from_raw(raw: ffi::ox_module, dev: Device) -> Module {
+        Module {
+            raw,
+            device: dev,
+            _filename: None,
+        }
+    }
+
+    /// The handle, no longer destroyed by Rust (the filename it may point to
+    /// is kept for the life of the process).
+    pub fn into_raw(self) -> ffi::ox_module {
+        let m = std::mem::ManuallyDrop::new(self);
+        m.raw
+    }
 }
 
 impl Drop for Module {
@@ -824,6 +946,23 @@ pub struct Kernel<'m> {
 }
 
 impl Kernel<'_> {
+    /// The kernel handle (borrowed from its module; for C code).
+    pub fn as_raw(&self) -> ffi::ox_kernel {
+        self.raw
+    }
+
+    /// A kernel handle made by the C API, borrowing `module` (which owns it).
+    ///
+    /// # Safety
+    /// `raw` is a kernel handle of `module` (from `ox_module_get_kernel`).
+    pub unsafe fn from_raw(raw: ffi::ox_kernel, module: &Module) -> Kernel<'_> {
+        let _ = module;
+        Kernel {
+            raw,
+            _module: PhantomData,
+        }
+    }
+
     pub fn name(&self) -> String {
         unsafe { string(ffi::ox_kernel_name(self.raw)) }
     }
