@@ -57,6 +57,8 @@ if [ -f bindings/rust/Cargo.toml ]; then
   OXIDE_LIB_DIR="$PWD/$BUILD" cargo test --offline --manifest-path bindings/rust/Cargo.toml || status=1
   # a crate outside the workspace, built and run with no environment variables
   bash tools/test_rust_consumer.sh || status=1
+  # across languages: C and Python hand tensors to a Rust cdylib through DLPack
+  bash examples/interop/run.sh "$PWD/$BUILD" || status=1
 fi
 
 step "front-end fuzzing"

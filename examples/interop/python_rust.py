@@ -1,0 +1,51 @@
+"""Python hands NumPy arrays (and torch tensors, where torch is installed,
+on the GPU when there is one) to a Rust library (the oxide_rust_fill
+cdylib) through DLPack: the Rust side launches an Oxide kernel that writes
+them in place. Checks the values and that each capsule's deleter ran
+exactly once (the array's reference count is back where it was).
+    python_rust.py PATH/liboxide_rust_fill.so"""
+import ctypes as C
+import sys
+
+import numpy as np
+
+lib = C.CDLL(sys.argv[1])
+lib.rust_affine.argtypes = [C.c_void_p, C.c_float, C.c_float]
+lib.rust_last_error.restype = C.c_char_p
+get_pointer = C.pythonapi.PyCapsule_GetPointer
+get_pointer.restype, get_pointer.argtypes = C.c_void_p, [C.py_object, C.c_char_p]
+set_name = C.pythonapi.PyCapsule_SetName
+set_name.argtypes = [C.py_object, C.c_char_p]
+
+
+def affine(x, a, b, stream=None):
+    """x = a * x + b in Rust. The capsule is consumed as DLPack says: its
+    pointer taken, the capsule renamed, and the deleter left to the consumer."""
+    cap = x.__dlpack__(stream=stream, max_version=(1, 1))
+    ptr = get_pointer(cap, b"dltensor_versioned")
+    set_name(cap, b"used_dltensor_versioned")
+    if lib.rust_affine(ptr, a, b):
+        raise RuntimeError(lib.rust_last_error().decode())
+
+
+ok = True
+x = np.arange(1001, dtype=np.float32)
+before = sys.getrefcount(x)
+for _ in range(3):
+    affine(x, 2.0, 1.0)
+ok &= bool((x == 8 * np.arange(1001, dtype=np.float32) + 7).all())
+ok &= sys.getrefcount(x) == before  # every deleter ran, once
+print(f"python_rust numpy: {'ok' if ok else 'WRONG'}")
+try:
+    import torch
+except ImportError:
+    print("python_rust torch: not run (torch is not installed)")
+else:
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    t = torch.arange(5000, dtype=torch.float32, device=dev)
+    stream = torch.cuda.current_stream().cuda_stream or 1 if dev == "cuda" else None
+    affine(t, 3.0, -1.0, stream=stream)
+    good = torch.equal(t, 3 * torch.arange(5000, dtype=torch.float32, device=dev) - 1)
+    print(f"python_rust torch on {dev}: {'ok' if good else 'WRONG'}")
+    ok &= good
+sys.exit(0 if ok else 1)
