@@ -10,9 +10,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build-gpu -j"$(nproc)" >/dev/null
+# the cross-language examples (examples/interop), built here: the GPU machine
+# has no cargo. Linked to liboxide.so (one copy in the process), found next to
+# them at run time ($ORIGIN/..: the wheel's, which tools/gpu_run.sh puts there).
+rm -rf build-gpu/interop && mkdir -p build-gpu/interop
+OXIDE_LIB_DIR="$PWD/build-gpu" OXIDE_LINK=dylib cargo build --offline --quiet --release \
+  --manifest-path examples/interop/rust_fill/Cargo.toml --target-dir build-gpu/interop-target
+cp build-gpu/interop-target/release/liboxide_rust_fill.so build-gpu/interop/
+cc -std=c11 -Wall -Wextra -Werror -o build-gpu/interop/c_rust examples/interop/c_rust.c \
+  -I core/include -L build-gpu -loxide -L build-gpu/interop -loxide_rust_fill \
+  -Wl,-rpath,'$ORIGIN/..' -Wl,-rpath,'$ORIGIN'
+g++ -std=c++17 -Wall -Wextra -Werror -shared -fPIC -o build-gpu/interop/libcpp_scale.so \
+  examples/interop/cpp_scale.cpp -I build-gpu/include -L build-gpu -loxide -Wl,-rpath,'$ORIGIN/..'
 rm -rf .carry/build-gpu
 mkdir -p .carry
 cp -a build-gpu .carry/build-gpu
+rm -rf .carry/build-gpu/interop-target
 cd .carry/build-gpu
 find . -name CMakeFiles -type d -prune -exec rm -rf {} +
 rm -rf liboxide.a bundle test-cache Testing

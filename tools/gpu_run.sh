@@ -32,5 +32,14 @@ OXIDE_SKIP_REPO_PYTHON=1 bash tools/gpu_suite.sh build-gpu $suite_arg || status=
 OXIDE_TEST_GPU=1 OXIDE_WHEEL_BENCH="$bench" bash tools/test_wheel.sh --system-site-packages 2>&1 |
   tee "$OUT/wheel_tests.log" | grep -E "passed|failed|PASSED|FAILED|NOT RUN|Error|^  " | tail -80
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
+# the cross-language examples (built by tools/gpu_bundle.sh), on the GPU
+if [ -d build-gpu/interop ]; then
+  export OXIDE_LIBRARY="$PWD/build-gpu/liboxide.so" PYTHONPATH="$PWD/bindings/python"
+  { build-gpu/interop/c_rust cuda &&
+    python3 examples/interop/python_rust.py build-gpu/interop/liboxide_rust_fill.so &&
+    python3 examples/interop/cpp_python.py build-gpu/interop/libcpp_scale.so; } 2>&1 |
+    tee "$OUT/interop.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
 echo "gpu run status: $status"
 exit $status

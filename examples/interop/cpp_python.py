@@ -80,6 +80,27 @@ for name in devices:
     oxide.compile(ADD, dev).add(t, 0.5, grid=4, block=256)
     ok &= t.numpy().tolist() == [i + 0.5 for i in range(1000)]
     print(f"cpp_python on {dev}: {'ok' if ok else 'WRONG'}")
+# 4. torch tensors through C++ and back, on torch's current stream (a side
+# stream): torch writes, C++ scales, torch reads, with no synchronization
+try:
+    import torch
+except ImportError:
+    torch = None
+    print("cpp_python torch: not run (torch is not installed)")
+if torch is not None and torch.cuda.is_available():
+    side = torch.cuda.Stream()
+    t = torch.empty(1 << 20, device="cuda")
+    results = []
+    with torch.cuda.stream(side):
+        for it in range(20):
+            torch.cuda._sleep(1_000_000)  # a late write: a launch elsewhere would read stale data
+            t.fill_(float(it))
+            assert lib.cpp_scale(give(t, stream=side.cuda_stream), 2.0, side.cuda_stream) == 0
+            results.append(t.clone())
+    side.synchronize()
+    good = all(torch.equal(r, torch.full_like(r, 2.0 * i)) for i, r in enumerate(results))
+    print(f"cpp_python torch on a side stream: {'ok' if good else 'WRONG'}")
+    ok &= good
 # 3. NumPy memory to C++: the deleter runs once (the reference count comes back)
 a = np.ones(5000, np.float32)
 before = sys.getrefcount(a)
