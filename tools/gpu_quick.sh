@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# A short GPU check for when device time is scarce (tools/gpu_run.sh is the
+# full one): the stream and DLPack C tests, the Python tests about streams,
+# torch and CUDA against the installed wheel (C extension path only), the
+# interop examples, and bench/python_launch.py with fewer samples.
+#   tools/gpu_quick.sh   (carry .carry/build-gpu and dist, as for gpu_run.sh)
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/oxide-gpu-out}
+mkdir -p "$OUT" /work
+[ "$(pwd -P)" = /work/main ] || ln -sfn "$(pwd -P)" /work/main
+rm -rf build-gpu wheel-x && cp -r .carry/build-gpu build-gpu || exit 1
+python3 -m zipfile -e dist/oxide_kernels-*.whl wheel-x >/dev/null || exit 1
+cp wheel-x/oxide/liboxide.so build-gpu/liboxide.so.0.1.0
+mkdir -p build-gpu/lib && cp wheel-x/oxide_kernels.libs/* build-gpu/lib/ 2>/dev/null
+export LD_LIBRARY_PATH="$PWD/build-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+status=0
+(cd /work/main/build-gpu && ctest -R 'wrap_test_gpu|streams_test_gpu|dlpack_test_gpu' --output-on-failure) 2>&1 |
+  tail -8
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+venv=$(mktemp -d /tmp/oxide-quick.XXXXXX)
+python3 -m venv --system-site-packages "$venv" && "$venv/bin/pip" install -q --no-index --no-deps dist/oxide_kernels-*.whl
+(cd "$venv" && OXIDE_TEST_GPU=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+  /work/main/tests/python -k "test_torch or test_streams or cuda or gpu" 2>&1 | tail -4)
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+export OXIDE_LIBRARY="$PWD/build-gpu/liboxide.so" PYTHONPATH="$PWD/bindings/python"
+build-gpu/interop/c_rust cuda || status=1
+python3 examples/interop/python_rust.py build-gpu/interop/liboxide_rust_fill.so || status=1
+python3 examples/interop/cpp_python.py build-gpu/interop/libcpp_scale.so || status=1
+unset OXIDE_LIBRARY PYTHONPATH
+(cd "$venv" && PYTHONUNBUFFERED=1 "$venv/bin/python" /work/main/bench/python_launch.py --device cuda \
+  --samples 20 2>&1 | grep -v Warning | tail -24)
+echo "gpu quick status: $status"
+exit $status
