@@ -14,7 +14,8 @@ cmake --build build-gpu -j"$(nproc)" >/dev/null
 # has no cargo. Linked to liboxide.so (one copy in the process), found next to
 # them at run time ($ORIGIN/..: the wheel's, which tools/gpu_run.sh puts there).
 rm -rf build-gpu/interop && mkdir -p build-gpu/interop
-OXIDE_LIB_DIR="$PWD/build-gpu" OXIDE_LINK=dylib cargo build --offline --quiet --release \
+OXIDE_LIB_DIR="$PWD/build-gpu" OXIDE_LINK=dylib RUSTFLAGS='-C link-arg=-Wl,-rpath,$ORIGIN/..' \
+  cargo build --offline --quiet --release \
   --manifest-path examples/interop/rust_fill/Cargo.toml --target-dir build-gpu/interop-target
 cp build-gpu/interop-target/release/liboxide_rust_fill.so build-gpu/interop/
 cc -std=c11 -Wall -Wextra -Werror -o build-gpu/interop/c_rust examples/interop/c_rust.c \

@@ -18,9 +18,10 @@ status=0
 (cd /work/main/build-gpu && ctest -R 'wrap_test_gpu|streams_test_gpu|dlpack_test_gpu' --output-on-failure) 2>&1 |
   tail -8
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
-venv=$(mktemp -d /tmp/oxide-quick.XXXXXX)
-python3 -m venv --system-site-packages "$venv" && "$venv/bin/pip" install -q --no-index --no-deps dist/oxide_kernels-*.whl
-(cd "$venv" && OXIDE_TEST_GPU=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+# the wheel installed into a folder the system python (torch, pytest) imports from
+site=$(mktemp -d /tmp/oxide-quick.XXXXXX)
+python3 -m pip install -q --no-index --no-deps --target "$site" dist/oxide_kernels-*.whl
+(cd "$site" && PYTHONPATH="$site" OXIDE_TEST_GPU=1 python3 -m pytest -q -p no:cacheprovider \
   /work/main/tests/python -k "test_torch or test_streams or cuda or gpu" 2>&1 | tail -4)
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 export OXIDE_LIBRARY="$PWD/build-gpu/liboxide.so" PYTHONPATH="$PWD/bindings/python"
@@ -28,7 +29,7 @@ build-gpu/interop/c_rust cuda || status=1
 python3 examples/interop/python_rust.py build-gpu/interop/liboxide_rust_fill.so || status=1
 python3 examples/interop/cpp_python.py build-gpu/interop/libcpp_scale.so || status=1
 unset OXIDE_LIBRARY PYTHONPATH
-(cd "$venv" && PYTHONUNBUFFERED=1 "$venv/bin/python" /work/main/bench/python_launch.py --device cuda \
-  --samples 20 2>&1 | grep -v Warning | tail -24)
+(cd "$site" && PYTHONPATH="$site" PYTHONUNBUFFERED=1 python3 /work/main/bench/python_launch.py \
+  --device cuda --samples 20 2>&1 | grep -v Warning | tail -24)
 echo "gpu quick status: $status"
 exit $status

@@ -57,9 +57,12 @@ class Chain:
         return s._h if s is not None else None
 
     def capture(self, stream: Any = None) -> None:
-        """CUDA: captures the recorded steps as one CUDA graph on `stream`
-        (None: the default stream), running nothing; later runs replay it. On
-        the CPU there is nothing to capture."""
+        """CUDA: captures the recorded steps as one CUDA graph, running
+        nothing; later runs replay it (on any stream). A capture needs a
+        stream Oxide made: `stream` (device.stream()), or None for a new one
+        used for the capture only. On the CPU there is nothing to capture."""
+        if stream is None and self.device.type == "cuda":
+            stream = self.device.stream()  # the legacy default stream cannot capture
         _check(_L.ox_chain_capture(self._h, self._stream(stream)))
 
     def run(self, stream: Any = None) -> None:
