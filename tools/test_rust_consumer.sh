@@ -16,4 +16,18 @@ if ldd "$target/run-me" | grep -q liboxide; then
   exit 1
 fi
 (cd / && env -i HOME="$target" "$target/run-me")
-echo "rust consumer: PASSED"
+# a kernel error fails `cargo build`, with the compiler's file:line:col
+cp -r "$root/tests/rust_consumer" "$target/broken"
+sed -i 's|../../bindings/rust|'"$root"'/bindings/rust|' "$target/broken/Cargo.toml"
+sed -i 's/alpha \* x\[i\]/alpha * q[i]/' "$target/broken/kernels/saxpy.oxk"
+if env -u OXIDE_LIB_DIR cargo build --offline --quiet --manifest-path "$target/broken/Cargo.toml" \
+  --target-dir "$target/target" >"$target/broken.log" 2>&1; then
+  echo "a broken kernel built" >&2
+  exit 1
+fi
+if ! grep -q "kernels/saxpy.oxk:5:" "$target/broken.log"; then
+  echo "the build failed without the kernel's location:" >&2
+  cat "$target/broken.log" >&2
+  exit 1
+fi
+echo "rust consumer: PASSED (and a kernel error failed the build at $(grep -o 'kernels/saxpy.oxk:5:[0-9]*' "$target/broken.log" | head -1))"

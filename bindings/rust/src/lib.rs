@@ -51,6 +51,9 @@
 //!   cancelled; a GPU kernel cannot be preempted), and the contents of
 //!   memory written by a kernel with a race in its `unsafe` code.
 
+#[path = "build_support.rs"]
+pub mod build;
+
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::fmt;
 use std::marker::PhantomData;

@@ -1,12 +1,8 @@
 //! saxpy on the CPU (and on CUDA device 0 when there is one), checked.
 use oxide::{Arg, Device, DeviceType, LaunchConfig, Module, Tensor};
 
-const SAXPY: &str = r#"#[kernel]
-fn saxpy(x: &[f32], y: &[f32], out: DisjointSlice<f32>, alpha: f32) {
-    let i = thread::index_1d();
-    if let Some(o) = out.get_mut(i) { *o = alpha * x[i] + y[i]; }
-}
-"#;
+// SAXPY: kernels/saxpy.oxk, checked by build.rs
+include!(concat!(env!("OUT_DIR"), "/oxide_kernels.rs"));
 
 fn main() -> Result<(), oxide::Error> {
     let mut devices = vec![Device::cpu()?];
@@ -19,7 +15,8 @@ fn main() -> Result<(), oxide::Error> {
         let y = vec![1.0f32; n];
         let (tx, ty) = (Tensor::from_slice(dev, &x)?, Tensor::from_slice(dev, &y)?);
         let out = Tensor::empty(dev, oxide::Dtype::F32, &[n as i64])?;
-        let m = Module::compile(dev, SAXPY)?;
+        let opts = oxide::CompileOptions { filename: Some("kernels/saxpy.oxk".into()), ..Default::default() };
+        let m = Module::compile_with(dev, SAXPY, &opts)?;
         let k = m.kernel("saxpy")?;
         k.launch(
             &LaunchConfig::for_elements(n, 256),
