@@ -102,6 +102,63 @@ static void *releaser(void *arg) {
   return NULL;
 }
 
+/* One CPU tensor shared by threads that write it (kernel launches and
+ * host copies, each writing every element with one value) and threads that
+ * read it (host copies): every read must see one write whole. CPU work runs
+ * on the caller's threads, so only the core's per-storage access locks
+ * keep these apart (ThreadSanitizer reports the race without them). */
+enum { SHARED_N = 1 << 16, SHARED_ROUNDS = 100 };
+static ox_tensor shared_t;
+
+/* (Checks are counted locally and reported at the end: check.h's lock,
+ * taken after every operation, would order the threads for ThreadSanitizer
+ * and hide the very race this looks for.) */
+static void *shared_writer(void *arg) {
+  int id = (int)(intptr_t)arg, r = 0, failed = 0;
+  ox_stream s = NULL;
+  ox_stream_create(dev, &s);
+  ox_tensor one = NULL;
+  int64_t n = SHARED_N;
+  ox_tensor_full(dev, s, OX_F32, 1, &n, 1.0, &one);
+  static float host[2][SHARED_N];
+  for (; r < SHARED_ROUNDS; r++) {
+    float v = (float)(id * 1000 + r);
+    if (r % 4 == 3) { /* a kernel writes it: out = 0 * one + v */
+      ox_arg a[4] = {ox_arg_tensor(one), ox_arg_tensor(shared_t), ox_arg_f32(0.0f), ox_arg_f32(v)};
+      ox_launch_config cfg = {{SHARED_N / 256, 1, 1}, {256, 1, 1}};
+      failed += ox_launch(shared_kernel, s, &cfg, a, 4) != OX_OK;
+    } else { /* a host copy writes it */
+      for (int i = 0; i < SHARED_N; i++)
+        host[id][i] = v;
+      failed += ox_tensor_copy_from_host(shared_t, s, host[id], sizeof host[id]) != OX_OK;
+    }
+  }
+  TCHECK(failed == 0, "shared writes");
+  ox_tensor_release(one);
+  ox_stream_destroy(s);
+  return NULL;
+}
+
+static void *shared_reader(void *arg) {
+  int id = (int)(intptr_t)arg, r = 0, failed = 0, mixed = 0;
+  ox_stream s = NULL;
+  ox_stream_create(dev, &s);
+  float *h = malloc(sizeof(float) * SHARED_N);
+  for (; r < 3 * SHARED_ROUNDS; r++) {
+    failed += ox_tensor_to_host(shared_t, s, h, sizeof(float) * SHARED_N) != OX_OK;
+    for (int i = 1; i < SHARED_N; i++)
+      if (h[i] != h[0]) {
+        mixed++;
+        break;
+      }
+  }
+  TCHECK(failed == 0, "shared reads");
+  TCHECK(mixed == 0, "a read saw two writes at once");
+  free(h);
+  ox_stream_destroy(s);
+  return NULL;
+}
+
 int main(void) {
   CHECK_OK(ox_device_get(OX_DEVICE_CPU, 0, &dev));
   ox_module m = NULL;
@@ -116,6 +173,16 @@ int main(void) {
     pthread_create(&th[i], NULL, releaser, (void *)(intptr_t)i);
   for (int i = 0; i < THREADS; i++)
     pthread_join(th[i], NULL);
+  int64_t n = SHARED_N;
+  CHECK_OK(ox_tensor_zeros(dev, NULL, OX_F32, 1, &n, &shared_t));
+  pthread_t rw[4];
+  for (int i = 0; i < 2; i++) {
+    pthread_create(&rw[i], NULL, shared_writer, (void *)(intptr_t)i);
+    pthread_create(&rw[2 + i], NULL, shared_reader, (void *)(intptr_t)i);
+  }
+  for (int i = 0; i < 4; i++)
+    pthread_join(rw[i], NULL);
+  ox_tensor_release(shared_t);
   ox_module_destroy(m);
   return test_done("concurrency_test");
 }

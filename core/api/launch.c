@@ -381,8 +381,18 @@ ox_status oxa_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, 
     }
   }
   assert(j == k->nflat);
-  if (s->dev->type == OX_DEVICE_CPU)
-    return oxr_cpu_launch(&k->cpu, grid, block, ptrs, s->err, k->tag, s);
+  if (s->dev->type == OX_DEVICE_CPU) {
+    oxr_cpu_hold hold = {0};
+    for (int i = 0; i < nargs; i++) {
+      const oxi_param *p = k->ir->params.items[i];
+      if (p->kind != OXI_P_SCALAR)
+        oxr_cpu_hold_add(&hold, tens[i], mutable_kind(p->kind));
+    }
+    oxr_cpu_hold_take(&hold);
+    st = oxr_cpu_launch(&k->cpu, grid, block, ptrs, s->err, k->tag, s);
+    oxr_cpu_hold_drop(&hold);
+    return st;
+  }
   vals[j] = (uint64_t)s->err_d;
   ptrs[j] = &vals[j];
   uint32_t tag = k->tag;

@@ -364,7 +364,11 @@ static ox_status fill_bits(const char *fn, oxr_tensor *t, oxr_stream *s, uint64_
     if ((st = oxr_tensor_use(t, s, true)) != OX_OK)
       return named(fn, st);
     if (t->dev->type == OX_DEVICE_CPU) {
+      oxr_cpu_hold hold = {0};
+      oxr_cpu_hold_add(&hold, t, true);
+      oxr_cpu_hold_take(&hold);
       memset(t->data, b[0], bytes);
+      oxr_cpu_hold_drop(&hold);
       return OX_OK;
     }
     if ((st = oxr_cuda_make_current(t->dev)) != OX_OK)
@@ -519,7 +523,12 @@ static ox_status copy_same(const char *fn, oxr_tensor *dst, oxr_tensor *src, oxr
         (st = oxr_tensor_use(dst, s, true)) != OX_OK)
       return named(fn, st);
     if (dst->dev->type == OX_DEVICE_CPU) {
+      oxr_cpu_hold hold = {0};
+      oxr_cpu_hold_add(&hold, src, false);
+      oxr_cpu_hold_add(&hold, dst, true);
+      oxr_cpu_hold_take(&hold);
       memcpy(dst->data, src->data, bytes);
+      oxr_cpu_hold_drop(&hold);
       return OX_OK;
     }
     if ((st = oxr_cuda_make_current(dst->dev)) != OX_OK)
@@ -606,6 +615,9 @@ static ox_status copy_any(const char *fn, oxr_tensor *dst, oxr_tensor *src, oxr_
   if (st == OX_OK) {
     size_t bytes = (size_t)g->numel * ox_dtype_size(g->dtype);
     CUdeviceptr dp = (CUdeviceptr)(uintptr_t)gd->data;
+    oxr_cpu_hold hold = {0}; /* the host side, while the DMA touches it */
+    oxr_cpu_hold_add(&hold, hd, !to_gpu);
+    oxr_cpu_hold_take(&hold);
     st = to_gpu ? cu_check(fn, oxr_cu.cuMemcpyHtoDAsync(dp, hd->data, bytes, s->cu),
                            "cuMemcpyHtoDAsync")
                 : cu_check(fn, oxr_cu.cuMemcpyDtoHAsync(hd->data, dp, bytes, s->cu),
@@ -613,6 +625,7 @@ static ox_status copy_any(const char *fn, oxr_tensor *dst, oxr_tensor *src, oxr_
     /* done with host memory before returning, whether pageable or pinned */
     if (st == OX_OK)
       st = cu_check(fn, oxr_cu.cuStreamSynchronize(s->cu), "cuStreamSynchronize");
+    oxr_cpu_hold_drop(&hold);
   }
   if (st == OX_OK && to_gpu && gd != g)
     st = copy_same(fn, g, gd, s);

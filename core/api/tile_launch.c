@@ -311,8 +311,18 @@ ox_status oxa_tile_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *
   for (int i = 0; i < j; i++)
     ptrs[i] = &vals[i];
   uint32_t g32[3] = {(uint32_t)grid[0], (uint32_t)grid[1], (uint32_t)grid[2]};
-  if (s->dev->type == OX_DEVICE_CPU)
-    return oxr_cpu_launch(&sp->cpu, g32, block, ptrs, s->err, k->tag, s);
+  if (s->dev->type == OX_DEVICE_CPU) {
+    oxr_cpu_hold hold = {0};
+    for (int i = 0; i < nargs; i++) {
+      const oxi_param *p = ki->params.items[i];
+      if (p->kind != OXI_P_SCALAR)
+        oxr_cpu_hold_add(&hold, tens[i], p->kind == OXI_P_TILE || p->kind == OXI_P_ATENSOR);
+    }
+    oxr_cpu_hold_take(&hold);
+    st = oxr_cpu_launch(&sp->cpu, g32, block, ptrs, s->err, k->tag, s);
+    oxr_cpu_hold_drop(&hold);
+    return st;
+  }
   vals[j] = (uint64_t)s->err_d;
   ptrs[j] = &vals[j];
   uint32_t tag = k->tag;

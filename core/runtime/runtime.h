@@ -11,6 +11,8 @@
 #ifndef OXIDE_RUNTIME_H
 #define OXIDE_RUNTIME_H
 
+#include <pthread.h>
+
 #include "base/base.h"
 #include "runtime/cuda.h"
 
@@ -103,6 +105,9 @@ struct oxr_storage {
   /* the producer's stream, on which foreign memory is handed back (NULL:
    * after a host wait); see ox_tensor_set_release_stream */
   oxr_stream *release;
+  /* CPU memory: held by CPU kernels and host copies while they touch it
+   * (oxr_cpu_hold); not used on CUDA */
+  pthread_rwlock_t access;
   /* ownership tracking, under `lock` */
   int lock;                        /* a spin lock (atomic flag) */
   oxr_stream *writer;              /* the stream of the last write, or NULL */
@@ -159,6 +164,26 @@ void oxr_tensor_extent(const oxr_tensor *t, uintptr_t *lo, uintptr_t *hi);
  * writes `t`. Makes `s` wait on the device for the other streams' pending
  * work on the memory, then records this use. */
 ox_status oxr_tensor_use(oxr_tensor *t, oxr_stream *s, bool write);
+/* CPU memory access. A CPU kernel, and a host copy, fill or DMA of CPU
+ * memory, hold the storages they touch for as long as they touch them:
+ * shared to read, exclusive to write. Work on the CPU runs when it is
+ * queued, on the caller's thread, so without this two threads could touch
+ * one storage at once: a data race, undefined behaviour in C and in the safe
+ * Rust binding built on it (whose tensors are Send). Storages are locked in
+ * address order, each once (exclusive if any use writes), so two holds
+ * never deadlock; nothing takes a hold while holding one. */
+enum { OXR_HOLD_MAX = 2 * 64 };
+typedef struct oxr_cpu_hold {
+  int n;
+  oxr_storage *st[OXR_HOLD_MAX];
+  bool excl[OXR_HOLD_MAX];
+} oxr_cpu_hold;
+/* Adds `t`'s storage to the hold (tensors of a CUDA device are ignored). */
+void oxr_cpu_hold_add(oxr_cpu_hold *h, const oxr_tensor *t, bool write);
+/* Locks what was added; oxr_cpu_hold_drop unlocks it. */
+void oxr_cpu_hold_take(oxr_cpu_hold *h);
+void oxr_cpu_hold_drop(oxr_cpu_hold *h);
+
 /* Makes `s` wait, on the device, for everything queued on `other` so far. */
 ox_status oxr_stream_wait_stream(oxr_stream *s, oxr_stream *other);
 /* True when OXIDE_DEBUG_NO_STREAM_ORDERING is set: every cross-stream wait

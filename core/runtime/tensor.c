@@ -11,6 +11,7 @@
  * write it needs (whatever else was queued there since), never for less, and
  * work that stays on one stream costs nothing.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@ ox_status oxr_storage_alloc(ox_device dev, oxr_stream *s, size_t bytes, oxr_stor
   st->refcount = 1;
   st->dev = dev;
   st->bytes = bytes;
+  pthread_rwlock_init(&st->access, NULL);
   if (dev->type == OX_DEVICE_CPU) {
     /* 64-byte aligned for vector loads; aligned_alloc needs a multiple of it */
     st->alloc = aligned_alloc(64, bytes ? (bytes + 63) & ~(size_t)63 : 64);
@@ -70,6 +72,7 @@ oxr_storage *oxr_storage_foreign(ox_device dev, void *ptr, size_t bytes, void (*
     return NULL;
   st->refcount = 1;
   st->dev = dev;
+  pthread_rwlock_init(&st->access, NULL);
   st->alloc = ptr;
   st->bytes = bytes;
   st->owner_release = release;
@@ -120,7 +123,45 @@ void oxr_storage_release(oxr_storage *st) {
   }
   if (st->owner_release)
     st->owner_release(st->owner_ctx);
+  pthread_rwlock_destroy(&st->access);
   free(st);
+}
+
+/* ------------------------------------------------------------ CPU access */
+
+void oxr_cpu_hold_add(oxr_cpu_hold *h, const oxr_tensor *t, bool write) {
+  if (!t || t->dev->type != OX_DEVICE_CPU)
+    return;
+  for (int i = 0; i < h->n; i++)
+    if (h->st[i] == t->storage) {
+      h->excl[i] |= write;
+      return;
+    }
+  assert(h->n < OXR_HOLD_MAX);
+  h->st[h->n] = t->storage;
+  h->excl[h->n++] = write;
+}
+
+void oxr_cpu_hold_take(oxr_cpu_hold *h) {
+  /* address order (insertion sort: a launch holds a few storages) */
+  for (int i = 1; i < h->n; i++)
+    for (int j = i; j > 0 && (uintptr_t)h->st[j - 1] > (uintptr_t)h->st[j]; j--) {
+      oxr_storage *t = h->st[j];
+      bool e = h->excl[j];
+      h->st[j] = h->st[j - 1];
+      h->excl[j] = h->excl[j - 1];
+      h->st[j - 1] = t;
+      h->excl[j - 1] = e;
+    }
+  for (int i = 0; i < h->n; i++)
+    (void)(h->excl[i] ? pthread_rwlock_wrlock(&h->st[i]->access)
+                      : pthread_rwlock_rdlock(&h->st[i]->access));
+}
+
+void oxr_cpu_hold_drop(oxr_cpu_hold *h) {
+  for (int i = h->n - 1; i >= 0; i--)
+    pthread_rwlock_unlock(&h->st[i]->access);
+  h->n = 0;
 }
 
 /* --------------------------------------------------------------- tracking */
@@ -426,10 +467,14 @@ static ox_status host_copy(oxr_tensor *t, oxr_stream *s, void *host, size_t byte
   if (e != OX_OK || bytes == 0)
     return e;
   if (t->dev->type == OX_DEVICE_CPU) {
+    oxr_cpu_hold hold = {0};
+    oxr_cpu_hold_add(&hold, t, to_device);
+    oxr_cpu_hold_take(&hold);
     if (to_device)
       memcpy(t->data, host, bytes);
     else
       memcpy(host, t->data, bytes);
+    oxr_cpu_hold_drop(&hold);
     return OX_OK;
   }
   e = oxr_cuda_make_current(t->dev);
