@@ -43,10 +43,15 @@
 //! - **Handles.** liboxide refuses a handle after release (generation-checked
 //!   handles), so a logic error in a binding gives an error, not a use after
 //!   free.
-//! - **Threads.** Only [`Device`] is `Send + Sync`. [`Tensor`], [`Stream`]
-//!   and [`Module`] stay on the thread that made them: a tensor's clones
-//!   share memory, and on the CPU device a kernel launched on one thread and
-//!   a host copy on another could race on it.
+//! - **Threads.** [`Device`], [`Tensor`], [`Stream`], [`Module`] and
+//!   [`Kernel`] are `Send + Sync` (see the reasoning at their `unsafe impl`s):
+//!   liboxide's handles, launches, compiles and copies are thread-safe, GPU
+//!   work on shared memory is ordered across streams by ownership tracking,
+//!   and on the CPU device, where work runs on the calling thread, kernels
+//!   and host copies hold the memory they touch (shared to read, exclusive to
+//!   write), so a kernel launched on one thread and a copy on another never
+//!   touch one tensor at once (`tests/concurrency_test` shows the race under
+//!   ThreadSanitizer without those holds; `tests/threads.rs` here).
 //! - **Not covered:** a kernel that never ends (on the CPU it can be
 //!   cancelled; a GPU kernel cannot be preempted), and the contents of
 //!   memory written by a kernel with a race in its `unsafe` code.
@@ -301,6 +306,35 @@ pub struct Device(ffi::ox_device);
 // Device handles are immutable and never freed; liboxide guards their state.
 unsafe impl Send for Device {}
 unsafe impl Sync for Device {}
+
+// Tensors, streams, modules and kernels may move to and be shared with other
+// threads, because everything the C core does with them is thread-safe:
+// - handles are generation-checked entries of a locked table; a tensor's
+//   reference count is atomic, so clones may drop on any thread;
+// - the memory's contents: GPU work on it (launches, copies, fills) is
+//   ordered across streams by ownership tracking (a write waits, on the
+//   device, for other streams' pending reads and writes; a host read waits
+//   for the last writer), and host copies synchronize before they return;
+//   CPU work runs on the calling thread, so CPU kernels, host copies, fills
+//   and DMAs of CPU memory take a per-storage reader-writer hold for as long
+//   as they touch it (oxr_cpu_hold in core/runtime): two threads never touch
+//   one storage at once, whichever views or clones they use;
+// - a stream's launches may come from several threads (CUDA streams are
+//   thread-safe; CPU launches on one stream run one at a time);
+// - compiling and launching a kernel from several threads is supported (the
+//   compile cache and a tile kernel's specializations are locked);
+//   `Kernel::set_generic` takes the kernel's lock.
+// What stays the caller's: `unsafe` kernels and `launch_unchecked`, whose
+// accesses Oxide does not check, and foreign memory (DLPack imports) that
+// another library writes behind Oxide's back.
+unsafe impl Send for Tensor {}
+unsafe impl Sync for Tensor {}
+unsafe impl Send for Stream {}
+unsafe impl Sync for Stream {}
+unsafe impl Send for Module {}
+unsafe impl Sync for Module {}
+unsafe impl Send for Kernel<'_> {}
+unsafe impl Sync for Kernel<'_> {}
 
 /// Refuses a liboxide built from another oxide.h than this crate's ffi.rs:
 /// its structs and enums would not be what the crate declares. Checked once,
