@@ -1069,6 +1069,25 @@ static void test_emit_api(void) {
     fail(&c, "NULL source", ox_last_error());
   if (ox_emit(vecadd_contract, NULL, OX_TARGET_CPU, OX_EMIT_IR, NULL) != OX_ERR_INVALID_ARGUMENT)
     fail(&c, "NULL out", ox_last_error());
+  /* the options grow at their end: a newer caller's struct (larger `size`)
+   * works while its extra fields are 0, and is refused when one is set; a
+   * size of 0 is the ABI-3 layout; a size too small to hold a field is refused */
+  struct {
+    ox_compile_options o;
+    int newer_field;
+  } grown = {{.size = sizeof grown, .filename = "grown.oxk"}, 0};
+  if (ox_emit(vecadd_contract, &grown.o, OX_TARGET_CPU, OX_EMIT_IR, &out) != OX_OK)
+    fail(&c, "a larger options struct with its extra fields 0", ox_last_error());
+  ox_free(out);
+  out = NULL;
+  grown.newer_field = 7;
+  if (ox_emit(vecadd_contract, &grown.o, OX_TARGET_CPU, OX_EMIT_IR, &out) != OX_ERR_UNSUPPORTED ||
+      !strstr(ox_last_error(), "a field this liboxide does not know"))
+    fail(&c, "a larger options struct with an extra field set", ox_last_error());
+  ox_compile_options tiny = {.size = 4};
+  if (ox_emit(vecadd_contract, &tiny, OX_TARGET_CPU, OX_EMIT_IR, &out) != OX_ERR_INVALID_ARGUMENT ||
+      !strstr(ox_last_error(), "options size 4 is too small"))
+    fail(&c, "an options size too small", ox_last_error());
   /* opt_level outside 0..3 is refused, by ox_emit and ox_module_compile alike (0: the default) */
   for (int lvl = -1; lvl <= 4; lvl++) {
     ox_compile_options o = {0};

@@ -782,6 +782,7 @@ private:
     auto own = std::make_shared<Owner>();
     own->filename = o.filename;
     ox_compile_options opts{};
+    opts.size = sizeof opts;
     opts.filename = own->filename.empty() ? nullptr : own->filename.c_str();
     opts.sm = o.sm;
     opts.opt_level = o.opt_level;
@@ -833,6 +834,7 @@ private:
 inline std::string emit(const std::string &source, ox_emit_kind kind,
                         ox_target target = OX_TARGET_DEFAULT, int sm = 0) {
   ox_compile_options o{};
+  o.size = sizeof o;
   o.sm = sm;
   char *out = nullptr;
   detail::check(ox_emit(source.c_str(), &o, target, kind, &out));

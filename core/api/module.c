@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "api/api.h"
@@ -270,6 +271,32 @@ static oxa_module *module_get(const char *fn, ox_module h) {
 
 static void module_free(oxa_module *m);
 
+/* The caller's options (NULL: the defaults) copied into *o, by their
+ * `size` (ox_compile_options grows at its end: see oxide.h). */
+static ox_status read_options(const char *fn, const ox_compile_options *opts,
+                              ox_compile_options *o) {
+  memset(o, 0, sizeof *o);
+  if (!opts)
+    return OX_OK;
+  size_t abi3 = offsetof(ox_compile_options, emit_contiguous) + sizeof opts->emit_contiguous;
+  size_t n = opts->size ? opts->size : abi3;
+  if (n < offsetof(ox_compile_options, filename))
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: options size %zu is too small", fn, n);
+  if (n > sizeof *o) { /* a newer header: its extra fields must be unset */
+    const unsigned char *extra = (const unsigned char *)opts + sizeof *o;
+    for (size_t i = 0; i < n - sizeof *o; i++)
+      if (extra[i])
+        return oxb_set_error(OX_ERR_UNSUPPORTED,
+                             "%s: the options set a field this liboxide does not know (byte %zu "
+                             "of a %zu-byte ox_compile_options; this library's has %zu)",
+                             fn, sizeof *o + i, n, sizeof *o);
+    n = sizeof *o;
+  }
+  memcpy(o, opts, n);
+  o->size = sizeof *o;
+  return OX_OK;
+}
+
 ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_options *opts,
                             ox_module *out) {
   if (!out)
@@ -278,9 +305,9 @@ ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_
   if (!oxr_device_check(__func__, dev))
     return ox_last_status();
   pthread_once(&reporter_once, install_reporter);
-  ox_compile_options o = {0};
-  if (opts)
-    o = *opts;
+  ox_compile_options o;
+  if (read_options(__func__, opts, &o) != OX_OK)
+    return ox_last_status();
   if (o.opt_level < 0 || o.opt_level > 3)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_module_compile: opt_level must be 0 to 3 "
                          "(0 means the default, 3), found %d", o.opt_level);
@@ -382,9 +409,11 @@ ox_status ox_module_compile_file(ox_device dev, const char *path, const ox_compi
   char *text = oxb_read_file(path, NULL);
   if (!text)
     return oxb_set_error(OX_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-  ox_compile_options o = {0};
-  if (opts)
-    o = *opts;
+  ox_compile_options o;
+  if (read_options(__func__, opts, &o) != OX_OK) {
+    free(text);
+    return ox_last_status();
+  }
   if (!o.filename)
     o.filename = path;
   ox_status s = ox_module_compile(dev, text, &o, out);
@@ -515,9 +544,9 @@ ox_status ox_emit(const char *source, const ox_compile_options *opts, ox_target 
   if (!out)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_emit: out is NULL");
   *out = NULL;
-  ox_compile_options o = {0};
-  if (opts)
-    o = *opts;
+  ox_compile_options o;
+  if (read_options(__func__, opts, &o) != OX_OK)
+    return ox_last_status();
   if (o.opt_level < 0 || o.opt_level > 3)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_emit: opt_level must be 0 to 3 (0 means the "
                          "default, 3), found %d", o.opt_level);

@@ -1134,7 +1134,7 @@ def from_dlpack(obj: Any, device: DeviceLike = None, *,
 
 
 def _options(filename, arch, opt_level, no_cache):
-    o = D.ox_compile_options()
+    o = D.ox_compile_options(size=C.sizeof(D.ox_compile_options))
     if filename is not None:
         o.filename = os.fsencode(filename)
     if arch is not None:

@@ -4,7 +4,7 @@ import ctypes as C
 OX_VERSION_MAJOR = 0
 OX_VERSION_MINOR = 1
 OX_VERSION_PATCH = 0
-OX_ABI_VERSION = 2
+OX_ABI_VERSION = 3
 OX_MAX_DIMS = 8
 
 # enum ox_status
@@ -84,6 +84,7 @@ ENUMS = {
 
 class ox_compile_options(C.Structure):
     _fields_ = [
+        ('size', C.c_size_t),
         ('filename', C.c_char_p),
         ('sm', C.c_int),
         ('opt_level', C.c_int),

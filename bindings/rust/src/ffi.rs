@@ -5,7 +5,7 @@ use core::ffi::{c_char, c_int, c_void};
 pub const OX_VERSION_MAJOR: c_int = 0;
 pub const OX_VERSION_MINOR: c_int = 1;
 pub const OX_VERSION_PATCH: c_int = 0;
-pub const OX_ABI_VERSION: c_int = 2;
+pub const OX_ABI_VERSION: c_int = 3;
 pub const OX_MAX_DIMS: c_int = 8;
 
 pub type ox_status = c_int;
@@ -111,6 +111,7 @@ pub type ox_chain = *mut ox_chain_s;
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct ox_compile_options {
+    pub size: usize,
     pub filename: *const c_char,
     pub sm: c_int,
     pub opt_level: c_int,

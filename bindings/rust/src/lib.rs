@@ -761,6 +761,7 @@ impl CompileOptions {
     /// The C struct, pointing into `name` (which must outlive its use).
     fn raw(&self, name: &Option<CString>) -> ffi::ox_compile_options {
         ffi::ox_compile_options {
+            size: std::mem::size_of::<ffi::ox_compile_options>(),
             filename: name.as_ref().map_or(ptr::null(), |n| n.as_ptr()),
             sm: self.sm,
             opt_level: self.opt_level,

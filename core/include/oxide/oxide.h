@@ -37,7 +37,7 @@ extern "C" {
  *  value or a function's meaning changes incompatibly. A program or binding
  *  built against this header should compare it with ox_abi_version() of the
  *  library it loaded (the bindings do, and refuse another). */
-#define OX_ABI_VERSION 2
+#define OX_ABI_VERSION 3
 
 /* ---------------------------------------------------------------- status */
 
@@ -357,6 +357,12 @@ typedef enum ox_target {
 
 /** Options for compiling kernel text. Zero-initialize, then set what you need. */
 typedef struct ox_compile_options {
+  /** sizeof(ox_compile_options) as the caller's header has it, so that the
+   *  struct can grow: fields past `size` are taken as 0, and a caller's
+   *  fields this library does not know must be 0 (else OX_ERR_UNSUPPORTED).
+   *  0 (what a designated or zero initializer leaves) means the fields of ABI
+   *  version 3, up to emit_contiguous. */
+  size_t size;
   const char *filename; /**< name used in diagnostics (default "<input>") */
   int sm;               /**< CUDA architecture as 80, 86, 90...; 0 = the device's */
   int opt_level;        /**< LLVM optimization level 0..3; 0 here means the default 3 */
