@@ -58,6 +58,7 @@
 
 #[path = "build_support.rs"]
 pub mod build;
+pub mod kernel_macro;
 
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::fmt;

@@ -1,0 +1,75 @@
+//! kernel!: kernels in Rust syntax with typed launchers.
+use oxide::{Device, Dtype, LaunchConfig, Tensor};
+
+oxide::kernel! {
+    #[kernel]
+    #[launch_contract(block = (256, 1, 1), requires = (a.len() >= c.len(), b.len() >= c.len()))]
+    fn vecadd(a: &[f32], b: &[f32], c: DisjointSlice<f32>) {
+        let i = thread::index_1d();
+        if let Some(out) = c.get_mut(i) {
+            *out = a[i] + b[i];
+        }
+    }
+}
+
+oxide::kernel! {
+    #[kernel]
+    fn scale(out: DisjointSlice<f32>, a: f32) {
+        let i = thread::index_1d();
+        if let Some(o) = out.get_mut(i) { *o = a; }
+    }
+}
+
+oxide::kernel! {
+    #[kernel]
+    fn count(x: &[u32], hist: &[Atomic<u32>], bins: u32) {
+        let i = thread::index_1d();
+        if i.get() < x.len() {
+            hist.atomic_add((x[i] % bins) as usize, 1);
+        }
+    }
+}
+
+// names no Oxide kernel accepts: the error comes from Oxide, at load
+oxide::kernel! {
+    #[kernel]
+    fn broken(out: DisjointSlice<f32>) {
+        let i = thread::index_1d();
+        if let Some(o) = out.get_mut(i) { *o = nowhere; }
+    }
+}
+
+#[test]
+fn typed_launchers() {
+    let dev = Device::cpu().unwrap();
+    let n = 1000usize;
+    let a = Tensor::from_slice(dev, &vec![1.5f32; n]).unwrap();
+    let b = Tensor::from_slice(dev, &vec![2.0f32; n]).unwrap();
+    let c = Tensor::empty(dev, Dtype::F32, &[n as i64]).unwrap();
+    let k = vecadd::load(dev).unwrap();
+    k.launch(&LaunchConfig::for_elements(n, 256), &a, &b, &c).unwrap();
+    assert!(c.to_vec::<f32>().unwrap().iter().all(|&v| v == 3.5));
+    let s = scale::load(dev).unwrap();
+    s.launch(&LaunchConfig::for_elements(n, 256), &c, 4.0f32).unwrap();
+    assert!(c.to_vec::<f32>().unwrap().iter().all(|&v| v == 4.0));
+    assert!(scale::SOURCE.contains("fn scale"));
+
+    let x: Vec<u32> = (0..n as u32).collect();
+    let tx = Tensor::from_slice(dev, &x).unwrap();
+    let hist = Tensor::from_slice(dev, &[0u32; 10]).unwrap();
+    let h = count::load(dev).unwrap();
+    let stream = dev.stream().unwrap();
+    h.launch_on(Some(&stream), &LaunchConfig::for_elements(n, 256), &tx, &hist, 10u32).unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(hist.to_vec::<u32>().unwrap(), vec![100u32; 10]);
+
+    // the kernel's element types are Oxide's to check, at launch
+    let e = k.launch(&LaunchConfig::for_elements(n, 256), &tx, &b, &c).unwrap_err();
+    assert!(e.message().contains("u32"), "{}", e.message());
+}
+
+#[test]
+fn oxide_diagnostics_name_the_macro() {
+    let e = broken::load(Device::cpu().unwrap()).err().expect("an unknown name compiles");
+    assert!(e.message().contains("(kernel!)") && e.message().contains("nowhere"), "{}", e.message());
+}
