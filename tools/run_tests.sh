@@ -8,13 +8,15 @@
 #      (+ LeakSanitizer): API misuse, handles, the cache, threads included,
 #   3. the concurrency tests (ctest label "threads") under ThreadSanitizer,
 #   4. Python (pytest, twice: through the C extension, and with
-#      OXIDE_PURE_PYTHON=1 through ctypes) and Rust (cargo test) bindings,
+#      OXIDE_PURE_PYTHON=1 through ctypes), Rust (cargo test, a crate outside
+#      the workspace) and SWIG (Java) bindings, and the cross-language
+#      examples (examples/interop),
 #   5. the Python wheel (tools/build_wheel.sh) installed into a fresh virtual
 #      environment, and the Python tests against the installed package,
 #   6. the front-end fuzzer for a bounded time ($OXIDE_FUZZ_SECONDS, default 120).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export OXIDE_FUZZ=1
+export OXIDE_FUZZ=1 OXIDE_SWIG=1
 bash tools/setup.sh
 BUILD=${OXIDE_BUILD_DIR:-build}
 JOBS=$(nproc)
@@ -60,6 +62,9 @@ if [ -f bindings/rust/Cargo.toml ]; then
   # across languages: C and Python hand tensors to a Rust cdylib through DLPack
   bash examples/interop/run.sh "$PWD/$BUILD" || status=1
 fi
+
+step "SWIG binding (Java)"
+bash tools/test_swig.sh "$PWD/$BUILD" || status=1
 
 step "front-end fuzzing"
 if [ -x tools/fuzz.sh ] || [ -f tools/fuzz.sh ]; then

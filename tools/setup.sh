@@ -11,6 +11,10 @@ for p in build-essential cmake llvm-19-dev libzstd-dev zlib1g-dev python3 python
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 command -v cargo >/dev/null 2>&1 || need+=(cargo)
+# the SWIG binding's test (Java): tools/test_swig.sh
+if [ "${OXIDE_SWIG:-0}" = 1 ]; then
+  for p in swig default-jdk-headless; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
+fi
 if [ "${OXIDE_FUZZ:-0}" = 1 ]; then
   for p in clang-14 libclang-rt-14-dev; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
 fi
