@@ -11,6 +11,7 @@ import numpy as np
 
 lib = C.CDLL(sys.argv[1])
 lib.rust_affine.argtypes = [C.c_void_p, C.c_float, C.c_float]
+lib.rust_affine_on.argtypes = [C.c_void_p, C.c_float, C.c_float, C.c_size_t]
 lib.rust_last_error.restype = C.c_char_p
 get_pointer = C.pythonapi.PyCapsule_GetPointer
 get_pointer.restype, get_pointer.argtypes = C.c_void_p, [C.py_object, C.c_char_p]
@@ -48,4 +49,22 @@ else:
     good = torch.equal(t, 3 * torch.arange(5000, dtype=torch.float32, device=dev) - 1)
     print(f"python_rust torch on {dev}: {'ok' if good else 'WRONG'}")
     ok &= good
+    if dev == "cuda":  # on torch's current stream (a side stream), no synchronization
+        side = torch.cuda.Stream()
+        t = torch.empty(1 << 20, device="cuda")
+        results = []
+        with torch.cuda.stream(side):
+            for it in range(20):
+                torch.cuda._sleep(1_000_000)  # a late write: a launch elsewhere would read stale data
+                t.fill_(float(it))
+                cap = t.__dlpack__(stream=side.cuda_stream, max_version=(1, 1))
+                ptr = get_pointer(cap, b"dltensor_versioned")
+                set_name(cap, b"used_dltensor_versioned")
+                if lib.rust_affine_on(ptr, 2.0, 1.0, side.cuda_stream):
+                    raise RuntimeError(lib.rust_last_error().decode())
+                results.append(t.clone())
+        side.synchronize()
+        good = all(torch.equal(r, torch.full_like(r, 2.0 * i + 1)) for i, r in enumerate(results))
+        print(f"python_rust torch on a side stream: {'ok' if good else 'WRONG'}")
+        ok &= good
 sys.exit(0 if ok else 1)
