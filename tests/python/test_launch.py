@@ -834,3 +834,20 @@ def test_cuda_rejects_cpu_arrays():
     x, y, o = arrays()
     raises(oxide.InvalidArgumentError, r"argument 1 \('x'\): the tensor is on CPU .*the launch on",
            k, x, y, o, 1.0, grid=1, block=8)
+
+
+def test_jax_arrays():
+    """JAX arrays as kernel inputs (through __dlpack__, zero-copy), on both
+    paths. JAX exports its (immutable) arrays without DLPack's read-only
+    flag, so Oxide cannot tell; docs/python.md asks not to pass them as
+    outputs."""
+    jnp = pytest.importorskip("jax.numpy")
+    k = oxide.compile(SAXPY, device=CPU).saxpy
+    x = jnp.arange(1000, dtype=jnp.float32)
+    y = jnp.ones(1000, dtype=jnp.float32)
+    for run in paths(k):
+        out = np.zeros(1000, np.float32)
+        run(x, y, out, 2.0, grid=4, block=256)
+        assert (out == 2 * np.arange(1000, dtype=np.float32) + 1).all()
+    t = oxide.from_dlpack(x)
+    assert t.data_ptr == x.unsafe_buffer_pointer()  # in place, no copy
