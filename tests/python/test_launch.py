@@ -838,9 +838,7 @@ def test_cuda_rejects_cpu_arrays():
 
 def test_jax_arrays():
     """JAX arrays as kernel inputs (through __dlpack__, zero-copy), on both
-    paths. JAX exports its (immutable) arrays without DLPack's read-only
-    flag, so Oxide cannot tell; docs/python.md asks not to pass them as
-    outputs."""
+    paths (as outputs: the next test)."""
     jnp = pytest.importorskip("jax.numpy")
     k = oxide.compile(SAXPY, device=CPU).saxpy
     x = jnp.arange(1000, dtype=jnp.float32)
@@ -851,3 +849,14 @@ def test_jax_arrays():
         assert (out == 2 * np.arange(1000, dtype=np.float32) + 1).all()
     t = oxide.from_dlpack(x)
     assert t.data_ptr == x.unsafe_buffer_pointer()  # in place, no copy
+
+
+def test_jax_arrays_are_not_outputs():
+    """An immutable JAX array passed where the kernel writes is refused on
+    both paths, with the reason, before anything runs."""
+    jnp = pytest.importorskip("jax.numpy")
+    k = oxide.compile(SAXPY, device=CPU).saxpy
+    x = jnp.arange(8, dtype=jnp.float32)
+    raises(oxide.InvalidArgumentError, r"^kernel 'saxpy', argument 3 \('out'\): jax(lib)?\.\w+ is "
+           r"immutable, and the kernel writes this parameter", k, x, x, x, 2.0, grid=1, block=8)
+    assert x.tolist() == list(range(8))

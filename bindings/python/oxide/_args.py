@@ -187,6 +187,10 @@ def error(sig, code, index, value=None, extra=None):
                        f"__cuda_array_interface__ or __array_interface__), got {_what(value)}")
     if code == "interface":
         return ValueErr(f"{at}{extra}")
+    if code == "immutable":
+        return ValueErr(f"{at}{_what(value)} is immutable, and the kernel writes this parameter "
+                        f"({_SPELLING.get(p.kind, p.kind)}); pass an array that may be written "
+                        f"(numpy, torch, an oxide.Tensor)")
     raise AssertionError(f"unknown launch error code {code!r}")
 
 
@@ -288,11 +292,20 @@ def convert_other(sig, i, x, stream):
         if isinstance(x, (int, float)):  # subclasses of them (bool is an int)
             return pkg._SCALARS[p.dtype](number(sig, i, x))
         raise error(sig, "not_scalar", i, x)
+    if p.writable and immutable_type(type(x)):
+        raise error(sig, "immutable", i, x)
     if not isinstance(x, (int, float)):
         t = import_array(sig, i, x, stream)
         if t is not None:
             return t
     raise error(sig, "not_tensor", i, x)
+
+
+def immutable_type(tp):
+    """True for array types whose values must never change (JAX's: JAX
+    exports them through DLPack without the read-only flag, so the
+    producer cannot say it). The C extension asks this once per type."""
+    return tp.__module__.split(".")[0] in ("jax", "jaxlib")
 
 
 def import_array(sig, i, x, stream):

@@ -76,6 +76,8 @@ typedef struct fx_objects {
   PyObject *stream_getter; /* _streams.stream_getter(type) -> callable | None */
   PyObject *producer_stream; /* _streams.producer_stream(array, device) -> int | None */
   PyObject *stream_getters;  /* {type: stream_getter(type)}, filled as types come */
+  PyObject *immutable_type;  /* _args.immutable_type(type) -> bool */
+  PyObject *immutable_types; /* {type: immutable_type(type)}, filled as types come */
   int no_ordering;         /* OXIDE_DEBUG_NO_STREAM_ORDERING: ask producers for none */
   PyObject *typestrs;      /* {"<f4": (code, bits), ...}: array interface element types */
   PyObject *exchange_apis; /* {type: capsule or None}: __dlpack_c_exchange_api__ by type */
@@ -94,6 +96,7 @@ extern fx_objects fxo;
 typedef struct fx_param {
   ox_param_kind kind;
   ox_dtype dtype;
+  int writable; /* the kernel may write it (ox_param_info.writable) */
 } fx_param;
 
 /* A kernel's launcher (the Launcher type): its signature, read once. */

@@ -95,6 +95,7 @@ static PyObject *launcher_new(PyTypeObject *type, PyObject *args, PyObject *kwar
       goto fail;
     L->params[i].kind = info.kind;
     L->params[i].dtype = info.dtype;
+    L->params[i].writable = info.writable != 0;
     /* every tile kernel has a tensor, output partition or atomic tensor parameter */
     L->tile |= info.kind == OX_PARAM_TENSOR || info.kind == OX_PARAM_TILE ||
                info.kind == OX_PARAM_ATOMIC_TENSOR;
@@ -320,6 +321,21 @@ static int scalar_arg(PyObject *x, ox_arg *a) {
   return fx_scalar_object(x, (ox_dtype)t, a) ? -1 : 1;
 }
 
+/* 1 if x's type holds values that must never change (_args.immutable_type,
+ * asked once per type), 0 if not, -1 on error. */
+static int immutable(PyObject *x) {
+  PyObject *tp = (PyObject *)Py_TYPE(x);
+  PyObject *v = PyDict_GetItem(fxo.immutable_types, tp); /* borrowed */
+  if (!v) {
+    v = PyObject_CallFunctionObjArgs(fxo.immutable_type, tp, NULL);
+    int bad = !v || PyDict_SetItem(fxo.immutable_types, tp, v);
+    Py_XDECREF(v); /* the dict holds it */
+    if (bad)
+      return -1;
+  }
+  return PyObject_IsTrue(v);
+}
+
 static int convert(fx_call *c, int i) {
   const fx_launcher *L = c->L;
   PyObject *x = c->bound[i];
@@ -340,6 +356,11 @@ static int convert(fx_call *c, int i) {
   if (r)
     return r < 0 ? -1 : 0;
   if (p->kind != OX_PARAM_SCALAR) {
+    if (p->writable) {
+      r = immutable(x);
+      if (r)
+        return r < 0 ? -1 : fx_error(L, "immutable", i, x, NULL);
+    }
     r = fx_import(c, i, x, a);
     if (r)
       return r < 0 ? -1 : 0;
