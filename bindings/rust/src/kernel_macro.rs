@@ -28,10 +28,9 @@
 //! scalar parameter (`f32`, `i32`, `u64`, `bool`...), so rustc checks the
 //! number of arguments, which are tensors and the type of every scalar (an
 //! `f64` for an `f32` parameter does not compile); element types are
-//! checked by Oxide at launch. Tile kernels (`#[tile]`) take their
-//! tensors' shapes in their types, which Rust's type grammar does not
-//! accept: give their source as a string, or a file checked at build time
-//! ([`crate::build`]).
+//! checked by Oxide at launch. `tile!` does the same for `#[tile]` kernels,
+//! whose tensor types carry their shapes (`&Tensor<f32, [-1, -1]>`): those
+//! are matched token by token, as Oxide writes them.
 //!
 //! A `compile_fail` check: a scalar of the wrong type does not compile.
 //! ```compile_fail
@@ -105,6 +104,47 @@ macro_rules! kernel {
     };
 }
 
+/// Declares a `#[tile]` kernel in Rust syntax (const generics and tensor
+/// types with their shapes, `&mut Tensor<f32, [1, BN]>`, are matched as
+/// Oxide writes them) and a typed launcher for it, as [`kernel!`](crate::kernel)
+/// does: a `&Tensor` for each tensor parameter (an output partition for
+/// `&mut Tensor`: `t.partition(&[tile])`), the Rust type for each scalar.
+/// Launch with `LaunchConfig::default()`: the output partition gives the
+/// grid.
+#[macro_export]
+macro_rules! tile {
+    ($(#[$attr:meta])* fn $name:ident $(< $(const $g:ident : $gt:ident),* >)? ( $($params:tt)* ) $body:block) => {
+        #[allow(non_camel_case_types)]
+        /// A tile kernel declared with `oxide::tile!`, loaded on one device.
+        pub struct $name {
+            module: $crate::Module,
+        }
+        #[allow(dead_code)]
+        impl $name {
+            /// The kernel's Oxide source (the macro's tokens).
+            pub const SOURCE: &'static str =
+                stringify!($(#[$attr])* fn $name $(< $(const $g : $gt),* >)? ( $($params)* ) $body);
+
+            /// Compiles the kernel for `dev` (specialized for its tile sizes
+            /// at the first launch).
+            pub fn load(dev: $crate::Device) -> $crate::Result<$name> {
+                let opts = $crate::CompileOptions {
+                    filename: Some(concat!(file!(), ":", line!(), " (tile!)").into()),
+                    ..Default::default()
+                };
+                Ok($name { module: $crate::Module::compile_with(dev, Self::SOURCE, &opts)? })
+            }
+
+            /// The compiled module.
+            pub fn module(&self) -> &$crate::Module {
+                &self.module
+            }
+
+            $crate::__kernel_launcher! { $name [] [] [] $($params)* }
+        }
+    };
+}
+
 /// The launcher's parameters, one kernel parameter at a time: [the
 /// launcher's parameters] [the `Arg`s] [their names], then what is left.
 #[doc(hidden)]
@@ -120,6 +160,15 @@ macro_rules! __kernel_launcher {
         $crate::__kernel_launcher! { $name [$($s)* $p: &$crate::Tensor,] [$($a)* $crate::Arg::tensor($p),] [$($n)* $p] $($($rest)*)? }
     };
     ($name:ident [$($s:tt)*] [$($a:tt)*] [$($n:tt)*] $p:ident : DisjointSlice < $e:ident > $(, $($rest:tt)*)?) => {
+        $crate::__kernel_launcher! { $name [$($s)* $p: &$crate::Tensor,] [$($a)* $crate::Arg::tensor($p),] [$($n)* $p] $($($rest)*)? }
+    };
+    ($name:ident [$($s:tt)*] [$($a:tt)*] [$($n:tt)*] $p:ident : & mut Tensor < $e:ident , $shape:tt > $(, $($rest:tt)*)?) => {
+        $crate::__kernel_launcher! { $name [$($s)* $p: &$crate::Tensor,] [$($a)* $crate::Arg::tensor($p),] [$($n)* $p] $($($rest)*)? }
+    };
+    ($name:ident [$($s:tt)*] [$($a:tt)*] [$($n:tt)*] $p:ident : & Tensor < Atomic < $e:ident > , $shape:tt > $(, $($rest:tt)*)?) => {
+        $crate::__kernel_launcher! { $name [$($s)* $p: &$crate::Tensor,] [$($a)* $crate::Arg::tensor($p),] [$($n)* $p] $($($rest)*)? }
+    };
+    ($name:ident [$($s:tt)*] [$($a:tt)*] [$($n:tt)*] $p:ident : & Tensor < $e:ident , $shape:tt > $(, $($rest:tt)*)?) => {
         $crate::__kernel_launcher! { $name [$($s)* $p: &$crate::Tensor,] [$($a)* $crate::Arg::tensor($p),] [$($n)* $p] $($($rest)*)? }
     };
     ($name:ident [$($s:tt)*] [$($a:tt)*] [$($n:tt)*] $p:ident : $e:ident $(, $($rest:tt)*)?) => {

@@ -73,3 +73,27 @@ fn oxide_diagnostics_name_the_macro() {
     let e = broken::load(Device::cpu().unwrap()).err().expect("an unknown name compiles");
     assert!(e.message().contains("(kernel!)") && e.message().contains("nowhere"), "{}", e.message());
 }
+
+oxide::tile! {
+    #[tile]
+    fn add<const B: i32>(z: &mut Tensor<f32, [B]>, x: &Tensor<f32, [-1]>, y: &Tensor<f32, [-1]>, s: f32) {
+        let i = tile_id(0);
+        let a = x.partition([B]).load([i]);
+        let b = y.partition([B]).load([i]);
+        z.store(a + b * s);
+    }
+}
+
+#[test]
+fn tile_launcher() {
+    let dev = Device::cpu().unwrap();
+    let n = 1000usize;
+    let x = Tensor::from_slice(dev, &(0..n).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
+    let y = Tensor::from_slice(dev, &vec![1.0f32; n]).unwrap();
+    let z = Tensor::empty(dev, Dtype::F32, &[n as i64]).unwrap();
+    let k = add::load(dev).unwrap();
+    k.launch(&LaunchConfig::default(), &z.partition(&[128]).unwrap(), &x, &y, 2.0f32).unwrap();
+    let got = z.to_vec::<f32>().unwrap();
+    assert!(got.iter().enumerate().all(|(i, &v)| v == i as f32 + 2.0), "{:?}", &got[..4]);
+    assert!(add::SOURCE.contains("const B"));
+}
