@@ -73,34 +73,8 @@ scalar_params!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
 #[macro_export]
 macro_rules! kernel {
     ($(#[$attr:meta])* fn $name:ident ( $($params:tt)* ) $body:block) => {
-        #[allow(non_camel_case_types)]
-        /// A kernel declared with `oxide::kernel!`, loaded on one device.
-        pub struct $name {
-            module: $crate::Module,
-        }
-        #[allow(dead_code)]
-        impl $name {
-            /// The kernel's Oxide source (the macro's tokens).
-            pub const SOURCE: &'static str =
-                stringify!($(#[$attr])* fn $name ( $($params)* ) $body);
-
-            /// Compiles the kernel for `dev` (Oxide's diagnostics name the
-            /// macro's file and line).
-            pub fn load(dev: $crate::Device) -> $crate::Result<$name> {
-                let opts = $crate::CompileOptions {
-                    filename: Some(concat!(file!(), ":", line!(), " (kernel!)").into()),
-                    ..Default::default()
-                };
-                Ok($name { module: $crate::Module::compile_with(dev, Self::SOURCE, &opts)? })
-            }
-
-            /// The compiled module (for `emit`-style inspection or raw handles).
-            pub fn module(&self) -> &$crate::Module {
-                &self.module
-            }
-
-            $crate::__kernel_launcher! { $name [] [] [] $($params)* }
-        }
+        $crate::__kernel_struct! { $name "kernel!",
+            stringify!($(#[$attr])* fn $name ( $($params)* ) $body), $($params)* }
     };
 }
 
@@ -114,28 +88,40 @@ macro_rules! kernel {
 #[macro_export]
 macro_rules! tile {
     ($(#[$attr:meta])* fn $name:ident $(< $(const $g:ident : $gt:ident),* >)? ( $($params:tt)* ) $body:block) => {
+        $crate::__kernel_struct! { $name "tile!",
+            stringify!($(#[$attr])* fn $name $(< $(const $g : $gt),* >)? ( $($params)* ) $body),
+            $($params)* }
+    };
+}
+
+/// The struct both macros declare: `SOURCE`, `load`, `module` and the
+/// launcher (`$macro` names the macro in Oxide's diagnostics).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kernel_struct {
+    ($name:ident $macro:literal, $source:expr, $($params:tt)*) => {
         #[allow(non_camel_case_types)]
-        /// A tile kernel declared with `oxide::tile!`, loaded on one device.
+        /// A kernel declared with `oxide::kernel!` or `oxide::tile!`, loaded on one device.
         pub struct $name {
             module: $crate::Module,
         }
         #[allow(dead_code)]
         impl $name {
             /// The kernel's Oxide source (the macro's tokens).
-            pub const SOURCE: &'static str =
-                stringify!($(#[$attr])* fn $name $(< $(const $g : $gt),* >)? ( $($params)* ) $body);
+            pub const SOURCE: &'static str = $source;
 
-            /// Compiles the kernel for `dev` (specialized for its tile sizes
-            /// at the first launch).
+            /// Compiles the kernel for `dev` (Oxide's diagnostics name the
+            /// macro's file and line; a tile kernel is specialized for its
+            /// tile sizes at its first launch).
             pub fn load(dev: $crate::Device) -> $crate::Result<$name> {
                 let opts = $crate::CompileOptions {
-                    filename: Some(concat!(file!(), ":", line!(), " (tile!)").into()),
+                    filename: Some(concat!(file!(), ":", line!(), " (", $macro, ")").into()),
                     ..Default::default()
                 };
                 Ok($name { module: $crate::Module::compile_with(dev, Self::SOURCE, &opts)? })
             }
 
-            /// The compiled module.
+            /// The compiled module (for inspection or raw handles).
             pub fn module(&self) -> &$crate::Module {
                 &self.module
             }
