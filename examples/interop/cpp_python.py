@@ -14,26 +14,15 @@ import sys
 import numpy as np
 
 import oxide
+from _handover import give
 
 lib = C.CDLL(sys.argv[1])
 lib.cpp_scale.argtypes = [C.c_void_p, C.c_float, C.c_size_t]
 lib.cpp_make_iota.argtypes = [C.c_int64, C.c_int]
 lib.cpp_make_iota.restype = C.c_void_p
 lib.cpp_last_error.restype = C.c_char_p
-get_pointer = C.pythonapi.PyCapsule_GetPointer
-get_pointer.restype, get_pointer.argtypes = C.c_void_p, [C.py_object, C.c_char_p]
-set_name = C.pythonapi.PyCapsule_SetName
-set_name.argtypes = [C.py_object, C.c_char_p]
 new_capsule = C.pythonapi.PyCapsule_New
 new_capsule.restype, new_capsule.argtypes = C.py_object, [C.c_void_p, C.c_char_p, C.c_void_p]
-
-
-def give(x, stream=None):
-    """x's DLPack managed tensor, for a consumer that takes it over."""
-    cap = x.__dlpack__(stream=stream, max_version=(1, 1))
-    ptr = get_pointer(cap, b"dltensor_versioned")
-    set_name(cap, b"used_dltensor_versioned")  # consumed: the consumer deletes it
-    return ptr
 
 
 class Managed:

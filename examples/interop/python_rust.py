@@ -8,24 +8,17 @@ import ctypes as C
 import sys
 
 import numpy as np
+from _handover import give
 
 lib = C.CDLL(sys.argv[1])
 lib.rust_affine.argtypes = [C.c_void_p, C.c_float, C.c_float]
 lib.rust_affine_on.argtypes = [C.c_void_p, C.c_float, C.c_float, C.c_size_t]
 lib.rust_last_error.restype = C.c_char_p
-get_pointer = C.pythonapi.PyCapsule_GetPointer
-get_pointer.restype, get_pointer.argtypes = C.c_void_p, [C.py_object, C.c_char_p]
-set_name = C.pythonapi.PyCapsule_SetName
-set_name.argtypes = [C.py_object, C.c_char_p]
 
 
 def affine(x, a, b, stream=None):
-    """x = a * x + b in Rust. The capsule is consumed as DLPack says: its
-    pointer taken, the capsule renamed, and the deleter left to the consumer."""
-    cap = x.__dlpack__(stream=stream, max_version=(1, 1))
-    ptr = get_pointer(cap, b"dltensor_versioned")
-    set_name(cap, b"used_dltensor_versioned")
-    if lib.rust_affine(ptr, a, b):
+    """x = a * x + b in Rust, which takes the DLPack tensor over."""
+    if lib.rust_affine(give(x, stream), a, b):
         raise RuntimeError(lib.rust_last_error().decode())
 
 
@@ -57,9 +50,7 @@ else:
             for it in range(20):
                 torch.cuda._sleep(1_000_000)  # a late write: a launch elsewhere would read stale data
                 t.fill_(float(it))
-                cap = t.__dlpack__(stream=side.cuda_stream, max_version=(1, 1))
-                ptr = get_pointer(cap, b"dltensor_versioned")
-                set_name(cap, b"used_dltensor_versioned")
+                ptr = give(t, stream=side.cuda_stream)
                 if lib.rust_affine_on(ptr, 2.0, 1.0, side.cuda_stream):
                     raise RuntimeError(lib.rust_last_error().decode())
                 results.append(t.clone())
