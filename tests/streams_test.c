@@ -7,21 +7,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-
-static const char *SRC =
-    "#[kernel]\n"
-    "fn produce(x: DisjointSlice<f32>, value: f32, spin: u32, a: f32, b: f32) {\n"
-    "    let i = thread::index_1d();\n"
-    "    // slow on purpose: a dependent chain the compiler cannot fold (a = 1, b = 0)\n"
-    "    let mut v = value;\n"
-    "    for k in 0..spin { v = v * a + b; }\n"
-    "    if let Some(o) = x.get_mut(i) { *o = v; }\n"
-    "}\n"
-    "#[kernel]\n"
-    "fn consume(x: &[f32], y: DisjointSlice<f32>) {\n"
-    "    let i = thread::index_1d();\n"
-    "    if let Some(o) = y.get_mut(i) { *o = x[i] + 1.0; }\n"
-    "}\n";
+#include "produce_consume.h"
 
 int main(int argc, char **argv) {
   const char *d = argc > 1 ? argv[1] : "cpu";
@@ -31,7 +17,7 @@ int main(int argc, char **argv) {
     return test_done("streams_test");
   ox_compile_options o = {.filename = "streams.oxk"};
   ox_module m = NULL;
-  CHECK_OK(ox_module_compile(dev, SRC, &o, &m));
+  CHECK_OK(ox_module_compile(dev, PRODUCE_CONSUME, &o, &m));
   ox_kernel kp = NULL, kc = NULL;
   if (m) {
     CHECK_OK(ox_module_get_kernel(m, "produce", &kp));

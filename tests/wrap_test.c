@@ -20,6 +20,7 @@
 #include <dlpack/dlpack.h>
 
 #include "check.h"
+#include "produce_consume.h"
 
 typedef void *CUstream_t;
 typedef void (*host_fn)(void *);
@@ -99,19 +100,6 @@ static void on_alarm(int sig) {
   _exit(1);
 }
 
-static const char *SRC =
-    "#[kernel]\n"
-    "fn produce(x: DisjointSlice<f32>, value: f32, spin: u32, a: f32, b: f32) {\n"
-    "    let i = thread::index_1d();\n"
-    "    let mut v = value;\n"
-    "    for k in 0..spin { v = v * a + b; }\n"
-    "    if let Some(o) = x.get_mut(i) { *o = v; }\n"
-    "}\n"
-    "#[kernel]\n"
-    "fn consume(x: &[f32], y: DisjointSlice<f32>) {\n"
-    "    let i = thread::index_1d();\n"
-    "    if let Some(o) = y.get_mut(i) { *o = x[i] + 1.0; }\n"
-    "}\n";
 
 int main(int argc, char **argv) {
   int gpu = argc > 1 && !strcmp(argv[1], "cuda");
@@ -133,7 +121,7 @@ int main(int argc, char **argv) {
   ox_compile_options o = {.filename = "wrap.oxk"};
   ox_module m = NULL;
   ox_kernel kp = NULL, kc = NULL;
-  CHECK_OK(ox_module_compile(dev, SRC, &o, &m));
+  CHECK_OK(ox_module_compile(dev, PRODUCE_CONSUME, &o, &m));
   CHECK_OK(ox_module_get_kernel(m, "produce", &kp));
   CHECK_OK(ox_module_get_kernel(m, "consume", &kc));
   const int64_t n = 1 << 16;
