@@ -23,6 +23,19 @@ cc -std=c11 -Wall -Wextra -Werror -o build-gpu/interop/c_rust examples/interop/c
   -Wl,-rpath,'$ORIGIN/..' -Wl,-rpath,'$ORIGIN'
 g++ -std=c++17 -Wall -Wextra -Werror -shared -fPIC -o build-gpu/interop/libcpp_scale.so \
   examples/interop/cpp_scale.cpp -I build-gpu/include -L build-gpu -loxide -Wl,-rpath,'$ORIGIN/..'
+# the SWIG binding for Java (bindings/swig), when swig and a JDK are here:
+# the GPU machine runs it only if it has a JVM (tools/gpu_run.sh says which)
+rm -rf build-gpu/swig
+if command -v swig >/dev/null && command -v javac >/dev/null; then
+  mkdir -p build-gpu/swig/gen build-gpu/swig/classes
+  java_home=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
+  swig -java -DSWIGWORDSIZE64 -package oxide.swig -outdir build-gpu/swig/gen -o build-gpu/swig/oxide_wrap.c \
+    -Icore/include bindings/swig/oxide.i
+  cc -shared -fPIC -O2 -o build-gpu/swig/liboxide_java.so build-gpu/swig/oxide_wrap.c -I core/include \
+    -I"$java_home/include" -I"$java_home/include/linux" -L build-gpu -loxide -Wl,-rpath,'$ORIGIN/..'
+  javac --release 11 -d build-gpu/swig/classes build-gpu/swig/gen/*.java tests/swig/Main.java
+  rm -rf build-gpu/swig/gen build-gpu/swig/oxide_wrap.c
+fi
 rm -rf .carry/build-gpu
 mkdir -p .carry
 cp -a build-gpu .carry/build-gpu

@@ -41,5 +41,14 @@ if [ -d build-gpu/interop ]; then
     tee "$OUT/interop.log"
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
+# the SWIG/Java binding (built by tools/gpu_bundle.sh), on CUDA device 0
+if [ -d build-gpu/swig ]; then
+  if command -v java >/dev/null; then
+    java -Djava.library.path="$PWD/build-gpu/swig" -cp build-gpu/swig/classes Main cuda 2>&1 | tee "$OUT/swig.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  else
+    echo "SWIG/Java: NOT RUN (no java on this machine)" | tee "$OUT/swig.log"
+  fi
+fi
 echo "gpu run status: $status"
 exit $status

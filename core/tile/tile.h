@@ -3,7 +3,8 @@
  * ops into thread-level IR (what SIMT kernels are from the start), choosing a
  * layout for every tile and the block size. Prefix: oxt_.
  *
- * docs/tile-design.md is the plan; lower.c says which parts of it exist.
+ * docs/tile-design.md is the plan; lower.c and its parts (lower.h) say which
+ * parts of it exist.
  */
 #ifndef OXIDE_TILE_H
 #define OXIDE_TILE_H

@@ -1,0 +1,625 @@
+/* dot.c - dot on CUDA: on tensor cores with wgmma (sm_90) or mma.sync, from
+ * operands staged in shared memory (swizzled for wgmma, padded rows for
+ * mma.sync), copied there with cp.async and pipelined over a ring of staging
+ * areas when the dot is in a loop; elsewhere (f32, small tiles) a plain loop.
+ * Also the plan for which loads a dot copies itself (choose_direct_loads). */
+#include <stdlib.h>
+
+#include "tile/lower.h"
+
+/* The swizzle width (bytes) of a wgmma operand tile whose rows (along the
+ * contiguous dim) have C 16-bit elements: 128, or a row's bytes if less (32
+ * or 64: K tiles of 16 or 32 for A). */
+static int64_t swizzle_bytes(int64_t C) { return C >= 64 ? 128 : 2 * C; }
+
+/* Where element (r, c) of an [R, C] operand tile of 16-bit elements is
+ * staged for wgmma, with swizzle width w (swizzle_bytes): C / (w/2) panels
+ * of R rows of w bytes, each 8 rows an atom (8w bytes) in which 16-byte
+ * piece p of row r sits at piece p ^ (r·w/128 mod w/16) (the swizzle, so
+ * that the 8 rows of a column of pieces fall in distinct banks). `c` is a
+ * multiple of 8. In elements from the operand's start. */
+static oxi_instr *swizzled(oxt_lowerer *L, oxi_instr *r, oxi_instr *c, int64_t R, int64_t C) {
+  int64_t w = swizzle_bytes(C), E = w / 2, pieces = w / 16;
+  oxi_instr *panel = oxt_bin(L, OXI_MUL, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, c, oxt_u64(L, (uint64_t)oxt_log2i(E))),
+                         oxt_u64(L, (uint64_t)(R * E)));
+  oxi_instr *flip = oxt_bin(L, OXI_AND, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, r, oxt_u64(L, (uint64_t)oxt_log2i(128 / w))),
+                        oxt_u64(L, (uint64_t)(pieces - 1)));
+  oxi_instr *piece = oxt_bin(L, OXI_XOR, OX_U64,
+                         oxt_bin(L, OXI_AND, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, c, oxt_u64(L, 3)), oxt_u64(L, (uint64_t)(pieces - 1))),
+                         flip);
+  return oxt_bin(L, OXI_ADD, OX_U64, panel,
+             oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_MUL, OX_U64, r, oxt_u64(L, (uint64_t)E)),
+                 oxt_bin(L, OXI_SHL, OX_U64, piece, oxt_u64(L, 3))));
+}
+
+/* Writes the blocked elements of a [R, C] tile to shared memory `m` at
+ * `base` + row * `pitch` + col: one address per thread plus constants; or
+ * (pitch 0) swizzled for wgmma, an address an element. */
+static void stage(oxt_lowerer *L, const oxi_instr *old, oxi_mem m, int64_t base, int64_t pitch) {
+  const oxi_tshape *s = old->tshape;
+  int n = oxt_count_in(L, s, false);
+  int64_t *off = malloc(sizeof *off * (size_t)n);
+  oxi_instr *fb = oxt_position_parts(L, s, false, off);
+  oxi_instr **v = oxt_elements(L, old);
+  if (!pitch) {
+    for (int e = 0; e < n; e++) {
+      oxi_instr *f = oxt_bin(L, OXI_ADD, OX_U64, fb, oxt_u64(L, (uint64_t)off[e]));
+      oxi_instr *c = oxt_coord_at(L, s, 1, f);
+      oxi_instr *at = oxt_bin(L, OXI_ADD, OX_U64,
+                          swizzled(L, oxt_coord_at(L, s, 0, f), oxt_bin(L, OXI_AND, OX_U64, c, oxt_u64(L, ~(uint64_t)7)), s->dims[0],
+                                   s->dims[1]),
+                          oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_AND, OX_U64, c, oxt_u64(L, 7)), oxt_u64(L, (uint64_t)base)));
+      oxt_shared_store(L, m, at, v[e], oxt_exists(L, s, false, f));
+    }
+    free(off);
+    return;
+  }
+  oxi_instr *a0 = oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_MUL, OX_U64, oxt_coord_at(L, s, 0, fb), oxt_u64(L, (uint64_t)pitch)),
+                      oxt_bin(L, OXI_ADD, OX_U64, oxt_coord_at(L, s, 1, fb), oxt_u64(L, (uint64_t)base)));
+  for (int e = 0; e < n; e++) {
+    int64_t k = oxt_coord_of(s, 0, off[e]) * pitch + oxt_coord_of(s, 1, off[e]);
+    oxi_instr *ok = oxt_exists(L, s, false, oxt_bin(L, OXI_ADD, OX_U64, fb, oxt_u64(L, (uint64_t)off[e])));
+    oxt_shared_store(L, m, oxt_bin(L, OXI_ADD, OX_U64, a0, oxt_u64(L, (uint64_t)k)), v[e], ok);
+  }
+  free(off);
+}
+
+/* A load that only a tensor-core dot uses, copied from the tensor straight to
+ * the dot's staging area in 16-byte pieces (cp.async.cg, no registers): each
+ * row of the [R, C] tile is C/8 pieces of eight 16-bit elements, dealt over
+ * the threads; a piece the tensor's edge cuts reads only its elements inside
+ * and zero-fills the rest, which is the padding a load gives. Rows are
+ * `pitch` elements apart from `base`, or (pitch 0) swizzled for wgmma. */
+static void copy_async(oxt_lowerer *L, const oxi_instr *ld, oxi_instr *c0, oxi_instr *c1, oxi_mem m,
+                       oxi_instr *base, int64_t pitch) {
+  const oxi_tshape *s = ld->tshape;
+  int64_t R = s->dims[0], C = s->dims[1], per_row = C / 8, pieces = R * per_row;
+  int param = ld->mem.index;
+  oxi_instr *coord[2] = {c0, c1};
+  oxt_clamp_coords(L, s, coord, param);
+  oxi_instr *dim0 = oxt_param_info(L, OXI_DIM, param, 0), *dim1 = oxt_param_info(L, OXI_DIM, param, 1);
+  oxi_instr *stride0 = oxt_param_info(L, OXI_STRIDE, param, 0);
+  oxi_instr *row0 = oxt_bin(L, OXI_SHL, OX_U64, coord[0], oxt_u64(L, (uint64_t)oxt_log2i(R)));
+  oxi_instr *col0 = oxt_bin(L, OXI_SHL, OX_U64, coord[1], oxt_u64(L, (uint64_t)oxt_log2i(C)));
+  /* With wgmma, a tile wholly inside the tensor (the same for the whole
+     block) takes a path without the per-piece tests: 3-7% faster on the
+     H200. (With mma.sync its registers cost more than it saved.) */
+  oxi_instr *interior = NULL;
+  if (L->wg)
+    interior = oxt_bin(L, OXI_AND, OX_BOOL, oxt_bin(L, 100 + OXI_LE, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, row0, oxt_u64(L, (uint64_t)R)), dim0),
+                   oxt_bin(L, 100 + OXI_LE, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, col0, oxt_u64(L, (uint64_t)C)), dim1));
+  for (int path = 0; path < (interior ? 2 : 1); path++) {
+    oxi_block *pjoin = NULL;
+    if (interior) {
+      oxi_instr *cond = interior;
+      if (path) {
+        cond = oxt_emit(L, OXI_NOT, OX_BOOL);
+        cond->ops[0] = interior;
+        cond->nops = 1;
+      }
+      oxt_begin_if(L, cond, &pjoin);
+    }
+    bool checked = !interior || path;
+    for (int64_t p0 = 0; p0 < pieces; p0 += L->T) {
+      oxi_instr *piece = oxt_bin(L, OXI_ADD, OX_U64, L->t, oxt_u64(L, (uint64_t)p0));
+      oxi_block *join = NULL;
+      if (p0 + L->T > pieces)
+        oxt_begin_if(L, oxt_bin(L, OXT_LT, OX_U64, piece, oxt_u64(L, (uint64_t)pieces)), &join);
+      oxi_instr *r = oxt_bin(L, OXI_SHR, OX_U64, piece, oxt_u64(L, (uint64_t)oxt_log2i(per_row)));
+      oxi_instr *c = oxt_bin(L, OXI_SHL, OX_U64, oxt_bin(L, OXI_AND, OX_U64, piece, oxt_u64(L, (uint64_t)(per_row - 1))),
+                         oxt_u64(L, 3));
+      oxi_instr *grow = oxt_bin(L, OXI_ADD, OX_U64, row0, r), *gcol = oxt_bin(L, OXI_ADD, OX_U64, col0, c);
+      oxi_instr *gidx = oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_MUL, OX_U64, grow, stride0), gcol);
+      oxi_instr *bytes = oxt_u64(L, 16);
+      if (checked) {
+        /* elements of the piece inside the tensor: 0 to 8 */
+        oxi_instr *inside = oxt_bin(L, OXI_AND, OX_BOOL, oxt_bin(L, OXT_LT, OX_U64, grow, dim0), oxt_bin(L, OXT_LT, OX_U64, gcol, dim1));
+        oxi_instr *n = oxt_combine(L, OXI_MIN, OX_U64, oxt_bin(L, OXI_SUB, OX_U64, dim1, gcol), oxt_u64(L, 8));
+        bytes = oxt_pick(L, inside, oxt_bin(L, OXI_SHL, OX_U64, n, oxt_u64(L, 1)), oxt_u64(L, 0));
+        gidx = oxt_pick(L, inside, gidx, oxt_u64(L, 0)); /* outside, the tensor's start, read for 0 bytes */
+      }
+      oxi_instr *sidx = pitch ? oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_MUL, OX_U64, r, oxt_u64(L, (uint64_t)pitch)),
+                                    oxt_bin(L, OXI_ADD, OX_U64, c, base))
+                              : oxt_bin(L, OXI_ADD, OX_U64, swizzled(L, r, c, R, C), base);
+      oxi_instr *b32 = oxt_cast(L, bytes, OX_U32);
+      oxi_instr *cp = oxt_emit(L, OXI_CP_ASYNC, OXI_VOID);
+      cp->mem = ld->mem;
+      cp->index = m.index;
+      cp->ops[0] = gidx;
+      cp->ops[1] = sidx;
+      cp->ops[2] = b32;
+      cp->nops = 3;
+      if (join)
+        oxt_end_if(L, join);
+    }
+    if (pjoin)
+      oxt_end_if(L, pjoin);
+  }
+}
+
+/* Whether the operands of dot `in` suit mma.sync: bf16/f16 with K a
+ * multiple of 16 (m16n8k16), tf32 with K a multiple of 8 (m16n8k8). */
+bool oxt_tc_operands(const oxi_instr *in) {
+  oxi_type t = in->ops[0]->type;
+  int64_t K = in->ops[0]->tshape->dims[1];
+  return ((t == OX_BF16 || t == OX_F16) && K % 16 == 0) || (t == OX_TF32 && K % 8 == 0);
+}
+
+/* Whether dot `in` runs on tensor cores: such operands on the CUDA target and
+ * a result the block's warps can tile (mma layout). */
+bool oxt_dot_on_tensor_cores(const oxt_lowerer *L, const oxi_instr *in) {
+  oxt_mma_layout ml;
+  return L->cuda && oxt_tc_operands(in) && oxt_mma_layout_of(L, in->tshape, &ml);
+}
+
+static oxt_staging staging_of(const oxt_lowerer *L, const oxi_instr *in) {
+  int64_t M = in->ops[0]->tshape->dims[0], K = in->ops[0]->tshape->dims[1], N = in->ops[1]->tshape->dims[1];
+  oxt_staging g = {0, 0, M * K, M * K + K * N};
+  if (!L->wg) {
+    g.pa = K + (in->ops[0]->type == OX_TF32 ? 4 : 8);
+    g.pb = N + 8;
+    g.bat = M * g.pa;
+    g.area = g.bat + K * g.pb;
+  }
+  return g;
+}
+
+/* Copies the operands of the call `ahead` calls after this one (at
+ * coordinates `c`, in ring area `r`) along K into their ring area, as one
+ * cp.async group. */
+static void prefetch(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, oxi_instr *r, int ahead, oxi_mem m,
+                     int S) {
+  oxt_staging g = staging_of(L, in);
+  oxi_instr *j = oxt_u64(L, (uint64_t)ahead);
+  oxi_instr *ring = oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, r, j), oxt_u64(L, (uint64_t)S));
+  oxi_instr *at = oxt_bin(L, OXI_MUL, OX_U64, ring, oxt_u64(L, (uint64_t)g.area));
+  copy_async(L, in->ops[0], c[0], oxt_bin(L, OXI_ADD, OX_U64, c[1], j), m, at, g.pa);
+  copy_async(L, in->ops[1], oxt_bin(L, OXI_ADD, OX_U64, c[2], j), c[3], m,
+             oxt_bin(L, OXI_ADD, OX_U64, at, oxt_u64(L, (uint64_t)g.bat)), g.pb);
+  oxt_emit(L, OXI_CP_COMMIT, OXI_VOID);
+}
+
+/* What dot_pipeline leaves for pipeline_advance: the call's tile coordinates
+ * (A's two, B's two) and its ring area. */
+typedef struct pipe_state {
+  oxi_instr *c[4], *r;
+} pipe_state;
+
+/* A dot in a loop whose operands are both direct loads is pipelined over S
+ * staging areas (a ring): while the tensor cores work on this call's
+ * operands, the copies for the next D - 1 calls' are already in flight (D =
+ * S; with wgmma S - 1, as the previous call's wgmmas may still read its
+ * area). The next calls' coordinates are a guess, the next tiles along K (A's
+ * column of tiles + 1, B's row + 1), as a K loop has them; the guess is
+ * checked at the next call (the coordinates are the same for the whole block,
+ * so the branch does not diverge), and a miss copies the operands then, so
+ * any loop is correct. One barrier per call: after it, every warp is done
+ * with the area of the call D calls back, which the newest prefetch
+ * (pipeline_advance) reuses.
+ * Slots from `slot`: whether prefetches are in flight, the next call's 4
+ * coordinates as guessed, and this call's area in the ring. Returns the
+ * element offset of this call's area. */
+static oxi_instr *dot_pipeline(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, int slot, int S, pipe_state *ps) {
+  const oxi_instr *la = in->ops[0], *lb = in->ops[1];
+  oxi_instr **c = ps->c;
+  c[0] = oxt_mapped(L, la->ops[0]), c[1] = oxt_mapped(L, la->ops[1]), c[2] = oxt_mapped(L, lb->ops[0]);
+  c[3] = oxt_mapped(L, lb->ops[1]);
+  oxi_instr *get[6];
+  for (int i = 0; i < 6; i++)
+    get[i] = oxt_get_slot(L, slot + i);
+  oxi_instr *hit = get[0];
+  for (int i = 0; i < 4; i++)
+    hit = oxt_bin(L, OXI_AND, OX_BOOL, hit, oxt_bin(L, 100 + OXI_EQ, OX_U64, get[1 + i], c[i]));
+  oxi_instr *r = ps->r = get[5];
+  oxi_instr *miss = oxt_emit(L, OXI_NOT, OX_BOOL);
+  miss->ops[0] = hit;
+  miss->nops = 1;
+  oxi_block *join;
+  oxt_begin_if(L, miss, &join);
+  oxt_barrier(L); /* other warps may still read the previous call's area */
+  oxi_instr *w0 = oxt_emit(L, OXI_CP_WAIT, OXI_VOID); /* wrong guesses may still be landing */
+  w0->imm = 0;
+  /* copies run D - 1 calls ahead; with wgmma, the previous call's wgmmas may
+     still read its area (dot_wg), so the ring has one area more than that */
+  int D = L->wg ? S - 1 : S;
+  for (int j = 0; j < D - 1; j++) /* this call's operands and the next D - 2 calls' */
+    prefetch(L, in, c, r, j, m, S);
+  oxt_end_if(L, join);
+  /* D - 1 groups in flight, this call's the oldest */
+  oxi_instr *w = oxt_emit(L, OXI_CP_WAIT, OXI_VOID);
+  w->imm = (uint64_t)(D - 2);
+  if (L->wg) /* wgmma reads them through the async proxy */
+    oxt_emit(L, OXI_FENCE_ASYNC, OXI_VOID);
+  oxt_barrier(L);
+  return oxt_bin(L, OXI_MUL, OX_U64, r, oxt_u64(L, (uint64_t)staging_of(L, in).area));
+}
+
+/* The rest of a pipelined call (after the barrier in dot_pipeline, which
+ * every warp passes only when done with the area of the call D calls back):
+ * the copies for the call D - 1 ahead, into that area, and the guess of the
+ * next call. dot_tc makes it right after dot_pipeline; dot_wg after issuing
+ * its wgmmas, so that the tensor cores start sooner. */
+static void pipeline_advance(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, int slot, int S, const pipe_state *ps) {
+  oxi_instr *const *c = ps->c;
+  prefetch(L, in, c, ps->r, L->wg ? S - 2 : S - 1, m, S);
+  oxi_instr *t = oxt_emit(L, OXI_CONST, OX_BOOL);
+  t->imm = 1;
+  oxt_set_slot(L, slot, t);
+  oxi_instr *nc[4] = {c[0], oxt_bin(L, OXI_ADD, OX_U64, c[1], oxt_u64(L, 1)), oxt_bin(L, OXI_ADD, OX_U64, c[2], oxt_u64(L, 1)),
+                      c[3]};
+  for (int i = 0; i < 4; i++)
+    oxt_set_slot(L, slot + 1 + i, nc[i]);
+  oxt_set_slot(L, slot + 5, oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, ps->r, oxt_u64(L, 1)), oxt_u64(L, (uint64_t)S)));
+}
+
+/* Stages the operands of tensor-core dot `in` in shared memory (staging_of):
+ * copied there by cp.async if they are direct loads, through the ring of a
+ * pipelined dot (dot_pipeline), else written from registers; then a barrier.
+ * Sets *m to the shared array and returns the element offset of this call's
+ * area in it. */
+static oxi_instr *stage_operands(oxt_lowerer *L, const oxi_instr *in, oxi_mem *m, pipe_state *ps) {
+  oxt_staging g = staging_of(L, in);
+  oxi_type t = in->ops[0]->type;
+  int S = L->pipe[in->id].stages;
+  /* a pipelined dot has its own areas: prefetches stay in flight across other steps */
+  *m = S ? oxt_shared_array(L, t, S * g.area) : oxt_scratch(L, t, g.area);
+  if (L->wg) /* the swizzle is on address bits: atoms start at 1024-byte boundaries */
+    ((oxi_shared *)L->nk->shared.items[m->index])->align = 1024;
+  if (S)
+    return dot_pipeline(L, in, *m, L->pipe[in->id].slot, S, ps);
+  bool copies = false;
+  for (int i = 0; i < 2; i++) {
+    const oxi_instr *ld = in->ops[i];
+    int64_t pitch = i ? g.pb : g.pa, at = i ? g.bat : 0;
+    if (L->direct[ld->id]) {
+      copy_async(L, ld, oxt_mapped(L, ld->ops[0]), oxt_mapped(L, ld->ops[1]), *m, oxt_u64(L, (uint64_t)at), pitch);
+      copies = true;
+    } else {
+      stage(L, ld, *m, at, pitch);
+    }
+  }
+  if (copies) {
+    oxt_emit(L, OXI_CP_COMMIT, OXI_VOID);
+    oxt_emit(L, OXI_CP_WAIT, OXI_VOID);
+  }
+  if (L->wg) /* wgmma reads the operands through the async proxy */
+    oxt_emit(L, OXI_FENCE_ASYNC, OXI_VOID);
+  oxt_barrier(L);
+  return oxt_u64(L, 0);
+}
+
+/* A matrix descriptor of wgmma for an operand staged swizzled (`swizzled`,
+ * width w bytes) at shared address `addr` (bytes): the address / 16 in bits
+ * 0-13, the leading byte offset / 16 in bits 16-29, the stride byte offset /
+ * 16 in bits 32-45, the swizzle mode in bits 62-63 (1: 128 bytes, 2: 64, 3:
+ * 32). The stride byte offset is the distance between atoms of 8 rows (8w
+ * bytes); the leading one, for N-major B, between panels of 64 columns (K
+ * rows of 128 bytes) (unused for K-major A: 1). */
+static oxi_instr *wg_desc(oxt_lowerer *L, oxi_instr *addr, int64_t w, int64_t lbo) {
+  uint64_t mode = w == 128 ? 1 : w == 64 ? 2 : 3;
+  uint64_t hi = ((uint64_t)lbo >> 4) << 16 | (uint64_t)(8 * w >> 4) << 32 | mode << 62;
+  return oxt_bin(L, OXI_OR, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, addr, oxt_u64(L, 4)), oxt_u64(L, hi));
+}
+
+/* dot on wgmma (sm_90). The block's warpgroups each compute 64 rows of the
+ * [M, N] result (M / 16 warps, L->wg), from A and B staged swizzled: per step
+ * of 16 along K, one wgmma.m64nNk16 reads the group's 64 x 16 of A and the
+ * 16 x N of B from shared memory through descriptors. The accumulator, N / 2
+ * f32 registers a thread, is the mma layout with 16 x N warp tiles. The
+ * wgmmas of a call are one group. A pipelined dot leaves it in flight (at
+ * most one group pending: the previous call's is done, so its staging area is
+ * free for dot_pipeline's copies) and its result is the registers as wgmma
+ * leaves them (L->vacc), which the next call accumulates into directly and
+ * any other use waits for (oxt_held); otherwise the call waits for its group. */
+static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
+  int64_t M = in->ops[0]->tshape->dims[0], K = in->ops[0]->tshape->dims[1], N = in->ops[1]->tshape->dims[1];
+  int n = (int)(N / 2);
+  bool pipelined = L->pipe[in->id].stages != 0;
+  oxi_mem m;
+  pipe_state ps;
+  oxi_instr *cur = stage_operands(L, in, &m, &ps);
+  oxi_instr *acc = NULL;
+  if (in->nops == 3 && L->vacc[in->ops[2]->id])
+    acc = L->vacc[in->ops[2]->id];
+  else if (in->nops == 3)
+    acc = oxt_wg_pack(L, oxt_in_layout(L, in->ops[2], true), n);
+  else
+    acc = oxt_emit(L, OXI_CONST, oxi_vf32(n));
+  acc = oxt_wg_sync(L, acc, 0, 0);
+  /* byte addresses: A of this warpgroup (rows 64g..), B */
+  oxi_instr *base = oxt_emit(L, OXI_SHARED_ADDR, OX_U64);
+  base->mem = m;
+  base->ops[0] = cur;
+  base->nops = 1;
+  int64_t wa = swizzle_bytes(K), steps = wa / 32; /* A's swizzle; K steps of 16 (32 bytes) a row */
+  oxi_instr *group = oxt_bin(L, OXI_SHR, OX_U64, L->t, oxt_u64(L, 7));
+  oxi_instr *a0 = oxt_bin(L, OXI_ADD, OX_U64, base, oxt_bin(L, OXI_MUL, OX_U64, group, oxt_u64(L, (uint64_t)(64 * wa))));
+  oxi_instr *b0 = oxt_bin(L, OXI_ADD, OX_U64, base, oxt_u64(L, (uint64_t)(2 * M * K)));
+  for (int64_t ks = 0; ks < K / 16; ks++) {
+    /* A: panel ks / steps (M rows of wa bytes each), 32 bytes a step within it; B: 16 rows a step */
+    int64_t aoff = ks / steps * M * wa + ks % steps * 32, boff = ks * 16 * 128;
+    oxi_instr *da = wg_desc(L, oxt_bin(L, OXI_ADD, OX_U64, a0, oxt_u64(L, (uint64_t)aoff)), wa, 16);
+    oxi_instr *db = wg_desc(L, oxt_bin(L, OXI_ADD, OX_U64, b0, oxt_u64(L, (uint64_t)boff)), 128, K * 128);
+    oxi_instr *w = oxt_emit(L, OXI_WGMMA, oxi_vf32(n));
+    w->sub = in->ops[0]->type;
+    w->imm = (uint64_t)N;
+    w->ops[0] = da;
+    w->ops[1] = db;
+    w->ops[2] = acc;
+    w->nops = 3;
+    acc = w;
+  }
+  acc = oxt_wg_sync(L, acc, 1, pipelined ? 1 : 0);
+  if (pipelined)
+    pipeline_advance(L, in, m, L->pipe[in->id].slot, L->pipe[in->id].stages, &ps);
+  L->vacc[in->id] = acc;
+  if (!pipelined) { /* waited for: the elements are ready, and the scratch area free after a barrier */
+    oxt_barrier(L);
+    L->tval[in->id] = oxt_unpack_acc(L, acc);
+  }
+  L->nk->uses_sync = true;
+}
+
+/* dot on tensor cores with mma.sync. a [M, K] and b [K, N] are staged in shared memory with
+ * rows padded by 8 elements (16 bytes), so the eight 16-byte rows that one
+ * ldmatrix phase reads fall in distinct banks. Each warp then computes its
+ * warp tile: per step of 16 along K, ldmatrix.x4 fragments of A (one per 16
+ * rows), ldmatrix.x4.trans fragments of B (two n8 tiles each), and one
+ * mma.sync.m16n8k16 per 16 x 8 mma tile into the f32 accumulator registers.
+ * tf32 (4-byte elements) steps by 8 along K with m16n8k8, whose A fragments
+ * ldmatrix also gives (an 8 x 4 block of 32-bit elements is an 8 x 8 one of
+ * 16-bit halves) and whose B fragments are plain shared loads. */
+static void dot_tc(oxt_lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *as = in->ops[0]->tshape;
+  oxi_type t = in->ops[0]->type;
+  bool tf = t == OX_TF32;
+  int64_t M = as->dims[0], K = as->dims[1];
+  oxt_staging g = staging_of(L, in);
+  int64_t pa = g.pa, pb = g.pb;
+  int64_t kstep = tf ? 8 : 16, cols = tf ? 4 : 8; /* K per mma; elements in 16 bytes */
+  oxt_mma_layout ml;
+  oxt_mma_layout_of(L, in->tshape, &ml);
+  int S = L->pipe[in->id].stages;
+  oxi_mem m;
+  pipe_state ps;
+  oxi_instr *cur = stage_operands(L, in, &m, &ps);
+  if (S)
+    pipeline_advance(L, in, m, L->pipe[in->id].slot, S, &ps);
+  int tiles = (int)(ml.wm / 16 * (ml.wn / 8));
+  oxi_instr **acc = malloc(sizeof *acc * (size_t)tiles);
+  oxi_instr **c = in->nops == 3 ? oxt_in_layout(L, in->ops[2], true) : NULL;
+  oxi_instr *zero = oxt_emit(L, OXI_CONST, OX_F32);
+  zero->fimm = 0;
+  for (int i = 0; i < tiles; i++) {
+    oxi_instr *p = oxt_emit(L, OXI_PACK, OXI_V4);
+    p->nops = 4;
+    for (int r = 0; r < 4; r++)
+      p->ops[r] = c ? c[i * 4 + r] : zero;
+    acc[i] = p;
+  }
+  oxi_instr *warp = oxt_bin(L, OXI_SHR, OX_U64, L->t, oxt_u64(L, 5));
+  oxi_instr *lane = oxt_bin(L, OXI_AND, OX_U64, L->t, oxt_u64(L, 31));
+  oxi_instr *r16 = oxt_bin(L, OXI_AND, OX_U64, lane, oxt_u64(L, 15));
+  oxi_instr *c8 = oxt_bin(L, OXI_MUL, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, lane, oxt_u64(L, 4)), oxt_u64(L, (uint64_t)cols));
+  oxi_instr *wrow = oxt_bin(L, OXI_SHL, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, warp, oxt_u64(L, (uint64_t)oxt_log2i(ml.WN))),
+                        oxt_u64(L, (uint64_t)oxt_log2i(ml.wm)));
+  oxi_instr *wcol = oxt_bin(L, OXI_SHL, OX_U64, oxt_bin(L, OXI_AND, OX_U64, warp, oxt_u64(L, (uint64_t)(ml.WN - 1))),
+                        oxt_u64(L, (uint64_t)oxt_log2i(ml.wn)));
+  /* this lane's row addresses: A at (wrow + r16) * pa + c8, B at M * pa + r16 * pb + wcol + c8 */
+  oxi_instr *abase = oxt_bin(L, OXI_ADD, OX_U64,
+                         oxt_bin(L, OXI_MUL, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, wrow, r16), oxt_u64(L, (uint64_t)pa)),
+                         oxt_bin(L, OXI_ADD, OX_U64, c8, cur));
+  oxi_instr *bbase = oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_MUL, OX_U64, r16, oxt_u64(L, (uint64_t)pb)),
+                         oxt_bin(L, OXI_ADD, OX_U64, wcol,
+                             oxt_bin(L, OXI_ADD, OX_U64, c8, oxt_bin(L, OXI_ADD, OX_U64, cur, oxt_u64(L, (uint64_t)(M * pa))))));
+  int mt = (int)(ml.wm / 16), nt = (int)(ml.wn / 8);
+  oxi_instr **fa = malloc(sizeof *fa * (size_t)(mt + nt / 2)), **fb = fa + mt;
+  /* tf32's B: lane l holds B[k + l%4][n + l/4] and B[k + l%4 + 4][n + l/4] of
+     each n8 tile (32-bit elements: no ldmatrix.trans); with rows of N + 8
+     elements, the four k rows a load touches fall in distinct banks */
+  oxi_instr *tb = tf ? oxt_bin(L, OXI_ADD, OX_U64,
+                           oxt_bin(L, OXI_MUL, OX_U64, oxt_bin(L, OXI_AND, OX_U64, lane, oxt_u64(L, 3)), oxt_u64(L, (uint64_t)pb)),
+                           oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, lane, oxt_u64(L, 2)),
+                               oxt_bin(L, OXI_ADD, OX_U64, wcol, oxt_bin(L, OXI_ADD, OX_U64, cur, oxt_u64(L, (uint64_t)(M * pa))))))
+                    : NULL;
+  for (int64_t ks = 0; ks < K / kstep; ks++) {
+    for (int i = mt; tf && i < mt + nt / 2; i++) { /* two n8 tiles a V4, as ldmatrix.x4.trans gives */
+      oxi_instr *v[4];
+      for (int r = 0; r < 4; r++) {
+        int64_t off = (ks * 8 + (r & 1) * 4) * pb + ((i - mt) * 2 + r / 2) * 8;
+        v[r] = oxt_shared_load(L, m, t, oxt_bin(L, OXI_ADD, OX_U64, tb, oxt_u64(L, (uint64_t)off)));
+      }
+      oxi_instr *p = oxt_emit(L, OXI_PACK, OXI_V4);
+      p->nops = 4;
+      for (int r = 0; r < 4; r++)
+        p->ops[r] = v[r];
+      fa[i] = p;
+    }
+    for (int i = 0; i < (tf ? mt : mt + nt / 2); i++) {
+      bool isb = i >= mt;
+      int64_t off = isb ? ks * 16 * pb + (i - mt) * 16 : i * 16 * pa + ks * kstep;
+      oxi_instr *at = oxt_bin(L, OXI_ADD, OX_U64, isb ? bbase : abase, oxt_u64(L, (uint64_t)off));
+      fa[i] = oxt_emit(L, OXI_LDMATRIX, OXI_V4);
+      fa[i]->sub = isb; /* B: transposed, from its [K, N] rows */
+      fa[i]->mem = m;
+      fa[i]->ops[0] = at;
+      fa[i]->nops = 1;
+    }
+    for (int i = 0; i < mt; i++)
+      for (int j = 0; j < nt; j++) {
+        oxi_instr *d = oxt_emit(L, OXI_MMA, OXI_V4);
+        d->sub = t;
+        d->index = j & 1;
+        d->ops[0] = fa[i];
+        d->ops[1] = fb[j / 2];
+        d->ops[2] = acc[i * nt + j];
+        d->nops = 3;
+        acc[i * nt + j] = d;
+      }
+  }
+  if (!S) /* the scratch area is free for the next use (a ring's areas are reused after the
+             barrier in dot_pipeline) */
+    oxt_barrier(L);
+  oxi_instr **out = oxt_new_elements(L, in->tshape);
+  for (int i = 0; i < tiles; i++)
+    for (int r = 0; r < 4; r++) {
+      oxi_instr *u = oxt_emit(L, OXI_UNPACK, OX_F32);
+      u->ops[0] = acc[i];
+      u->nops = 1;
+      u->index = r;
+      out[i * 4 + r] = u;
+    }
+  free(fa);
+  free(acc);
+  L->nk->uses_sync = true;
+  L->tval[in->id] = out;
+}
+
+/* dot elsewhere on CUDA (f32, small tiles): a and b go to scratch, and
+ * each thread accumulates its result elements (blocked layout) in f32 over
+ * K, in one loop for all of them. */
+static void dot_simple(oxt_lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *as = in->ops[0]->tshape, *bs = in->ops[1]->tshape;
+  int64_t M = as->dims[0], K = as->dims[1], N = bs->dims[1];
+  oxi_type t = in->ops[0]->type;
+  oxi_mem m = oxt_scratch(L, t, M * K + K * N);
+  stage(L, in->ops[0], m, 0, K);
+  stage(L, in->ops[1], m, M * K, N);
+  oxt_barrier(L);
+  int n = oxt_count_in(L, in->tshape, false);
+  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  oxt_positions(L, in->tshape, f, ok);
+  oxi_instr **c = in->nops == 3 ? oxt_elements(L, in->ops[2]) : NULL;
+  int *acc = malloc(sizeof *acc * (size_t)n);
+  oxi_instr **arow = malloc(sizeof *arow * (size_t)n * 2), **bcol = arow + n;
+  for (int e = 0; e < n; e++) {
+    acc[e] = oxi_slot_new(L->m, L->nk, OX_F32);
+    oxi_instr *z = oxt_emit(L, OXI_CONST, OX_F32);
+    z->fimm = 0;
+    oxt_set_slot(L, acc[e], c ? c[e] : z);
+    oxi_instr *g = oxt_existing(L, f[e], ok[e]);
+    arow[e] = oxt_bin(L, OXI_MUL, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, g, oxt_u64(L, (uint64_t)oxt_log2i(N))), oxt_u64(L, (uint64_t)K));
+    bcol[e] = oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_AND, OX_U64, g, oxt_u64(L, (uint64_t)(N - 1))), oxt_u64(L, (uint64_t)(M * K)));
+  }
+  oxt_counted_loop lp;
+  oxi_instr *k = oxt_begin_loop(L, &lp, oxt_u64(L, 0), 1, K);
+  oxi_instr *kn = oxt_bin(L, OXI_MUL, OX_U64, k, oxt_u64(L, (uint64_t)N));
+  for (int e = 0; e < n; e++) {
+    oxi_instr *x = oxt_cast(L, oxt_shared_load(L, m, t, oxt_bin(L, OXI_ADD, OX_U64, arow[e], k)), OX_F32);
+    oxi_instr *y = oxt_cast(L, oxt_shared_load(L, m, t, oxt_bin(L, OXI_ADD, OX_U64, bcol[e], kn)), OX_F32);
+    oxi_instr *a = oxt_get_slot(L, acc[e]);
+    oxi_instr *fma = oxt_emit(L, OXI_MATH, OX_F32);
+    fma->sub = OXI_M_FMA;
+    fma->ops[0] = x;
+    fma->ops[1] = y;
+    fma->ops[2] = a;
+    fma->nops = 3;
+    oxt_set_slot(L, acc[e], fma);
+  }
+  oxt_end_loop(L, &lp, k);
+  oxt_barrier(L);
+  oxi_instr **out = oxt_new_elements(L, in->tshape);
+  for (int e = 0; e < n; e++)
+    out[e] = oxt_get_slot(L, acc[e]);
+  free(f);
+  free(acc);
+  free(arow);
+  L->tval[in->id] = out;
+}
+
+void oxt_lower_dot(oxt_lowerer *L, const oxi_instr *in) {
+  if (L->mma[in->id] && L->wg)
+    dot_wg(L, in);
+  else if (L->mma[in->id])
+    dot_tc(L, in);
+  else
+    dot_simple(L, in);
+}
+
+/* Whether block `b` of the tile kernel is in a loop: it reaches itself. */
+static bool in_loop(const oxi_kernel *k, const oxi_block *b) {
+  char *seen = calloc((size_t)k->blocks.len, 1);
+  int *stack = malloc(sizeof *stack * (size_t)k->blocks.len), n = 0;
+  bool found = false;
+  stack[n++] = b->id;
+  while (n && !found) {
+    const oxi_block *x = k->blocks.items[stack[--n]];
+    const oxi_instr *term = oxi_terminator(x);
+    for (int t = 0; term && t < 2 && !found; t++) {
+      const oxi_block *y = term->target[t];
+      if (!y || seen[y->id])
+        continue;
+      found = y == b;
+      seen[y->id] = 1;
+      stack[n++] = y->id;
+    }
+  }
+  free(seen);
+  free(stack);
+  return found;
+}
+
+/* Loads whose one use is a tensor-core dot, from a contiguous16 tensor with
+ * rows of whole 16-byte pieces: the dot copies them itself (copy_async). A
+ * dot in a loop with both operands copied so is pipelined (dot_pipeline): its
+ * slots are made here and cleared at the kernel's entry. */
+void oxt_choose_direct_loads(oxt_lowerer *L) {
+  const oxi_kernel *k = L->k;
+  int *uses = calloc((size_t)k->next_id + 1, sizeof *uses);
+  for (int bi = 0; bi < k->blocks.len; bi++) {
+    const oxi_block *b = k->blocks.items[bi];
+    for (int ii = 0; ii < b->instrs.len; ii++) {
+      const oxi_instr *in = b->instrs.items[ii];
+      for (int i = 0; i < in->nops; i++)
+        if (in->ops[i]->id >= 0)
+          uses[in->ops[i]->id]++;
+    }
+  }
+  for (int bi = 0; bi < k->blocks.len; bi++) {
+    const oxi_block *b = k->blocks.items[bi];
+    for (int ii = 0; ii < b->instrs.len; ii++) {
+      const oxi_instr *in = b->instrs.items[ii];
+      if (in->op != OXI_T_DOT || !L->mma[in->id])
+        continue;
+      for (int i = 0; i < 2; i++) {
+        const oxi_instr *ld = in->ops[i];
+        const oxi_param *p = ld->op == OXI_T_LOAD ? k->params.items[ld->mem.index] : NULL;
+        if (p && p->contiguous16 && uses[ld->id] == 1 && ld->tshape->dims[1] % 8 == 0 &&
+            ld->imm == 0 && ld->fimm == 0) /* zero padding: what cp.async fills in */
+          L->direct[ld->id] = 1;
+      }
+      /* staging areas of A [M, K] and B [K, N]: 3 if they fit. On the
+       * H200 (mma.sync), 2 measured 1-2% slower and 4 much slower (one
+       * block an SM instead of two) */
+      int64_t area = staging_of(L, in).area * ox_dtype_size((ox_dtype)in->ops[0]->type);
+      int64_t fit = L->shared_limit * 3 / 4 / area; /* a quarter left for the rest */
+      int S = (int)(fit < 3 ? fit : 3);
+      if (L->wg) { /* one area more (dot_pipeline) */
+        fit = (L->shared_limit - 8192) / area;
+        S = (int)(fit < 4 ? fit : 4);
+      }
+      if (L->direct[in->ops[0]->id] && L->direct[in->ops[1]->id] && in_loop(k, b) && S >= (L->wg ? 3 : 2)) {
+        static const oxi_type types[6] = {OX_BOOL, OX_U64, OX_U64, OX_U64, OX_U64, OX_U64};
+        L->pipe[in->id].stages = S;
+        L->pipelined = true;
+        for (int i = 0; i < 6; i++) {
+          int s = oxi_slot_new(L->m, L->nk, types[i]);
+          if (!i)
+            L->pipe[in->id].slot = s;
+        }
+      }
+    }
+  }
+  free(uses);
+}
+
+/* Whether tensor-core dot `in` suits wgmma.m64nNk16 as dot_wg issues it:
+ * bf16/f16 operands, M 64 or 128 (one or two warpgroups; 256 would leave too
+ * few registers a thread), K a power of two from 16 (tc_operands; A's rows
+ * swizzled by 32, 64 or 128 bytes) and N of 64 up to 256 (whole 128-byte
+ * swizzle atoms for B). */
+bool oxt_wg_operands(const oxi_instr *in) {
+  oxi_type t = in->ops[0]->type;
+  int64_t M = in->tshape->dims[0], N = in->tshape->dims[1];
+  return (t == OX_BF16 || t == OX_F16) && (M == 64 || M == 128) && N % 64 == 0 && N <= 256;
+}

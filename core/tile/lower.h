@@ -1,0 +1,176 @@
+/*
+ * lower.h - what the files of the tile lowering share (internal to core/tile;
+ * tile.h is the layer's interface). lower.c drives the lowering; emit.c,
+ * layout.c, ops.c, dot.c and serial.c are its parts, each calling only the
+ * ones before it in that list. Prefix: oxt_.
+ */
+#ifndef OXIDE_TILE_LOWER_H
+#define OXIDE_TILE_LOWER_H
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tile/tile.h"
+
+typedef struct oxt_lowerer {
+  oxi_module *m;
+  const oxi_kernel *k; /* the tile kernel, read */
+  oxi_kernel *nk;      /* the lowered kernel, built */
+  oxi_block *cur;
+  int T;               /* threads per block */
+  oxi_instr **sval;    /* old value id -> new scalar value */
+  oxi_instr ***tval;   /* old value id -> new element values of this thread */
+  oxi_block **nb;      /* old block -> its first new block */
+  oxi_instr *t;        /* this thread's index in the block (u64) */
+  int scratch[OX_DTYPE_COUNT]; /* shared array per dtype for layout changes, + 1; 0 = none */
+  bool *everywhere;    /* old value id -> a tile whose elements are one value, which every
+                          thread holds (a splat, a full reduction, elementwise ops of them) */
+  bool cuda;           /* the CUDA target: tensor cores for dot */
+  bool wg;             /* tensor-core dots run on wgmma (sm_90): their results' mma layout has
+                          one warp per 16 rows (dot_wg) */
+  char *mma;           /* old value id -> 1: held in the mma layout (below), not the blocked one */
+  char *splat;         /* old value id -> 1: every element is one scalar (any layout) */
+  char *slot_mma;      /* old slot -> 1: a `let mut` tile slot held in the mma layout */
+  char *direct;        /* old value id -> 1: a load only a tensor-core dot uses, which copies it
+                          to shared memory itself (cp.async) */
+  struct {
+    int slot, stages;  /* its first slot, and its staging areas (2 to 4); 0: not pipelined */
+  } *pipe;             /* old value id of a dot -> its pipeline (dot_pipeline) */
+  bool pipelined;      /* some dot is: copies may be in flight at a return */
+  int64_t shared_limit; /* bytes of shared memory a block may have */
+  bool serial;         /* the CPU: one thread a block, tile values in buffers (s_ functions) */
+  int *buf;            /* serial: old value id -> its buffer's shared array + 1 */
+  oxi_instr *grouped[2]; /* rank-2 tile ids in grouped order (group_tiles), or NULL */
+  int **tslots;        /* old slot -> its new slots, one per element a thread holds */
+  oxi_instr **vacc;    /* old value id -> its accumulator registers (vf32) as wgmma left them,
+                          maybe still being written (dot_wg); oxt_held() gives their elements */
+  int *vslot;          /* old slot -> a vf32 slot + 1: a `let mut` tile held as a wgmma accumulator */
+} oxt_lowerer;
+
+/* The mma layout: the accumulator layout of mma.sync.m16n8k16. The block's
+ * W warps tile an [M, N] tile as WM x WN warp tiles of wm x wn; a warp tile is
+ * (wm/16) x (wn/8) mma tiles of 16 x 8, in which lane l holds rows l/4 and
+ * l/4 + 8, columns 2(l%4) and 2(l%4)+1. A thread's elements, in order: for
+ * each mma tile (row-major), its 4 registers. Results of `dot` on tensor
+ * cores live here, and so do elementwise results of them and `let mut` tiles
+ * they are assigned to, so a K loop never moves its accumulator. */
+typedef struct oxt_mma_layout {
+  int WM, WN;
+  int64_t wm, wn;
+  int n; /* elements per thread */
+} oxt_mma_layout;
+
+typedef struct oxt_layout {
+  int64_t E;   /* elements */
+  int VEC;     /* contiguous elements per chunk */
+  int J;       /* chunks per thread */
+  bool guard;  /* some threads have fewer chunks than J */
+} oxt_layout;
+
+#define OXT_LT (100 + OXI_LT)
+
+typedef struct oxt_element_site {
+  oxi_instr *inb;   /* the element exists and lies inside the tensor */
+  oxi_instr *index; /* its offset in elements from the tensor's start */
+} oxt_element_site;
+
+/* A counted IR loop: `for k = first; k < count; k += step`. begin_loop
+ * leaves the builder in the body and returns k; end_loop closes it and
+ * continues after it. */
+typedef struct oxt_counted_loop {
+  int slot;
+  int64_t step;
+  oxi_block *head, *done;
+} oxt_counted_loop;
+
+/* How a tensor-core dot's operands A [M, K] and B [K, N] are staged in
+ * shared memory: rows `pa` and `pb` elements apart (padded by 16 bytes
+ * against bank conflicts; 0: swizzled for wgmma, no padding), B `bat`
+ * elements after A, `area` elements in all. */
+typedef struct oxt_staging {
+  int64_t pa, pb, bat, area;
+} oxt_staging;
+
+/* ----------------------------------------- emit.c: building IR */
+
+int64_t oxt_elems(const oxi_tshape *s);
+int oxt_log2i(int64_t v);
+oxi_instr *oxt_emit(oxt_lowerer *L, oxi_op op, oxi_type t);
+oxi_instr *oxt_u64(oxt_lowerer *L, uint64_t v);
+oxi_instr *oxt_bin(oxt_lowerer *L, int sub, oxi_type t, oxi_instr *a, oxi_instr *b);
+oxi_instr *oxt_sreg64(oxt_lowerer *L, int which);
+oxi_instr *oxt_param_info(oxt_lowerer *L, oxi_op op, int param, int axis);
+oxi_instr *oxt_tile_count(oxt_lowerer *L, int param, int axis);
+oxi_instr *oxt_tile_id(oxt_lowerer *L, int param, int axis);
+oxi_instr *oxt_mapped(oxt_lowerer *L, const oxi_instr *old);
+oxi_instr *oxt_clone(oxt_lowerer *L, const oxi_instr *in);
+oxi_block *oxt_begin_if(oxt_lowerer *L, oxi_instr *cond, oxi_block **join);
+void oxt_end_if(oxt_lowerer *L, oxi_block *join);
+oxi_instr *oxt_load_at(oxt_lowerer *L, const oxi_instr *in, oxi_instr *index);
+oxi_instr *oxt_get_slot(oxt_lowerer *L, int slot);
+void oxt_set_slot(oxt_lowerer *L, int slot, oxi_instr *v);
+void oxt_store_at(oxt_lowerer *L, const oxi_instr *in, oxi_instr *index, oxi_instr *v);
+oxi_mem oxt_shared_array(oxt_lowerer *L, oxi_type t, int64_t count);
+oxi_mem oxt_scratch(oxt_lowerer *L, oxi_type t, int64_t count);
+void oxt_barrier(oxt_lowerer *L);
+void oxt_shared_store(oxt_lowerer *L, oxi_mem m, oxi_instr *index, oxi_instr *v, oxi_instr *ok);
+oxi_instr *oxt_shared_load(oxt_lowerer *L, oxi_mem m, oxi_type t, oxi_instr *index);
+oxi_instr *oxt_identity(oxt_lowerer *L, int sub, oxi_type t);
+oxi_instr *oxt_combine(oxt_lowerer *L, int sub, oxi_type t, oxi_instr *a, oxi_instr *b);
+oxi_instr *oxt_begin_loop(oxt_lowerer *L, oxt_counted_loop *lp, oxi_instr *first, int64_t step, int64_t count);
+void oxt_end_loop(oxt_lowerer *L, oxt_counted_loop *lp, oxi_instr *k);
+oxi_instr *oxt_zero_bool(oxt_lowerer *L);
+oxi_instr *oxt_pick(oxt_lowerer *L, oxi_instr *c, oxi_instr *a, oxi_instr *b);
+oxi_instr *oxt_cast(oxt_lowerer *L, oxi_instr *v, oxi_type t);
+void oxt_atomic_at(oxt_lowerer *L, const oxi_instr *in, oxi_instr *cond, oxi_instr *index, oxi_instr *v);
+
+/* -------------------- layout.c: layouts and element addressing */
+
+oxt_layout oxt_layout_of(const oxt_lowerer *L, const oxi_tshape *s);
+bool oxt_mma_layout_of(const oxt_lowerer *L, const oxi_tshape *s, oxt_mma_layout *o);
+int oxt_count_in(const oxt_lowerer *L, const oxi_tshape *shape, bool mma);
+oxi_instr *oxt_wg_sync(oxt_lowerer *L, oxi_instr *acc, int sub, int pending);
+oxi_instr *oxt_wg_pack(oxt_lowerer *L, oxi_instr **v, int n);
+oxi_instr **oxt_held(oxt_lowerer *L, const oxi_instr *old);
+oxi_instr **oxt_unpack_acc(oxt_lowerer *L, oxi_instr *acc);
+bool oxt_is_mma(const oxt_lowerer *L, const oxi_instr *old);
+oxi_instr **oxt_elements(oxt_lowerer *L, const oxi_instr *old);
+oxi_instr *oxt_position_parts(oxt_lowerer *L, const oxi_tshape *shape, bool mma, int64_t *off);
+oxi_instr *oxt_exists(oxt_lowerer *L, const oxi_tshape *shape, bool mma, oxi_instr *f);
+int64_t oxt_coord_of(const oxi_tshape *shape, int d, int64_t f);
+oxi_instr *oxt_coord_at(oxt_lowerer *L, const oxi_tshape *shape, int d, oxi_instr *f);
+void oxt_positions(oxt_lowerer *L, const oxi_tshape *shape, oxi_instr **f, oxi_instr **ok);
+void oxt_sites(oxt_lowerer *L, const oxi_tshape *shape, bool mma, oxi_instr *const *coord, int param, oxt_element_site *out);
+void oxt_clamp_coords(oxt_lowerer *L, const oxi_tshape *shape, oxi_instr **coord, int param);
+oxi_instr *oxt_whole_tile_inside(oxt_lowerer *L, const oxi_tshape *shape, bool mma, oxi_instr *const *coord, int param);
+oxi_instr **oxt_new_elements(oxt_lowerer *L, const oxi_tshape *s);
+oxi_instr *oxt_existing(oxt_lowerer *L, oxi_instr *f, oxi_instr *ok);
+void oxt_spill(oxt_lowerer *L, const oxi_instr *old);
+oxi_instr **oxt_in_layout(oxt_lowerer *L, const oxi_instr *old, bool mma);
+
+/* ------------------------------------- ops.c: tile ops on CUDA */
+
+void oxt_lower_load(oxt_lowerer *L, const oxi_instr *in);
+void oxt_lower_store(oxt_lowerer *L, const oxi_instr *in);
+void oxt_lower_elementwise(oxt_lowerer *L, const oxi_instr *in);
+void oxt_lower_broadcast(oxt_lowerer *L, const oxi_instr *in);
+void oxt_lower_move(oxt_lowerer *L, const oxi_instr *in);
+void oxt_lower_iota(oxt_lowerer *L, const oxi_instr *in);
+void oxt_lower_reduce(oxt_lowerer *L, const oxi_instr *in);
+void oxt_tile_var(oxt_lowerer *L, const oxi_instr *in);
+void oxt_lower_atomic(oxt_lowerer *L, const oxi_instr *in);
+
+/* ------------------------------------------ dot.c: dot on CUDA */
+
+bool oxt_tc_operands(const oxi_instr *in);
+bool oxt_dot_on_tensor_cores(const oxt_lowerer *L, const oxi_instr *in);
+void oxt_lower_dot(oxt_lowerer *L, const oxi_instr *in);
+void oxt_choose_direct_loads(oxt_lowerer *L);
+bool oxt_wg_operands(const oxi_instr *in);
+
+/* ------------------------------------------- serial.c: the CPU */
+
+void oxt_serial_instr(oxt_lowerer *L, const oxi_instr *in);
+
+#endif

@@ -1,0 +1,469 @@
+/* ops.c - the tile ops on CUDA other than dot: loads and stores, elementwise
+ * ops, broadcasts, reshapes and permutes, iota, reductions, `let mut` tiles
+ * and atomic adds, each on the elements a thread holds (layout.c).
+ *
+ * Reductions and broadcasts move elements between threads: every thread
+ * writes the tile's elements it holds to a shared scratch array at their
+ * row-major position, the block synchronizes, and each thread reads what its
+ * elements of the result need. One scratch array per dtype serves every such
+ * step of the kernel; a barrier after each step frees it for the next. */
+#include <stdlib.h>
+
+#include "tile/lower.h"
+
+/* A tile load: straight-line loads when the whole tile is inside the tensor
+ * (independent loads the GPU keeps in flight together), else one predicated
+ * load per element with the padding outside. */
+void oxt_lower_load(oxt_lowerer *L, const oxi_instr *in) {
+  if (L->direct[in->id])
+    return; /* copied straight to shared memory by the dot that uses it */
+  oxt_layout y = oxt_layout_of(L, in->tshape);
+  int n = y.J * y.VEC;
+  oxi_instr *coord[OXI_MAX_RANK];
+  for (int d = 0; d < in->nops; d++)
+    coord[d] = oxt_mapped(L, in->ops[d]);
+  oxt_element_site *es = malloc(sizeof *es * (size_t)n);
+  int *slot = malloc(sizeof *slot * (size_t)n);
+  oxt_clamp_coords(L, in->tshape, coord, in->mem.index);
+  oxt_sites(L, in->tshape, false, coord, in->mem.index, es);
+  oxi_instr *full = oxt_whole_tile_inside(L, in->tshape, false, coord, in->mem.index);
+  for (int e = 0; e < n; e++)
+    slot[e] = oxi_slot_new(L->m, L->nk, in->type);
+  oxi_block *done = oxi_block_new(L->m, L->nk), *slow;
+  if (full) {
+    oxt_begin_if(L, full, &slow); /* the fast path: straight-line loads */
+    for (int e = 0; e < n; e++)
+      oxt_set_slot(L, slot[e], oxt_load_at(L, in, es[e].index));
+    oxt_end_if(L, done);
+    L->cur = slow;
+  }
+  for (int e = 0; e < n; e++) {
+    oxi_instr *pad = oxt_emit(L, OXI_CONST, in->type);
+    pad->imm = in->imm;
+    pad->fimm = in->fimm;
+    oxt_set_slot(L, slot[e], pad);
+    oxi_block *join;
+    oxt_begin_if(L, es[e].inb, &join);
+    oxt_set_slot(L, slot[e], oxt_load_at(L, in, es[e].index));
+    oxt_end_if(L, join);
+  }
+  oxt_end_if(L, done);
+  oxi_instr **out = oxt_new_elements(L, in->tshape);
+  for (int e = 0; e < n; e++)
+    out[e] = oxt_get_slot(L, slot[e]);
+  free(es);
+  free(slot);
+  L->tval[in->id] = out;
+}
+
+/* A tile store into this block's output tile, straight-line or predicated
+ * like a load. */
+void oxt_lower_store(oxt_lowerer *L, const oxi_instr *in) {
+  const oxi_param *p = L->k->params.items[in->mem.index];
+  const oxi_tshape *s = in->ops[0]->tshape;
+  bool mma = oxt_is_mma(L, in->ops[0]); /* stored from the layout it is held in */
+  int n = oxt_count_in(L, s, mma);
+  oxi_instr *coord[OXI_MAX_RANK];
+  for (int d = 0; d < p->rank; d++)
+    coord[d] = oxt_tile_id(L, in->mem.index, d);
+  oxt_element_site *es = malloc(sizeof *es * (size_t)n);
+  oxt_clamp_coords(L, s, coord, in->mem.index);
+  oxt_sites(L, s, mma, coord, in->mem.index, es);
+  oxi_instr *full = oxt_whole_tile_inside(L, s, mma, coord, in->mem.index);
+  oxi_instr **v = oxt_held(L, in->ops[0]);
+  oxi_block *done = oxi_block_new(L->m, L->nk), *slow;
+  if (full) {
+    oxt_begin_if(L, full, &slow); /* the fast path: straight-line stores */
+    for (int e = 0; e < n; e++)
+      oxt_store_at(L, in, es[e].index, v[e]);
+    oxt_end_if(L, done);
+    L->cur = slow;
+  }
+  for (int e = 0; e < n; e++) {
+    oxi_block *join;
+    oxt_begin_if(L, es[e].inb, &join);
+    oxt_store_at(L, in, es[e].index, v[e]);
+    oxt_end_if(L, join);
+  }
+  oxt_end_if(L, done);
+  free(es);
+}
+
+/* Elementwise: in the result's layout (mma when the layout analysis says so),
+ * operands moved to it if they are held in the other one. */
+static bool all_one_value(oxi_instr *const *v, int n) {
+  for (int e = 1; e < n; e++)
+    if (v[e] != v[0])
+      return false;
+  return true;
+}
+
+/* Two shortcuts: operands that are one value in every element (splats,
+ * broadcast reductions) give one result computed once; and a float tile
+ * divided by one value is multiplied by its reciprocal, computed once (one
+ * rounding more than a division, as GPU compilers do by default), which
+ * takes the divisions out of a softmax or a norm. */
+void oxt_lower_elementwise(oxt_lowerer *L, const oxi_instr *in) {
+  bool mma = L->mma[in->id];
+  int n = oxt_count_in(L, in->tshape, mma);
+  oxi_instr **ops[4] = {0};
+  bool one = true, everywhere = true;
+  for (int i = 0; i < in->nops; i++)
+    if (in->ops[i]->tshape) {
+      ops[i] = oxt_in_layout(L, in->ops[i], mma);
+      one &= all_one_value(ops[i], n);
+      everywhere &= L->everywhere[in->ops[i]->id];
+    }
+  oxi_instr **out = oxt_new_elements(L, in->tshape);
+  oxi_instr *recip = NULL;
+  if (!one && in->op == OXI_BIN && in->sub == OXI_DIV && oxi_is_float(in->type) && all_one_value(ops[1], n)) {
+    oxi_instr *c1 = oxt_emit(L, OXI_CONST, in->type);
+    c1->fimm = 1;
+    recip = oxt_bin(L, OXI_DIV, in->type, c1, ops[1][0]);
+  }
+  for (int e = 0; e < n; e++) {
+    if (one && e) {
+      out[e] = out[0];
+      continue;
+    }
+    if (recip) {
+      out[e] = oxt_bin(L, OXI_MUL, in->type, ops[0][e], recip);
+      continue;
+    }
+    oxi_instr *c = oxt_emit(L, in->op, in->type);
+    c->sub = in->sub;
+    c->nops = in->nops;
+    for (int i = 0; i < in->nops; i++)
+      c->ops[i] = ops[i] ? ops[i][e] : oxt_mapped(L, in->ops[i]);
+    out[e] = c;
+  }
+  L->tval[in->id] = out;
+  L->everywhere[in->id] = one && everywhere;
+}
+
+/* A broadcast: each result element reads the source element at its
+ * position with the broadcast dims at 0. */
+void oxt_lower_broadcast(oxt_lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *src = in->ops[0]->tshape, *dst = in->tshape;
+  if (L->everywhere[in->ops[0]->id]) { /* a value every thread already holds */
+    oxt_layout y = oxt_layout_of(L, dst);
+    oxi_instr **out = oxt_new_elements(L, dst), *v = oxt_elements(L, in->ops[0])[0];
+    for (int e = 0; e < y.J * y.VEC; e++)
+      out[e] = v;
+    L->tval[in->id] = out;
+    return;
+  }
+  oxt_spill(L, in->ops[0]);
+  oxt_barrier(L);
+  oxt_layout y = oxt_layout_of(L, dst);
+  int n = y.J * y.VEC;
+  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  oxt_positions(L, dst, f, ok);
+  oxi_instr **out = oxt_new_elements(L, dst);
+  int64_t after = oxt_elems(dst), src_after = oxt_elems(src);
+  int64_t shift[OXI_MAX_RANK], src_stride[OXI_MAX_RANK];
+  for (int d = 0; d < dst->rank; d++) {
+    after /= dst->dims[d];
+    src_after /= src->dims[d];
+    shift[d] = oxt_log2i(after);
+    src_stride[d] = src_after;
+  }
+  for (int e = 0; e < n; e++) {
+    oxi_instr *g = NULL;
+    for (int d = 0; d < dst->rank; d++) {
+      if (src->dims[d] == 1)
+        continue;
+      oxi_instr *c = oxt_bin(L, OXI_AND, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, f[e], oxt_u64(L, (uint64_t)shift[d])),
+                         oxt_u64(L, (uint64_t)(dst->dims[d] - 1)));
+      oxi_instr *term = oxt_bin(L, OXI_MUL, OX_U64, c, oxt_u64(L, (uint64_t)src_stride[d]));
+      g = g ? oxt_bin(L, OXI_ADD, OX_U64, g, term) : term;
+    }
+    /* a nonexistent element (the layout's guard) reads position 0: harmless */
+    out[e] = oxt_shared_load(L, oxt_scratch(L, in->type, 0), in->type, g ? g : oxt_u64(L, 0));
+  }
+  free(f);
+  oxt_barrier(L);
+  L->tval[in->id] = out;
+}
+
+/* Reshape and permute: the result element at row-major position f reads
+ * the operand element at position src(f) through scratch (for a reshape the
+ * same f; for a permute, f's coordinates reordered). */
+void oxt_lower_move(oxt_lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *src = in->ops[0]->tshape, *dst = in->tshape;
+  oxt_layout ys = oxt_layout_of(L, src), yd = oxt_layout_of(L, dst);
+  if (in->op == OXI_T_RESHAPE && ys.VEC == yd.VEC && ys.J == yd.J && ys.guard == yd.guard) {
+    L->tval[in->id] = oxt_elements(L, in->ops[0]); /* the same elements in the same threads */
+    return;
+  }
+  oxt_spill(L, in->ops[0]);
+  oxt_barrier(L);
+  int n = yd.J * yd.VEC;
+  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  oxt_positions(L, dst, f, ok);
+  oxi_instr **out = oxt_new_elements(L, dst);
+  int64_t dshift[OXI_MAX_RANK], sstride[OXI_MAX_RANK];
+  int64_t after = oxt_elems(dst), sa = oxt_elems(src);
+  for (int d = 0; d < dst->rank; d++) {
+    after /= dst->dims[d];
+    dshift[d] = oxt_log2i(after);
+  }
+  for (int d = 0; d < src->rank; d++) {
+    sa /= src->dims[d];
+    sstride[d] = sa;
+  }
+  for (int e = 0; e < n; e++) {
+    oxi_instr *g = oxt_existing(L, f[e], ok[e]);
+    if (in->op == OXI_T_PERMUTE) {
+      oxi_instr *pos = NULL;
+      for (int d = 0; d < dst->rank; d++) {
+        int sd = (int)((in->imm >> (4 * d)) & 15);
+        oxi_instr *c = oxt_bin(L, OXI_AND, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, g, oxt_u64(L, (uint64_t)dshift[d])),
+                           oxt_u64(L, (uint64_t)(dst->dims[d] - 1)));
+        oxi_instr *term = oxt_bin(L, OXI_MUL, OX_U64, c, oxt_u64(L, (uint64_t)sstride[sd]));
+        pos = pos ? oxt_bin(L, OXI_ADD, OX_U64, pos, term) : term;
+      }
+      g = pos;
+    }
+    out[e] = oxt_shared_load(L, oxt_scratch(L, in->type, 0), in->type, g);
+  }
+  free(f);
+  oxt_barrier(L);
+  L->tval[in->id] = out;
+}
+
+/* iota: each element's coordinate along the axis, from its position. */
+void oxt_lower_iota(oxt_lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *s = in->tshape;
+  oxt_layout y = oxt_layout_of(L, s);
+  int n = y.J * y.VEC;
+  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  oxt_positions(L, s, f, ok);
+  int64_t after = oxt_elems(s);
+  for (int d = 0; d <= in->index; d++)
+    after /= s->dims[d];
+  oxi_instr **out = oxt_new_elements(L, s);
+  for (int e = 0; e < n; e++) {
+    oxi_instr *c = oxt_bin(L, OXI_AND, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, f[e], oxt_u64(L, (uint64_t)oxt_log2i(after))),
+                       oxt_u64(L, (uint64_t)(s->dims[in->index] - 1)));
+    oxi_instr *cv = oxt_emit(L, OXI_CAST, in->type);
+    cv->ops[0] = c;
+    cv->nops = 1;
+    out[e] = cv;
+  }
+  free(f);
+  L->tval[in->id] = out;
+}
+
+/* acc = fold of scratch[base + k * stride] for k = first, first + step, ...
+ * below `count`, as an IR loop. */
+static oxi_instr *fold_loop(oxt_lowerer *L, int sub, oxi_type t, oxi_mem m, oxi_instr *base,
+                            int64_t stride, oxi_instr *first, int64_t step, int64_t count) {
+  int as = oxi_slot_new(L->m, L->nk, t);
+  oxt_set_slot(L, as, oxt_identity(L, sub, t));
+  oxt_counted_loop lp;
+  oxi_instr *k = oxt_begin_loop(L, &lp, first, step, count);
+  oxi_instr *idx = oxt_bin(L, OXI_ADD, OX_U64, base, oxt_bin(L, OXI_MUL, OX_U64, k, oxt_u64(L, (uint64_t)stride)));
+  oxt_set_slot(L, as, oxt_combine(L, sub, t, oxt_get_slot(L, as), oxt_shared_load(L, m, t, idx)));
+  oxt_end_loop(L, &lp, k);
+  return oxt_get_slot(L, as);
+}
+
+/* A reduction of a whole tile to one element, the way a row reduction for a
+ * softmax or a norm wants it: each thread folds its own elements in
+ * registers, the warps fold their lanes with butterfly shuffles, and the
+ * warps' results meet in shared memory, where every thread folds them: so
+ * every thread holds the result, and broadcasting it back costs nothing. */
+static void reduce_all(oxt_lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *src = in->ops[0]->tshape;
+  int sub = in->sub;
+  oxi_type t = in->type;
+  oxt_layout y = oxt_layout_of(L, src);
+  int n = y.J * y.VEC;
+  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  oxt_positions(L, src, f, ok);
+  oxi_instr **v = oxt_elements(L, in->ops[0]);
+  oxi_instr *acc = NULL;
+  for (int e = 0; e < n; e++) {
+    oxi_instr *x = v[e];
+    if (ok[e]) { /* an element the layout's guard says does not exist */
+      oxi_instr *id = oxt_identity(L, sub, t);
+      oxi_instr *sel = oxt_emit(L, OXI_SELECT, t);
+      sel->ops[0] = ok[e];
+      sel->ops[1] = x;
+      sel->ops[2] = id;
+      sel->nops = 3;
+      x = sel;
+    }
+    acc = acc ? oxt_combine(L, sub, t, acc, x) : x;
+  }
+  free(f);
+  for (int off = 16; off >= 1; off /= 2) {
+    oxi_instr *lane = oxt_emit(L, OXI_CONST, OX_U32);
+    lane->imm = (uint64_t)off;
+    oxi_instr *sh = oxt_emit(L, OXI_SHFL, t);
+    sh->sub = 3; /* xor */
+    sh->ops[0] = acc;
+    sh->ops[1] = lane;
+    sh->nops = 2;
+    acc = oxt_combine(L, sub, t, acc, sh);
+  }
+  L->nk->uses_sync = true;
+  oxi_mem m = oxt_scratch(L, t, L->T / 32);
+  oxi_instr *first = oxt_bin(L, 100 + OXI_EQ, OX_U64, oxt_bin(L, OXI_AND, OX_U64, L->t, oxt_u64(L, 31)), oxt_u64(L, 0));
+  oxt_shared_store(L, m, oxt_bin(L, OXI_SHR, OX_U64, L->t, oxt_u64(L, 5)), acc, first);
+  oxt_barrier(L);
+  oxi_instr *res = NULL;
+  for (int w = 0; w < L->T / 32; w++) {
+    oxi_instr *x = oxt_shared_load(L, m, t, oxt_u64(L, (uint64_t)w));
+    res = res ? oxt_combine(L, sub, t, res, x) : x;
+  }
+  oxt_barrier(L);
+  oxi_instr **out = oxt_new_elements(L, in->tshape);
+  out[0] = res;
+  L->tval[in->id] = out;
+  L->everywhere[in->id] = true;
+}
+
+/* A reduction along axis a. With R results and T threads: when R < T, each
+ * result gets G = T / R threads, each folding every G-th element of its row,
+ * and the G partials are folded from scratch; else each thread folds whole
+ * rows. The results then land in the result's layout through scratch. */
+void oxt_lower_reduce(oxt_lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *src = in->ops[0]->tshape, *dst = in->tshape;
+  int a = in->index, sub = in->sub;
+  oxi_type t = in->type;
+  int64_t len = src->dims[a], inner = 1, R = oxt_elems(dst);
+  for (int d = a + 1; d < src->rank; d++)
+    inner *= src->dims[d];
+  if (R == 1 && L->T >= 32 && (ox_dtype_size((ox_dtype)t) == 4 || ox_dtype_size((ox_dtype)t) == 8)) {
+    reduce_all(L, in);
+    return;
+  }
+  oxi_mem m = oxt_scratch(L, t, oxt_elems(src) > L->T ? oxt_elems(src) : L->T);
+  oxt_spill(L, in->ops[0]);
+  oxt_barrier(L);
+  /* the position in the source of result r's first element */
+#define ROW_BASE(r)                                                                               \
+  oxt_bin(L, OXI_ADD, OX_U64,                                                                         \
+      oxt_bin(L, OXI_SHL, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, (r), oxt_u64(L, (uint64_t)oxt_log2i(inner))),       \
+          oxt_u64(L, (uint64_t)oxt_log2i(inner * len))),                                                \
+      oxt_bin(L, OXI_AND, OX_U64, (r), oxt_u64(L, (uint64_t)(inner - 1))))
+  oxt_layout y = oxt_layout_of(L, dst);
+  int n = y.J * y.VEC;
+  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  oxi_instr **out = oxt_new_elements(L, dst);
+  if (R < L->T) {
+    int64_t G = L->T / R;
+    oxi_instr *r = oxt_bin(L, OXI_SHR, OX_U64, L->t, oxt_u64(L, (uint64_t)oxt_log2i(G)));
+    oxi_instr *g = oxt_bin(L, OXI_AND, OX_U64, L->t, oxt_u64(L, (uint64_t)(G - 1)));
+    oxi_instr *part = fold_loop(L, sub, t, m, ROW_BASE(r), inner, g, G, len);
+    oxt_barrier(L); /* every thread has read its row elements */
+    oxt_shared_store(L, m, L->t, part, NULL);
+    oxt_barrier(L);
+    oxt_positions(L, dst, f, ok);
+    for (int e = 0; e < n; e++)
+      out[e] = fold_loop(L, sub, t, m, oxt_bin(L, OXI_MUL, OX_U64, oxt_existing(L, f[e], ok[e]), oxt_u64(L, (uint64_t)G)),
+                         1, oxt_u64(L, 0), 1, G);
+  } else {
+    /* thread t folds results t, t + T, ...: R / T of them */
+    int64_t per = R / L->T;
+    oxi_instr **res = malloc(sizeof *res * (size_t)per);
+    for (int64_t i = 0; i < per; i++) {
+      oxi_instr *r = oxt_bin(L, OXI_ADD, OX_U64, L->t, oxt_u64(L, (uint64_t)(i * L->T)));
+      res[i] = fold_loop(L, sub, t, m, ROW_BASE(r), inner, oxt_u64(L, 0), 1, len);
+    }
+    oxt_barrier(L);
+    for (int64_t i = 0; i < per; i++)
+      oxt_shared_store(L, m, oxt_bin(L, OXI_ADD, OX_U64, L->t, oxt_u64(L, (uint64_t)(i * L->T))), res[i], NULL);
+    free(res);
+    oxt_barrier(L);
+    oxt_positions(L, dst, f, ok);
+    for (int e = 0; e < n; e++)
+      out[e] = oxt_shared_load(L, m, t, oxt_existing(L, f[e], ok[e]));
+  }
+#undef ROW_BASE
+  free(f);
+  oxt_barrier(L);
+  L->tval[in->id] = out;
+}
+
+/* A tile slot becomes one slot per element a thread holds of it (in the
+ * slot's layout); LLVM turns them into registers, so a loop carrying a tile
+ * (a K loop's accumulator) keeps it in registers. */
+void oxt_tile_var(oxt_lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *s = in->op == OXI_VAR_GET ? in->tshape : in->ops[0]->tshape;
+  bool mma = L->slot_mma[in->index];
+  int n = oxt_count_in(L, s, mma);
+  oxt_mma_layout ml;
+  if (L->wg && mma && oxt_mma_layout_of(L, s, &ml) && ml.WN == 1 && ml.wm == 16) {
+    /* a wgmma accumulator's layout: kept as its registers, so that a K loop's
+       dot accumulates into them while the previous call's wgmmas run */
+    if (!L->vslot[in->index])
+      L->vslot[in->index] = oxi_slot_new(L->m, L->nk, oxi_vf32(n)) + 1;
+    int slot = L->vslot[in->index] - 1;
+    if (in->op == OXI_VAR_GET) {
+      L->vacc[in->id] = oxt_get_slot(L, slot);
+    } else if (L->vacc[in->ops[0]->id]) {
+      oxt_set_slot(L, slot, L->vacc[in->ops[0]->id]);
+    } else { /* other registers: no wgmma may still write the slot's */
+      oxi_instr **v = oxt_in_layout(L, in->ops[0], true);
+      oxt_wg_sync(L, NULL, 2, 0);
+      oxt_set_slot(L, slot, oxt_wg_pack(L, v, n));
+    }
+    return;
+  }
+  if (!L->tslots[in->index]) {
+    L->tslots[in->index] = oxb_alloc(L->m->arena, sizeof(int) * (size_t)n);
+    for (int e = 0; e < n; e++)
+      L->tslots[in->index][e] = oxi_slot_new(L->m, L->nk, in->type == OXI_VOID ? in->ops[0]->type : in->type);
+  }
+  int *slots = L->tslots[in->index];
+  if (in->op == OXI_VAR_SET) {
+    oxi_instr **v = oxt_in_layout(L, in->ops[0], mma);
+    for (int e = 0; e < n; e++)
+      oxt_set_slot(L, slots[e], v[e]);
+    return;
+  }
+  oxi_instr **out = oxt_new_elements(L, s);
+  for (int e = 0; e < n; e++)
+    out[e] = oxt_get_slot(L, slots[e]);
+  L->tval[in->id] = out;
+}
+
+/* An atomic add of a tile into an atomic tensor: one atomic add per element
+ * this thread holds (in the tile's layout), predicated like a store on the
+ * tensor's bounds; or, for a scatter, on the index being below the dim. */
+void oxt_lower_atomic(oxt_lowerer *L, const oxi_instr *in) {
+  const oxi_param *p = L->k->params.items[in->mem.index];
+  if (in->sub == 0) {
+    const oxi_instr *v = in->ops[p->rank];
+    const oxi_tshape *s = v->tshape;
+    bool mma = oxt_is_mma(L, v);
+    int n = oxt_count_in(L, s, mma);
+    oxi_instr *coord[OXI_MAX_RANK];
+    for (int d = 0; d < p->rank; d++)
+      coord[d] = oxt_mapped(L, in->ops[d]);
+    oxt_clamp_coords(L, s, coord, in->mem.index);
+    oxt_element_site *es = malloc(sizeof *es * (size_t)n);
+    oxt_sites(L, s, mma, coord, in->mem.index, es);
+    oxi_instr **vals = oxt_held(L, v);
+    for (int e = 0; e < n; e++)
+      oxt_atomic_at(L, in, es[e].inb, es[e].index, vals[e]);
+    free(es);
+    return;
+  }
+  const oxi_tshape *s = in->ops[0]->tshape;
+  int n = oxt_count_in(L, s, false);
+  oxi_instr **idx = oxt_elements(L, in->ops[0]), **vals = oxt_elements(L, in->ops[1]);
+  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  oxt_positions(L, s, f, ok);
+  oxi_instr *dim = oxt_param_info(L, OXI_DIM, in->mem.index, 0), *stride = oxt_param_info(L, OXI_STRIDE, in->mem.index, 0);
+  for (int e = 0; e < n; e++) {
+    oxi_instr *cond = oxt_bin(L, OXT_LT, OX_U64, idx[e], dim);
+    if (ok[e])
+      cond = oxt_bin(L, OXI_AND, OX_BOOL, cond, ok[e]);
+    oxt_atomic_at(L, in, cond, oxt_bin(L, OXI_MUL, OX_U64, idx[e], stride), vals[e]);
+  }
+  free(f);
+}
