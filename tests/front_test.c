@@ -1088,6 +1088,36 @@ static void test_emit_api(void) {
   if (ox_emit(vecadd_contract, &tiny, OX_TARGET_CPU, OX_EMIT_IR, &out) != OX_ERR_INVALID_ARGUMENT ||
       !strstr(ox_last_error(), "options size 4 is too small"))
     fail(&c, "an options size too small", ox_last_error());
+  /* generics (with `size` set): a tile kernel's code at the given sizes */
+  static const char *tile_mm =
+      "#[tile]\nfn mm<const BM: i32, const BN: i32, const BK: i32>(c: &mut Tensor<f32, [BM, BN]>, "
+      "a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>) {\n"
+      "    c.store(mma(a.partition([BM, BK]).load([tile_id(0), 0]), b.partition([BK, BN]).load([0, tile_id(1)]),"
+      " full([BM, BN], 0.0f32)));\n}\n";
+  ox_generic_value gv[3] = {{"BM", 64}, {"BN", 128}, {"BK", 32}};
+  ox_compile_options go = {.size = sizeof go, .sm = 90, .generics = gv, .num_generics = 3};
+  out = NULL;
+  if (ox_emit(tile_mm, &go, OX_TARGET_CUDA, OX_EMIT_PTX, &out) != OX_OK || !strstr(out, "wgmma.mma_async"))
+    fail(&c, "generics: wgmma at 64 x 128 x 32", out ? out : ox_last_error());
+  ox_free(out);
+  out = NULL;
+  go.num_generics = 0; /* all 16: too small for wgmma */
+  if (ox_emit(tile_mm, &go, OX_TARGET_CUDA, OX_EMIT_PTX, &out) != OX_OK || strstr(out, "wgmma"))
+    fail(&c, "generics at the placeholder", out ? out : ox_last_error());
+  ox_free(out);
+  out = NULL;
+  gv[0].name = "BQ";
+  go.num_generics = 1;
+  if (ox_emit(tile_mm, &go, OX_TARGET_CUDA, OX_EMIT_PTX, &out) != OX_ERR_INVALID_ARGUMENT ||
+      strcmp(ox_last_error(), "ox_emit: no tile kernel of this source has a generic 'BQ'"))
+    fail(&c, "an unknown generic", ox_last_error());
+  gv[0] = (ox_generic_value){"BM", 48};
+  if (ox_emit(tile_mm, &go, OX_TARGET_CUDA, OX_EMIT_PTX, &out) != OX_ERR_COMPILE ||
+      !strstr(ox_last_error(), "<input>:2:") || !strstr(ox_last_error(), "BM = 48"))
+    fail(&c, "a generic that is not a power of two", ox_last_error());
+  go.generics = NULL;
+  if (ox_emit(tile_mm, &go, OX_TARGET_CUDA, OX_EMIT_PTX, &out) != OX_ERR_INVALID_ARGUMENT)
+    fail(&c, "generics NULL with a count", ox_last_error());
   /* opt_level outside 0..3 is refused, by ox_emit and ox_module_compile alike (0: the default) */
   for (int lvl = -1; lvl <= 4; lvl++) {
     ox_compile_options o = {0};
@@ -1116,6 +1146,12 @@ static void test_emit_api(void) {
     if (ox_module_compile(dev, vecadd_contract, &o, &m) != OX_OK || !m)
       fail(&c, "ox_module_compile opt_level 1", ox_last_error());
     ox_module_destroy(m);
+    m = NULL;
+    ox_generic_value one = {"BM", 64};
+    ox_compile_options with = {.size = sizeof with, .generics = &one, .num_generics = 1};
+    if (ox_module_compile(dev, tile_mm, &with, &m) != OX_ERR_INVALID_ARGUMENT || m ||
+        !strstr(ox_last_error(), "the generics option is for ox_emit"))
+      fail(&c, "ox_module_compile with generics", ox_last_error());
   }
   /* many errors stop at 20 */
   char src[4096];

@@ -1,7 +1,8 @@
 /* oxide - the command-line tool.
  *
  *   oxide compile FILE.oxk [--emit ast|ir|llvm|ptx|asm] [--arch sm_XX] [--target cuda|cpu] [-O N]
- *                 [--contiguous]   (tile kernels: code for contiguous16 tensors, as most launches) 
+ *                 [--contiguous]   (tile kernels: code for contiguous16 tensors, as most launches)
+ *                 [--generic NAME=VALUE]...  (tile kernels: a const generic's value; others are 16)
  *   oxide doctor
  *   oxide version
  */
@@ -15,6 +16,7 @@ static int usage(void) {
   fprintf(stderr,
           "usage: oxide compile FILE.oxk [--emit ast|ir|llvm|ptx|asm] [--arch sm_XX] "
           "[--target cuda|cpu] [-O N] [--contiguous]\n"
+          "                     [--generic NAME=VALUE]...\n"
           "       oxide doctor\n"
           "       oxide version\n");
   return 2;
@@ -23,7 +25,10 @@ static int usage(void) {
 static int compile(int argc, char **argv) {
   const char *file = NULL, *emit = "ptx";
   ox_target target = OX_TARGET_DEFAULT;
-  ox_compile_options o = {0};
+  ox_compile_options o = {.size = sizeof o};
+  static ox_generic_value generics[64];
+  static char names[64][128];
+  o.generics = generics;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -45,6 +50,23 @@ static int compile(int argc, char **argv) {
         fprintf(stderr, "oxide: --target takes cuda or cpu, got '%s'\n", v);
         return 2;
       }
+      i++;
+    } else if (!strcmp(a, "--generic") && v) {
+      const char *eq = strchr(v, '=');
+      char *end = NULL;
+      long long value = eq ? strtoll(eq + 1, &end, 10) : 0;
+      if (!eq || eq == v || eq - v >= (long)sizeof names[0] || !eq[1] || *end || value <= 0) {
+        fprintf(stderr, "oxide: --generic takes NAME=VALUE with a positive VALUE, got '%s'\n", v);
+        return 2;
+      }
+      if (o.num_generics == 64) {
+        fprintf(stderr, "oxide: at most 64 --generic options\n");
+        return 2;
+      }
+      memcpy(names[o.num_generics], v, (size_t)(eq - v));
+      names[o.num_generics][eq - v] = 0;
+      generics[o.num_generics].name = names[o.num_generics];
+      generics[o.num_generics++].value = value;
       i++;
     } else if (!strcmp(a, "--contiguous")) {
       o.emit_contiguous = 1;

@@ -311,6 +311,10 @@ ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_
   if (o.opt_level < 0 || o.opt_level > 3)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_module_compile: opt_level must be 0 to 3 "
                          "(0 means the default, 3), found %d", o.opt_level);
+  if (o.generics || o.num_generics)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_module_compile: the generics option is for "
+                         "ox_emit; a launch binds a tile kernel's generics from its partitions "
+                         "(or ox_kernel_set_generic)");
   oxa_module *m = calloc(1, sizeof *m);
   if (!m)
     return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
@@ -539,6 +543,36 @@ const char *ox_version(void) {
 
 /* ----------------------------------------------------------------- emit */
 
+/* The value the options give generic `name`, else the placeholder. */
+static int64_t generic_value(const ox_compile_options *o, const char *name) {
+  for (int i = 0; i < o->num_generics; i++)
+    if (!strcmp(o->generics[i].name, name))
+      return o->generics[i].value;
+  return OXF_TILE_PLACEHOLDER;
+}
+
+/* The options' generics: well formed, and each a generic of some tile kernel. */
+static ox_status check_generics(const ox_compile_options *o, const oxf_program *prog) {
+  if (o->num_generics < 0 || (o->num_generics && !o->generics))
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_emit: %d generics at %p", o->num_generics,
+                         (const void *)o->generics);
+  for (int i = 0; i < o->num_generics; i++) {
+    const char *name = o->generics[i].name;
+    if (!name)
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_emit: generic %d has no name", i);
+    bool found = false;
+    for (int f = 0; f < prog->fns.len && !found; f++) {
+      const oxf_fn *fn = prog->fns.items[f];
+      for (int g = 0; fn->is_tile && g < fn->generics.len && !found; g++)
+        found = !strcmp(fn->generics.items[g], name);
+    }
+    if (!found)
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_emit: no tile kernel of this source has a "
+                           "generic '%s'", name);
+  }
+  return OX_OK;
+}
+
 ox_status ox_emit(const char *source, const ox_compile_options *opts, ox_target target,
                   ox_emit_kind kind, char **out) {
   if (!out)
@@ -555,17 +589,28 @@ ox_status ox_emit(const char *source, const ox_compile_options *opts, ox_target 
   oxb_str text = {0};
   const oxf_program *prog = NULL;
   ox_status s = oxa_front(&a, source, o.filename, &m, kind == OX_EMIT_AST ? &text : NULL, &prog);
-  /* tile kernels: shown specialized with every generic at the placeholder
-   * (OXF_TILE_PLACEHOLDER); the IR before their lowering, code after it */
+  /* tile kernels: shown specialized with the generics the options give, the
+   * others at the placeholder (OXF_TILE_PLACEHOLDER); the IR before their
+   * lowering, code after it */
   int first_tile = m.kernels.len;
+  if (!s && kind != OX_EMIT_AST)
+    s = check_generics(&o, prog);
   for (int i = 0; !s && kind != OX_EMIT_AST && i < prog->fns.len; i++) {
     const oxf_fn *fn = prog->fns.items[i];
     if (!fn->is_tile)
       continue;
+    int64_t values[OXA_MAX_GENERICS];
+    if (fn->generics.len > OXA_MAX_GENERICS) {
+      s = oxb_set_error(OX_ERR_COMPILE, "%s: tile kernel '%s' has more than %d generics", m.filename,
+                        fn->name, OXA_MAX_GENERICS);
+      break;
+    }
+    for (int g = 0; g < fn->generics.len; g++)
+      values[g] = generic_value(&o, fn->generics.items[g]);
     oxb_diags d = {0};
     oxb_source src = {m.filename, source, strlen(source)};
     d.src = &src;
-    if (!oxf_check_tile(&a, &d, prog, fn, NULL, &m))
+    if (!oxf_check_tile(&a, &d, prog, fn, values, &m))
       s = oxb_set_error_text(OX_ERR_COMPILE, d.text.buf ? d.text.buf : "tile kernel error");
     oxb_str_free(&d.text);
   }

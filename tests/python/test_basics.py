@@ -199,6 +199,32 @@ def test_emit():
         oxide.emit(VECADD, kind="sass")
 
 
+MATMUL = """#[tile]
+fn mm<const BM: i32, const BN: i32, const BK: i32>(c: &mut Tensor<f32, [BM, BN]>,
+        a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>) {
+    let pa = a.partition([BM, BK]);
+    let pb = b.partition([BK, BN]);
+    let mut acc = full([BM, BN], 0.0f32);
+    for k in 0..(a.dim(1) + (BK as usize) - 1) / (BK as usize) {
+        acc = mma(pa.load([tile_id(0), k]), pb.load([k, tile_id(1)]), acc);
+    }
+    c.store(acc);
+}
+"""
+
+
+def test_emit_generics():
+    # every generic at the placeholder 16: tiles too small for wgmma
+    assert "wgmma" not in oxide.emit(MATMUL, arch="sm_90", contiguous=True)
+    big = oxide.emit(MATMUL, arch="sm_90", contiguous=True, generics={"BM": 128, "BN": 128, "BK": 64})
+    assert "wgmma.mma_async" in big and "cp.async" in big
+    assert "mma.sync" in oxide.emit(MATMUL, arch="sm_80", generics={"BM": 64, "BN": 64, "BK": 32})
+    with pytest.raises(oxide.InvalidArgumentError, match="generic 'BQ'"):
+        oxide.emit(MATMUL, generics={"BQ": 16})
+    with pytest.raises(oxide.CompileError, match=r"<input>:2:\d+: error: tile shapes are static powers of two"):
+        oxide.emit(MATMUL, generics={"BM": 100})
+
+
 @pytest.mark.gpu
 def test_cuda_device():
     d = oxide.device("cuda")

@@ -1245,16 +1245,23 @@ _TARGET = {None: D.OX_TARGET_DEFAULT, "cpu": D.OX_TARGET_CPU, "cuda": D.OX_TARGE
 
 def emit(source: str, kind: str = "ptx", target: Optional[str] = None,
          arch: Union[str, int, None] = None, filename: Optional[str] = None, opt_level: int = 0,
-         contiguous: bool = False) -> str:
+         contiguous: bool = False, generics: Optional[Dict[str, int]] = None) -> str:
     """The text of one compilation stage: kind "ast", "ir", "llvm", "ptx" or
     "asm"; target None (CUDA for PTX, else the CPU), "cpu" or "cuda"; arch
     "sm_90" or 90; contiguous: tile kernels as launched on contiguous16
-    tensors (16-byte aligned, unit last stride). Needs no device."""
+    tensors (16-byte aligned, unit last stride); generics: values of tile
+    kernels' const generics by name, e.g. {"BM": 128} (others are 16), so that
+    the code is what a launch with those tile sizes runs. Needs no device."""
     if kind not in _EMIT or target not in _TARGET:
         raise ValueError(f"kind must be one of {sorted(_EMIT)} and target None, 'cpu' or 'cuda'")
     out = C.c_void_p()
     opts = _options(filename, arch, opt_level, False)
     opts.emit_contiguous = int(bool(contiguous))
+    if generics:
+        values = (D.ox_generic_value * len(generics))(
+            *(D.ox_generic_value(str(k).encode(), int(v)) for k, v in generics.items()))
+        opts.generics = values  # kept alive by `values` until the call returns
+        opts.num_generics = len(generics)
     _check(_L.ox_emit(source.encode(), C.byref(opts), _TARGET[target], _EMIT[kind], C.byref(out)))
     return _take_string(out)
 

@@ -82,6 +82,13 @@ ENUMS = {
 }
 
 
+class ox_generic_value(C.Structure):
+    _fields_ = [
+        ('name', C.c_char_p),
+        ('value', C.c_int64),
+    ]
+
+
 class ox_compile_options(C.Structure):
     _fields_ = [
         ('size', C.c_size_t),
@@ -90,6 +97,8 @@ class ox_compile_options(C.Structure):
         ('opt_level', C.c_int),
         ('no_cache', C.c_int),
         ('emit_contiguous', C.c_int),
+        ('generics', C.POINTER(ox_generic_value)),
+        ('num_generics', C.c_int),
     ]
 
 

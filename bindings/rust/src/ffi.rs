@@ -110,6 +110,13 @@ pub type ox_chain = *mut ox_chain_s;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
+pub struct ox_generic_value {
+    pub name: *const c_char,
+    pub value: i64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
 pub struct ox_compile_options {
     pub size: usize,
     pub filename: *const c_char,
@@ -117,6 +124,8 @@ pub struct ox_compile_options {
     pub opt_level: c_int,
     pub no_cache: c_int,
     pub emit_contiguous: c_int,
+    pub generics: *const ox_generic_value,
+    pub num_generics: c_int,
 }
 
 #[repr(C)]

@@ -768,6 +768,8 @@ impl CompileOptions {
             opt_level: self.opt_level,
             no_cache: self.no_cache as i32,
             emit_contiguous: self.emit_contiguous as i32,
+            generics: ptr::null(),
+            num_generics: 0,
         }
     }
 }

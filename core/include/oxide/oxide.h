@@ -355,6 +355,12 @@ typedef enum ox_target {
   OX_TARGET_CUDA = 2
 } ox_target;
 
+/** A value for a tile kernel's const generic, by name (ox_compile_options.generics). */
+typedef struct ox_generic_value {
+  const char *name; /**< the generic's name, as in `<const BM: i32>` */
+  int64_t value;
+} ox_generic_value;
+
 /** Options for compiling kernel text. Zero-initialize, then set what you need. */
 typedef struct ox_compile_options {
   /** sizeof(ox_compile_options) as the caller's header has it, so that the
@@ -371,6 +377,15 @@ typedef struct ox_compile_options {
                              were contiguous16 (16-byte aligned start, unit last stride, other
                              strides multiples of 16 bytes), as most launches are; 0: as if none
                              were */
+  /** ox_emit of tile kernels: values for their const generics, by name
+   *  (`num_generics` of them), so that the code shown is what a launch with
+   *  those sizes runs; a generic not given is 16. Every name must be a generic
+   *  of some tile kernel of the source, and a value that makes a tile shape
+   *  invalid is a located compile error. ox_module_compile refuses them:
+   *  launches bind generics from their partitions (or ox_kernel_set_generic).
+   *  Since ABI version 3 with `size` set. */
+  const ox_generic_value *generics;
+  int num_generics;
 } ox_compile_options;
 
 /** Compiled kernels of one source text, loaded on one device. */
