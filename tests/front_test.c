@@ -451,6 +451,17 @@ static const fcase cases[] = {
        "requires (len(%a) ge len(%c))", "shared0: [f32; 64] at 0", "barrier", "shfl.down",
        "vote.ballot", "atomic.cas %hist", "atomic.add shared1", "math.fma", "kernel twod(",
        "kernel unsafe raw("),
+    OK("type constants",
+       K("if let Some(o) = c.get_mut(i) {\n"
+         "    if n < u32::MAX && a[i] > f32::EPSILON { *o = max(a[i], f32::NEG_INFINITY) + (i8::MIN as f32) + f64::NAN as f32; }\n"
+         "}"),
+       "u32 = const 4294967295", "f32 = const 1.1920929e-07", "f32 = const -inf", "i8 = const -128",
+       "f64 = const nan"),
+    BAD("type constants that are not", 4, K("let x = f32::FOO + tf32::MAX;\nlet y = bool::MAX;\nlet z = i64::NAN;"),
+        "4:9 error: f32 has no constant 'FOO'; it has f32::MAX, f32::MIN, f32::INFINITY, "
+        "f32::NEG_INFINITY, f32::NAN and f32::EPSILON",
+        "4:20 error: tf32 has no named constants", "5:9 error: bool has no named constants",
+        "6:9 error: i64 has no constant 'NAN'; it has i64::MAX and i64::MIN"),
     OK("index_2d", "#[kernel]\nfn t(a: &[f32], w: usize, c: DisjointSlice<f32>) {\n"
                    "    let i = thread::index_2d(w);\n"
                    "    if let Some(o) = c.get_mut(i) { *o = a[i.row() * w + i.col()]; }\n}\n",

@@ -157,6 +157,9 @@ static const good goods[] = {
         "v3: f32[64x32] = t.load %x v1, v2", "v4: f32[64x32] = t.splat v0",
         "v5: f32[64x32] = bin.mul v3, v4", "v6: f32[64x32] = math.exp v5",
         "v7: f16[64x32] = cast v6", "t.store %z v7"}},
+    {"iota takes the other operand's type; type constants",
+     T("let c = iota([B], 0) + tile_id(0);\nz.store(select(c < x.dim(0), f32::NEG_INFINITY, f32::MAX));"), {8}, {
+        "v3: u64[8] = t.iota", "bin.add v3, v4", "f32 = const -inf", "f32 = const 3.40282347e+38"}},
     {"literals take the tile's dtype", T("z.store(2.0 * load_tile_like(x, z) - 1.0);"), {8}, {
         "f32 = const 2", "f32[8] = t.splat", "bin.mul", "f32 = const 1", "bin.sub"}},
     {"integer tiles, bitwise ops, shifts, negation", T(

@@ -164,6 +164,9 @@ typedef struct oxf_program {
  * statement and item boundaries so that several errors show in one pass. */
 oxf_program *oxf_parse(oxb_arena *a, oxb_diags *d, const oxb_source *src);
 
+/* The scalar type named name[0 .. len) ("f32", "usize", ...), if it is one. */
+bool oxf_scalar_named(const char *name, size_t len, ox_dtype *out);
+
 /* Appends a readable dump of the syntax tree to `out`. */
 void oxf_dump(const oxf_program *p, oxb_str *out);
 

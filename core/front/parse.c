@@ -129,15 +129,17 @@ static const struct {
                     {"bf16", OX_BF16}, {"f32", OX_F32},   {"f64", OX_F64},
                     {"tf32", OX_TF32}};
 
-static bool scalar_type(oxf_token *t, ox_dtype *out) {
-  if (t->kind != OXF_TK_IDENT)
-    return false;
+bool oxf_scalar_named(const char *name, size_t len, ox_dtype *out) {
   for (size_t i = 0; i < OXB_COUNT(scalar_names); i++)
-    if (equal(t, scalar_names[i].name)) {
+    if (strlen(scalar_names[i].name) == len && !strncmp(name, scalar_names[i].name, len)) {
       *out = scalar_names[i].t;
       return true;
     }
   return false;
+}
+
+static bool scalar_type(oxf_token *t, ox_dtype *out) {
+  return t->kind == OXF_TK_IDENT && oxf_scalar_named(t->text, (size_t)t->len, out);
 }
 
 static ox_dtype elem_type(parser *P, oxb_loc loc) {

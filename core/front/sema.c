@@ -17,6 +17,8 @@
  * a tile shape); what is theirs alone is in tile.c. */
 #include "front/sema.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -463,6 +465,13 @@ static bool untyped_literal(const oxf_node *n) {
   return (n->kind == OXF_INT || n->kind == OXF_FLOAT) && !n->suffix;
 }
 
+/* An operand whose type comes from the other operand of a binary operation:
+ * an untyped literal (`2 * x`), or iota, whose dtype is the context's
+ * (`iota([BM, BN], 1) + j * BN` is a tile of j's type). */
+static bool context_typed(const oxf_node *n) {
+  return untyped_literal(n) || (n->kind == OXF_CALL && !strcmp(n->name, "iota"));
+}
+
 /* A literal; `negated` when it is the operand of '-', which lets a signed
  * literal reach the magnitude of the type's minimum (-128i8). */
 static val literal(sema *S, const oxf_node *n, oxi_type hint, bool negated) {
@@ -517,7 +526,7 @@ static val binary(sema *S, const oxf_node *n, oxi_type hint) {
   bool shift = op == OXF_OP_SHL || op == OXF_OP_SHR;
   oxi_type operand_hint = cmp ? OXI_VOID : hint;
   oxi_instr *l, *r;
-  if (untyped_literal(n->lhs) && !untyped_literal(n->rhs) && !shift) {
+  if (context_typed(n->lhs) && !context_typed(n->rhs) && !shift) {
     r = elem_expr(S, n->rhs, operand_hint, "an operand");
     l = elem_expr(S, n->lhs, r ? r->type : operand_hint, "an operand");
   } else {
@@ -1383,8 +1392,63 @@ static val method(sema *S, const oxf_node *n, oxi_type hint) {
 static val if_expr(sema *S, const oxf_node *n, oxi_type hint);
 static val if_let(sema *S, const oxf_node *n, oxi_type hint);
 
+bool oxs_type_constant(const char *name, oxi_type *t, uint64_t *imm, double *fimm) {
+  const char *sep = strstr(name, "::");
+  ox_dtype dt;
+  if (!sep || !oxf_scalar_named(name, (size_t)(sep - name), &dt) || dt == OX_TF32)
+    return false;
+  const char *c = sep + 2;
+  *t = (oxi_type)dt;
+  *imm = 0;
+  *fimm = 0;
+  int bits = (int)ox_dtype_size(dt) * 8;
+  if (oxi_is_float(*t)) {
+    /* the largest finite value and the gap above 1.0, per format */
+    double mx = dt == OX_F16 ? 65504.0 : dt == OX_BF16 ? 3.3895313892515355e38 : dt == OX_F32 ? (double)FLT_MAX
+                                                                                            : DBL_MAX;
+    double eps = dt == OX_F16 ? 0x1p-10 : dt == OX_BF16 ? 0x1p-7 : dt == OX_F32 ? (double)FLT_EPSILON : DBL_EPSILON;
+    if (!strcmp(c, "INFINITY") || !strcmp(c, "NEG_INFINITY"))
+      *fimm = c[0] == 'N' ? -INFINITY : INFINITY;
+    else if (!strcmp(c, "NAN"))
+      *fimm = NAN;
+    else if (!strcmp(c, "MAX") || !strcmp(c, "MIN"))
+      *fimm = c[1] == 'A' ? mx : -mx;
+    else if (!strcmp(c, "EPSILON"))
+      *fimm = eps;
+    else
+      return false;
+    return true;
+  }
+  if (dt == OX_BOOL || (strcmp(c, "MAX") && strcmp(c, "MIN")))
+    return false;
+  bool max = c[1] == 'A';
+  if (oxi_is_signed(*t))
+    *imm = max ? ((uint64_t)1 << (bits - 1)) - 1 : (uint64_t)0 - ((uint64_t)1 << (bits - 1));
+  else
+    *imm = max ? (bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1) : 0;
+  return true;
+}
+
 static val name_ref(sema *S, const oxf_node *n) {
   binding *b = lookup(S, n->name);
+  oxi_type ct;
+  uint64_t cimm;
+  double cf;
+  if (!b && oxs_type_constant(n->name, &ct, &cimm, &cf)) /* f32::NEG_INFINITY, u32::MAX, ... */
+    return scalar(oxi_is_float(ct) ? const_float(S, ct, cf) : const_int(S, ct, cimm));
+  const char *sep = strstr(n->name, "::");
+  ox_dtype dt;
+  if (!b && sep && oxf_scalar_named(n->name, (size_t)(sep - n->name), &dt)) {
+    const char *tn = oxi_type_name((oxi_type)dt);
+    if (oxi_is_float((oxi_type)dt) && dt != OX_TF32)
+      ERR(S, n->loc, "%s has no constant '%s'; it has %s::MAX, %s::MIN, %s::INFINITY, %s::NEG_INFINITY, "
+                     "%s::NAN and %s::EPSILON", tn, sep + 2, tn, tn, tn, tn, tn, tn);
+    else if (oxi_is_int((oxi_type)dt))
+      ERR(S, n->loc, "%s has no constant '%s'; it has %s::MAX and %s::MIN", tn, sep + 2, tn, tn);
+    else
+      ERR(S, n->loc, "%s has no named constants", tn);
+    return VERR;
+  }
   if (!b) {
     ERR(S, n->loc, "unknown name '%s'", n->name);
     return VERR;

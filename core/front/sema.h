@@ -143,6 +143,11 @@ val oxs_block_expr(sema *S, const oxf_node *n, oxi_type hint);
  * `what` otherwise and returns NULL. */
 oxi_instr *oxs_operand(sema *S, const oxf_node *n, oxi_type hint, const char *what, bool tiles);
 bool oxs_untyped_literal(const oxf_node *n);
+/* A type's named constant: `name` is "T::C" with T a scalar type (not tf32)
+ * and C one of MAX and MIN (the largest finite value and its negation for
+ * floats), and for floats INFINITY, NEG_INFINITY, NAN and EPSILON. Sets its
+ * type and value (imm for integers, fimm for floats); false if it is none. */
+bool oxs_type_constant(const char *name, oxi_type *t, uint64_t *imm, double *fimm);
 /* Emits into the current block (opening a new one after a terminator). */
 oxi_instr *oxs_emit(sema *S, oxi_op op, oxi_type t);
 oxi_instr *oxs_const_int(sema *S, oxi_type t, uint64_t v);

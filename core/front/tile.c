@@ -16,8 +16,6 @@
  * broadcast numpy-style (OXI_T_BROADCAST). */
 #include "front/sema.h"
 
-#include <float.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -578,34 +576,13 @@ val oxs_tile_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) {
  * integers and bool, fimm for floats). */
 static bool padding(sema *S, const oxf_node *n, oxi_type t, uint64_t *imm, double *fimm) {
   const char *tn = oxi_type_name(t);
-  size_t tl = strlen(tn);
   *imm = 0;
   *fimm = 0;
   if (n->kind == OXF_NAME && strstr(n->name, "::")) { /* f32::INFINITY, i32::MAX, ... */
-    if (strncmp(n->name, tn, tl) || strncmp(n->name + tl, "::", 2))
+    oxi_type ct;
+    if (!oxs_type_constant(n->name, &ct, imm, fimm) || ct != t)
       goto bad;
-    const char *c = n->name + tl + 2;
-    int bits = (int)ox_dtype_size((ox_dtype)t) * 8;
-    if (oxi_is_float(t) && (!strcmp(c, "INFINITY") || !strcmp(c, "NEG_INFINITY"))) {
-      *fimm = c[0] == 'N' ? -INFINITY : INFINITY;
-      return true;
-    }
-    if (!strcmp(c, "MAX") || !strcmp(c, "MIN")) {
-      bool mx = c[1] == 'A';
-      if (oxi_is_float(t)) {
-        double m = t == OX_F16 ? 65504.0 : t == OX_BF16 ? 3.3895313892515355e38
-                 : t == OX_F32 ? (double)FLT_MAX : DBL_MAX;
-        *fimm = mx ? m : -m;
-      } else if (oxi_is_signed(t)) {
-        *imm = mx ? ((uint64_t)1 << (bits - 1)) - 1 : (uint64_t)0 - ((uint64_t)1 << (bits - 1));
-      } else if (oxi_is_int(t)) {
-        *imm = mx ? (bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1) : 0;
-      } else {
-        goto bad;
-      }
-      return true;
-    }
-    goto bad;
+    return true;
   }
   oxi_instr *v = oxs_operand(S, n, t, "a padding value", false);
   if (!v)
