@@ -840,9 +840,11 @@ def test_jax_arrays():
     """JAX arrays as kernel inputs (through __dlpack__, zero-copy), on both
     paths (as outputs: the next test)."""
     jnp = pytest.importorskip("jax.numpy")
+    import jax
     k = oxide.compile(SAXPY, device=CPU).saxpy
-    x = jnp.arange(1000, dtype=jnp.float32)
-    y = jnp.ones(1000, dtype=jnp.float32)
+    cpu = jax.devices("cpu")[0]  # JAX's default is a GPU where it has one
+    x = jax.device_put(jnp.arange(1000, dtype=jnp.float32), cpu)
+    y = jax.device_put(jnp.ones(1000, dtype=jnp.float32), cpu)
     for run in paths(k):
         out = np.zeros(1000, np.float32)
         run(x, y, out, 2.0, grid=4, block=256)
