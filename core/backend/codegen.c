@@ -715,7 +715,8 @@ static void ptx_void(cg_t *C, const char *text) {
 }
 
 /* wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}: A K-major and B
- * N-major (imm-trans-b 1), both from shared memory through descriptors; D
+ * N-major (imm-trans-b 1), or K-major too when in->index is 1, both from
+ * shared memory through descriptors; D
  * accumulates (scale-d true). */
 static LLVMValueRef wgmma(cg_t *C, const oxi_instr *in) {
   assert(C->opt->target == OXL_CUDA && "the tile lowering gives wgmma to the CUDA target only");
@@ -725,7 +726,7 @@ static LLVMValueRef wgmma(cg_t *C, const oxi_instr *in) {
                (int)in->imm, in->sub == OX_F16 ? "f16" : "bf16", in->sub == OX_F16 ? "f16" : "bf16");
   for (int i = 0; i < n; i++)
     oxb_str_addf(&t, "%s$%d", i ? ", " : "", i);
-  oxb_str_addf(&t, "}, $%d, $%d, p, 1, 1, 0, 1; }", n, n + 1);
+  oxb_str_addf(&t, "}, $%d, $%d, p, 1, 1, 0, %d; }", n, n + 1, in->index ? 0 : 1);
   LLVMValueRef d[2] = {val(C, in->ops[0]), val(C, in->ops[1])};
   LLVMValueRef r = vf32_asm(C, t.buf, val(C, in->ops[2]), d, 2, "l");
   oxb_str_free(&t);

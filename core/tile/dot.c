@@ -32,15 +32,17 @@ static oxi_instr *swizzled(oxt_lowerer *L, oxi_instr *r, oxi_instr *c, int64_t R
                  oxt_bin(L, OXI_SHL, OX_U64, piece, oxt_u64(L, 3))));
 }
 
-/* Writes the blocked elements of a [R, C] tile to shared memory `m` at
+/* Writes the elements (in the layout it is held in) of a [R, C] tile to shared memory `m` at
  * `base` + row * `pitch` + col: one address per thread plus constants; or
  * (pitch 0) swizzled for wgmma, an address an element. */
 static void stage(oxt_lowerer *L, const oxi_instr *old, oxi_mem m, int64_t base, int64_t pitch) {
   const oxi_tshape *s = old->tshape;
-  int n = oxt_count_in(L, s, false);
+  bool mma = oxt_is_mma(L, old); /* from the layout it is held in: the mma layout's positions are
+                                    one value a thread plus constants too */
+  int n = oxt_count_in(L, s, mma);
   int64_t *off = malloc(sizeof *off * (size_t)n);
-  oxi_instr *fb = oxt_position_parts(L, s, false, off);
-  oxi_instr **v = oxt_elements(L, old);
+  oxi_instr *fb = oxt_position_parts(L, s, mma, off);
+  oxi_instr **v = oxt_in_layout(L, old, mma);
   if (!pitch) {
     for (int e = 0; e < n; e++) {
       oxi_instr *f = oxt_bin(L, OXI_ADD, OX_U64, fb, oxt_u64(L, (uint64_t)off[e]));
@@ -49,7 +51,7 @@ static void stage(oxt_lowerer *L, const oxi_instr *old, oxi_mem m, int64_t base,
                           swizzled(L, oxt_coord_at(L, s, 0, f), oxt_bin(L, OXI_AND, OX_U64, c, oxt_u64(L, ~(uint64_t)7)), s->dims[0],
                                    s->dims[1]),
                           oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_AND, OX_U64, c, oxt_u64(L, 7)), oxt_u64(L, (uint64_t)base)));
-      oxt_shared_store(L, m, at, v[e], oxt_exists(L, s, false, f));
+      oxt_shared_store(L, m, at, v[e], oxt_exists(L, s, mma, f));
     }
     free(off);
     return;
@@ -58,7 +60,7 @@ static void stage(oxt_lowerer *L, const oxi_instr *old, oxi_mem m, int64_t base,
                       oxt_bin(L, OXI_ADD, OX_U64, oxt_coord_at(L, s, 1, fb), oxt_u64(L, (uint64_t)base)));
   for (int e = 0; e < n; e++) {
     int64_t k = oxt_coord_of(s, 0, off[e]) * pitch + oxt_coord_of(s, 1, off[e]);
-    oxi_instr *ok = oxt_exists(L, s, false, oxt_bin(L, OXI_ADD, OX_U64, fb, oxt_u64(L, (uint64_t)off[e])));
+    oxi_instr *ok = oxt_exists(L, s, mma, oxt_bin(L, OXI_ADD, OX_U64, fb, oxt_u64(L, (uint64_t)off[e])));
     oxt_shared_store(L, m, oxt_bin(L, OXI_ADD, OX_U64, a0, oxt_u64(L, (uint64_t)k)), v[e], ok);
   }
   free(off);
@@ -70,24 +72,34 @@ static void stage(oxt_lowerer *L, const oxi_instr *old, oxi_mem m, int64_t base,
  * the threads; a piece the tensor's edge cuts reads only its elements inside
  * and zero-fills the rest, which is the padding a load gives. Rows are
  * `pitch` elements apart from `base`, or (pitch 0) swizzled for wgmma. */
-static void copy_async(oxt_lowerer *L, const oxi_instr *ld, oxi_instr *c0, oxi_instr *c1, oxi_mem m,
-                       oxi_instr *base, int64_t pitch) {
+static void copy_async(oxt_lowerer *L, const oxi_instr *ld, oxi_instr *const *at, oxi_mem m, oxi_instr *base,
+                       int64_t pitch) {
   const oxi_tshape *s = ld->tshape;
-  int64_t R = s->dims[0], C = s->dims[1], per_row = C / 8, pieces = R * per_row;
+  int rank = s->rank, a0 = rank - 2, a1 = rank - 1; /* leading tile dims are 1 (choose_direct_loads) */
+  int64_t R = s->dims[a0], C = s->dims[a1], per_row = C / 8, pieces = R * per_row;
   int param = ld->mem.index;
-  oxi_instr *coord[2] = {c0, c1};
+  oxi_instr *coord[OXI_MAX_RANK];
+  for (int d = 0; d < rank; d++)
+    coord[d] = at[d];
   oxt_clamp_coords(L, s, coord, param);
-  oxi_instr *dim0 = oxt_param_info(L, OXI_DIM, param, 0), *dim1 = oxt_param_info(L, OXI_DIM, param, 1);
-  oxi_instr *stride0 = oxt_param_info(L, OXI_STRIDE, param, 0);
-  oxi_instr *row0 = oxt_bin(L, OXI_SHL, OX_U64, coord[0], oxt_u64(L, (uint64_t)oxt_log2i(R)));
-  oxi_instr *col0 = oxt_bin(L, OXI_SHL, OX_U64, coord[1], oxt_u64(L, (uint64_t)oxt_log2i(C)));
-  /* With wgmma, a tile wholly inside the tensor (the same for the whole
-     block) takes a path without the per-piece tests: 3-7% faster on the
-     H200. (With mma.sync its registers cost more than it saved.) */
+  oxi_instr *dim0 = oxt_param_info(L, OXI_DIM, param, a0), *dim1 = oxt_param_info(L, OXI_DIM, param, a1);
+  oxi_instr *stride0 = oxt_param_info(L, OXI_STRIDE, param, a0);
+  oxi_instr *row0 = oxt_bin(L, OXI_SHL, OX_U64, coord[a0], oxt_u64(L, (uint64_t)oxt_log2i(R)));
+  oxi_instr *col0 = oxt_bin(L, OXI_SHL, OX_U64, coord[a1], oxt_u64(L, (uint64_t)oxt_log2i(C)));
+  /* the leading dims (a batch, a head): one element each, at their coordinates */
+  oxi_instr *lead = NULL, *lead_in = NULL;
+  for (int d = 0; d < a0; d++) {
+    oxi_instr *term = oxt_bin(L, OXI_MUL, OX_U64, coord[d], oxt_param_info(L, OXI_STRIDE, param, d));
+    oxi_instr *in = oxt_bin(L, OXT_LT, OX_U64, coord[d], oxt_param_info(L, OXI_DIM, param, d));
+    lead = lead ? oxt_bin(L, OXI_ADD, OX_U64, lead, term) : term;
+    lead_in = lead_in ? oxt_bin(L, OXI_AND, OX_BOOL, lead_in, in) : in;
+  }
   oxi_instr *interior = NULL;
   if (L->wg)
     interior = oxt_bin(L, OXI_AND, OX_BOOL, oxt_bin(L, 100 + OXI_LE, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, row0, oxt_u64(L, (uint64_t)R)), dim0),
                    oxt_bin(L, 100 + OXI_LE, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, col0, oxt_u64(L, (uint64_t)C)), dim1));
+  if (interior && lead_in)
+    interior = oxt_bin(L, OXI_AND, OX_BOOL, interior, lead_in);
   for (int path = 0; path < (interior ? 2 : 1); path++) {
     oxi_block *pjoin = NULL;
     if (interior) {
@@ -110,10 +122,14 @@ static void copy_async(oxt_lowerer *L, const oxi_instr *ld, oxi_instr *c0, oxi_i
                          oxt_u64(L, 3));
       oxi_instr *grow = oxt_bin(L, OXI_ADD, OX_U64, row0, r), *gcol = oxt_bin(L, OXI_ADD, OX_U64, col0, c);
       oxi_instr *gidx = oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_MUL, OX_U64, grow, stride0), gcol);
+      if (lead)
+        gidx = oxt_bin(L, OXI_ADD, OX_U64, gidx, lead);
       oxi_instr *bytes = oxt_u64(L, 16);
       if (checked) {
         /* elements of the piece inside the tensor: 0 to 8 */
         oxi_instr *inside = oxt_bin(L, OXI_AND, OX_BOOL, oxt_bin(L, OXT_LT, OX_U64, grow, dim0), oxt_bin(L, OXT_LT, OX_U64, gcol, dim1));
+        if (lead_in)
+          inside = oxt_bin(L, OXI_AND, OX_BOOL, inside, lead_in);
         oxi_instr *n = oxt_combine(L, OXI_MIN, OX_U64, oxt_bin(L, OXI_SUB, OX_U64, dim1, gcol), oxt_u64(L, 8));
         bytes = oxt_pick(L, inside, oxt_bin(L, OXI_SHL, OX_U64, n, oxt_u64(L, 1)), oxt_u64(L, 0));
         gidx = oxt_pick(L, inside, gidx, oxt_u64(L, 0)); /* outside, the tensor's start, read for 0 bytes */
@@ -173,9 +189,9 @@ static void prefetch(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, o
   oxi_instr *j = oxt_u64(L, (uint64_t)ahead);
   oxi_instr *ring = oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, r, j), oxt_u64(L, (uint64_t)S));
   oxi_instr *at = oxt_bin(L, OXI_MUL, OX_U64, ring, oxt_u64(L, (uint64_t)g.area));
-  copy_async(L, in->ops[0], c[0], oxt_bin(L, OXI_ADD, OX_U64, c[1], j), m, at, g.pa);
-  copy_async(L, in->ops[1], oxt_bin(L, OXI_ADD, OX_U64, c[2], j), c[3], m,
-             oxt_bin(L, OXI_ADD, OX_U64, at, oxt_u64(L, (uint64_t)g.bat)), g.pb);
+  oxi_instr *ca[2] = {c[0], oxt_bin(L, OXI_ADD, OX_U64, c[1], j)}, *cb[2] = {oxt_bin(L, OXI_ADD, OX_U64, c[2], j), c[3]};
+  copy_async(L, in->ops[0], ca, m, at, g.pa);
+  copy_async(L, in->ops[1], cb, m, oxt_bin(L, OXI_ADD, OX_U64, at, oxt_u64(L, (uint64_t)g.bat)), g.pb);
   oxt_emit(L, OXI_CP_COMMIT, OXI_VOID);
 }
 
@@ -252,6 +268,23 @@ static void pipeline_advance(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, int
   oxt_set_slot(L, slot + 5, oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, ps->r, oxt_u64(L, 1)), oxt_u64(L, (uint64_t)S)));
 }
 
+/* The load that tile x is, or of which x is a reshape to its last two dims
+ * (the others 1: a batch's and a head's tile of a 4-D tensor), whose elements
+ * are then the load's in the same order; else NULL. */
+static const oxi_instr *load_beneath(const oxi_instr *x) {
+  if (x->op == OXI_T_LOAD)
+    return x->tshape->rank == 2 ? x : NULL;
+  const oxi_instr *ld = x->ops[0];
+  if (x->op != OXI_T_RESHAPE || ld->op != OXI_T_LOAD || x->tshape->rank != 2)
+    return NULL;
+  const oxi_tshape *s = ld->tshape;
+  for (int d = 0; d < s->rank - 2; d++)
+    if (s->dims[d] != 1)
+      return NULL;
+  return s->rank >= 2 && s->dims[s->rank - 2] == x->tshape->dims[0] && s->dims[s->rank - 1] == x->tshape->dims[1]
+             ? ld : NULL;
+}
+
 /* Stages the operands of tensor-core dot `in` in shared memory (staging_of):
  * copied there by cp.async if they are direct loads, through the ring of a
  * pipelined dot (dot_pipeline), else written from registers; then a barrier.
@@ -269,13 +302,18 @@ static oxi_instr *stage_operands(oxt_lowerer *L, const oxi_instr *in, oxi_mem *m
     return dot_pipeline(L, in, *m, L->pipe[in->id].slot, S, ps);
   bool copies = false;
   for (int i = 0; i < 2; i++) {
-    const oxi_instr *ld = in->ops[i];
+    /* a K-major B is the tile under the transpose, staged swizzled as A is */
+    const oxi_instr *x = i && L->kmajor[in->id] ? in->ops[1]->ops[0] : in->ops[i];
     int64_t pitch = i ? g.pb : g.pa, at = i ? g.bat : 0;
-    if (L->direct[ld->id]) {
-      copy_async(L, ld, oxt_mapped(L, ld->ops[0]), oxt_mapped(L, ld->ops[1]), *m, oxt_u64(L, (uint64_t)at), pitch);
+    if (L->direct[x->id]) {
+      const oxi_instr *ld = load_beneath(x);
+      oxi_instr *coord[OXI_MAX_RANK];
+      for (int d = 0; d < ld->nops; d++)
+        coord[d] = oxt_mapped(L, ld->ops[d]);
+      copy_async(L, ld, coord, *m, oxt_u64(L, (uint64_t)at), pitch);
       copies = true;
     } else {
-      stage(L, ld, *m, at, pitch);
+      stage(L, x, *m, at, pitch);
     }
   }
   if (copies) {
@@ -314,7 +352,7 @@ static oxi_instr *wg_desc(oxt_lowerer *L, oxi_instr *addr, int64_t w, int64_t lb
 static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
   int64_t M = in->ops[0]->tshape->dims[0], K = in->ops[0]->tshape->dims[1], N = in->ops[1]->tshape->dims[1];
   int n = (int)(N / 2);
-  bool pipelined = L->pipe[in->id].stages != 0;
+  bool pipelined = L->pipe[in->id].stages != 0, kmajor = L->kmajor[in->id];
   oxi_mem m;
   pipe_state ps;
   oxi_instr *cur = stage_operands(L, in, &m, &ps);
@@ -339,8 +377,14 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
     /* A: panel ks / steps (M rows of wa bytes each), 32 bytes a step within it; B: 16 rows a step */
     int64_t aoff = ks / steps * M * wa + ks % steps * 32, boff = ks * 16 * 128;
     oxi_instr *da = wg_desc(L, oxt_bin(L, OXI_ADD, OX_U64, a0, oxt_u64(L, (uint64_t)aoff)), wa, 16);
-    oxi_instr *db = wg_desc(L, oxt_bin(L, OXI_ADD, OX_U64, b0, oxt_u64(L, (uint64_t)boff)), 128, K * 128);
+    oxi_instr *db;
+    if (kmajor) /* as A: panel ks / steps (N rows of wa bytes), 32 bytes a step within it */
+      db = wg_desc(L, oxt_bin(L, OXI_ADD, OX_U64, b0, oxt_u64(L, (uint64_t)(ks / steps * N * wa + ks % steps * 32))),
+                   wa, 16);
+    else
+      db = wg_desc(L, oxt_bin(L, OXI_ADD, OX_U64, b0, oxt_u64(L, (uint64_t)boff)), 128, K * 128);
     oxi_instr *w = oxt_emit(L, OXI_WGMMA, oxi_vf32(n));
+    w->index = kmajor; /* the backend's imm-trans-b: 0 for K-major B */
     w->sub = in->ops[0]->type;
     w->imm = (uint64_t)N;
     w->ops[0] = da;
@@ -582,11 +626,18 @@ void oxt_choose_direct_loads(oxt_lowerer *L) {
       if (in->op != OXI_T_DOT || !L->mma[in->id])
         continue;
       for (int i = 0; i < 2; i++) {
-        const oxi_instr *ld = in->ops[i];
-        const oxi_param *p = ld->op == OXI_T_LOAD ? k->params.items[ld->mem.index] : NULL;
-        if (p && p->contiguous16 && uses[ld->id] == 1 && ld->tshape->dims[1] % 8 == 0 &&
+        const oxi_instr *x = in->ops[i];
+        if (L->wg && i == 1 && x->op == OXI_T_PERMUTE && x->imm == 1 && uses[x->id] == 1) {
+          L->kmajor[in->id] = L->direct[x->id] = 1; /* transpose(x): x staged K-major */
+          x = x->ops[0];
+        }
+        const oxi_instr *ld = load_beneath(x);
+        if (!ld || (ld != x && (!L->wg || uses[ld->id] != 1)))
+          continue;
+        const oxi_param *p = k->params.items[ld->mem.index];
+        if (p->contiguous16 && uses[x->id] == 1 && ld->tshape->dims[ld->tshape->rank - 1] % 8 == 0 &&
             ld->imm == 0 && ld->fimm == 0) /* zero padding: what cp.async fills in */
-          L->direct[ld->id] = 1;
+          L->direct[ld->id] = L->direct[x->id] = 1;
       }
       /* staging areas of A [M, K] and B [K, N]: 3 if they fit. On the
        * H200 (mma.sync), 2 measured 1-2% slower and 4 much slower (one
@@ -598,7 +649,9 @@ void oxt_choose_direct_loads(oxt_lowerer *L) {
         fit = (L->shared_limit - 8192) / area;
         S = (int)(fit < 4 ? fit : 4);
       }
-      if (L->direct[in->ops[0]->id] && L->direct[in->ops[1]->id] && in_loop(k, b) && S >= (L->wg ? 3 : 2)) {
+      bool loads = in->ops[0]->op == OXI_T_LOAD && in->ops[1]->op == OXI_T_LOAD; /* a K loop's guess */
+      if (loads && L->direct[in->ops[0]->id] && L->direct[in->ops[1]->id] && in_loop(k, b) &&
+          S >= (L->wg ? 3 : 2)) {
         static const oxi_type types[6] = {OX_BOOL, OX_U64, OX_U64, OX_U64, OX_U64, OX_U64};
         L->pipe[in->id].stages = S;
         L->pipelined = true;

@@ -31,6 +31,14 @@ bool oxt_mma_layout_of(const oxt_lowerer *L, const oxi_tshape *s, oxt_mma_layout
     o->n = (int)(s->dims[1] / 2);
     return true;
   }
+  if (L->wg && s->dims[0] == 16 * W && s->dims[1] == 1) {
+    /* the rows of a wgmma accumulator (a row reduction of one, or what is
+       broadcast along its rows): each thread holds its two rows' values, which
+       the four lanes of a quad share */
+    o->WM = W, o->WN = 1, o->wm = 16, o->wn = 1;
+    o->n = 2;
+    return true;
+  }
   bool found = false;
   for (int WM = 1; WM <= W; WM *= 2) {
     int WN = W / WM;
@@ -120,6 +128,12 @@ oxi_instr **oxt_elements(oxt_lowerer *L, const oxi_instr *old) { return oxt_in_l
  * plus constants, which keeps few registers live. Returns fb. */
 oxi_instr *oxt_position_parts(oxt_lowerer *L, const oxi_tshape *shape, bool mma, int64_t *off) {
   oxt_mma_layout ml;
+  if (mma && oxt_mma_layout_of(L, shape, &ml) && ml.wn == 1) { /* rows l/4 and l/4 + 8 of warp w's 16 */
+    off[0] = 0, off[1] = 8;
+    return oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_SHL, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, L->t, oxt_u64(L, 5)),
+                                               oxt_u64(L, 4)),
+                   oxt_bin(L, OXI_SHR, OX_U64, oxt_bin(L, OXI_AND, OX_U64, L->t, oxt_u64(L, 31)), oxt_u64(L, 2)));
+  }
   if (mma && oxt_mma_layout_of(L, shape, &ml)) {
     int lgN = oxt_log2i(shape->dims[1]);
     oxi_instr *warp = oxt_bin(L, OXI_SHR, OX_U64, L->t, oxt_u64(L, 5));
@@ -158,7 +172,7 @@ oxi_instr *oxt_exists(oxt_lowerer *L, const oxi_tshape *shape, bool mma, oxi_ins
 
 /* f, the row-major position of each element this thread holds of a tile of
  * `shape` in the given layout, and whether it exists (NULL: always). */
-static void positions_in(oxt_lowerer *L, const oxi_tshape *shape, bool mma, oxi_instr **f, oxi_instr **ok) {
+void oxt_positions_in(oxt_lowerer *L, const oxi_tshape *shape, bool mma, oxi_instr **f, oxi_instr **ok) {
   int n = oxt_count_in(L, shape, mma);
   int64_t *off = malloc(sizeof *off * (size_t)n);
   oxi_instr *fb = oxt_position_parts(L, shape, mma, off);
@@ -187,7 +201,7 @@ oxi_instr *oxt_coord_at(oxt_lowerer *L, const oxi_tshape *shape, int d, oxi_inst
 }
 
 void oxt_positions(oxt_lowerer *L, const oxi_tshape *shape, oxi_instr **f, oxi_instr **ok) {
-  positions_in(L, shape, false, f, ok);
+  oxt_positions_in(L, shape, false, f, ok);
 }
 
 /* For every element this thread holds (in the given layout) of a tile of
@@ -290,7 +304,7 @@ void oxt_spill(oxt_lowerer *L, const oxi_instr *old) {
   bool mma = oxt_is_mma(L, old);
   int n = oxt_count_in(L, s, mma);
   oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
-  positions_in(L, s, mma, f, ok);
+  oxt_positions_in(L, s, mma, f, ok);
   oxi_instr **v = oxt_held(L, old);
   oxi_mem m = oxt_scratch(L, old->type, oxt_elems(s) > L->T ? oxt_elems(s) : L->T);
   for (int e = 0; e < n; e++)
@@ -308,7 +322,7 @@ oxi_instr **oxt_in_layout(oxt_lowerer *L, const oxi_instr *old, bool mma) {
   oxt_barrier(L);
   int n = oxt_count_in(L, s, mma);
   oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
-  positions_in(L, s, mma, f, ok);
+  oxt_positions_in(L, s, mma, f, ok);
   oxi_instr **out = oxt_new_elements(L, s);
   oxi_mem m = oxt_scratch(L, old->type, 0);
   for (int e = 0; e < n; e++)

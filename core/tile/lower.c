@@ -87,6 +87,37 @@ static bool is_elementwise(const oxi_instr *in) {
                         in->op == OXI_CAST || in->op == OXI_SELECT || in->op == OXI_MATH);
 }
 
+/* Whether tile value `x` is made as cheaply in one layout as in the other:
+ * a splat, an iota, or an elementwise op of such values (`depth` bounds the
+ * search). */
+static bool free_in_any_layout(const oxt_lowerer *L, const oxi_instr *x, int depth) {
+  if (!x->tshape || L->splat[x->id] || x->op == OXI_T_IOTA)
+    return true;
+  if (!depth || !is_elementwise(x))
+    return false;
+  for (int i = 0; i < x->nops; i++)
+    if (!free_in_any_layout(L, x->ops[i], depth - 1))
+      return false;
+  return true;
+}
+
+/* Whether reduction or broadcast `in` keeps its values in the mma layout: a
+ * reduction along the rows of a wgmma accumulator (to an [M, 1] tile of its
+ * rows: reduce_rows, in registers and shuffles) and a broadcast of such rows
+ * back along them (free). Only where every mma layout has a warp's 16 rows
+ * whole (wgmma, L->wg); 4- and 8-byte elements, which shuffles take. */
+static bool along_rows(const oxt_lowerer *L, const oxi_instr *in) {
+  const oxi_instr *src = in->ops[0];
+  const oxi_tshape *row = in->op == OXI_T_REDUCE ? in->tshape : src->tshape;
+  oxt_mma_layout a, b;
+  size_t size = ox_dtype_size((ox_dtype)in->type);
+  const oxi_tshape *whole = in->op == OXI_T_REDUCE ? src->tshape : in->tshape;
+  return L->wg && oxt_is_mma(L, src) && in->tshape->rank == 2 && row->dims[1] == 1 &&
+         (in->op == OXI_T_BROADCAST || (in->index == 1 && (size == 4 || size == 8))) &&
+         oxt_mma_layout_of(L, row, &a) && oxt_mma_layout_of(L, whole, &b) && a.wn == 1 && b.WN == 1 &&
+         b.wm == 16 && b.wn >= 8;
+}
+
 /* Which values and tile slots live in the mma layout: dots on tensor cores,
  * elementwise ops with an operand that does (so `acc + dot(a, b)` stays in
  * it; other operands move to it), and slots that such a value is assigned to, with what is read from them; to a fixed
@@ -113,8 +144,18 @@ static void choose_layouts(oxt_lowerer *L) {
         else if (is_elementwise(in)) /* with any operand in it (the others move to it) */
           for (int i = 0; i < in->nops; i++)
             mma |= in->ops[i]->tshape && oxt_is_mma(L, in->ops[i]);
+        else if (in->op == OXI_T_REDUCE || in->op == OXI_T_BROADCAST)
+          mma = along_rows(L, in);
         if (mma)
           L->mma[in->id] = changed = true;
+        /* operands that cost nothing to make in the mma layout (iota, and
+           elementwise ops of them and splats: a causal mask's coordinates)
+           are made in it, rather than moved to it at every use */
+        for (int i = 0; L->mma[in->id] && is_elementwise(in) && i < in->nops; i++) {
+          const oxi_instr *x = in->ops[i];
+          if (x->tshape && !L->mma[x->id] && !L->splat[x->id] && free_in_any_layout(L, x, 8))
+            L->mma[x->id] = changed = true;
+        }
       }
     }
   }
@@ -286,6 +327,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   L.splat = calloc(nv, 1);
   L.slot_mma = calloc(ns, 1);
   L.direct = calloc(nv, 1);
+  L.kmajor = calloc(nv, 1);
   L.pipe = calloc(nv, sizeof *L.pipe);
   L.tslots = calloc(ns, sizeof *L.tslots);
   L.vacc = calloc(nv, sizeof *L.vacc);
@@ -332,6 +374,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   free(L.splat);
   free(L.slot_mma);
   free(L.direct);
+  free(L.kmajor);
   free(L.pipe);
   free(L.tslots);
   free(L.vacc);

@@ -32,8 +32,12 @@ typedef struct oxt_lowerer {
   char *mma;           /* old value id -> 1: held in the mma layout (below), not the blocked one */
   char *splat;         /* old value id -> 1: every element is one scalar (any layout) */
   char *slot_mma;      /* old slot -> 1: a `let mut` tile slot held in the mma layout */
-  char *direct;        /* old value id -> 1: a load only a tensor-core dot uses, which copies it
-                          to shared memory itself (cp.async) */
+  char *direct;        /* old value id -> 1: not lowered, as a tensor-core dot stages it itself:
+                          a load only the dot uses (copied to shared memory by cp.async), a
+                          reshape of one that drops leading dims of 1, or (with kmajor) the
+                          transpose that is its B operand */
+  char *kmajor;        /* old value id of a wgmma dot -> 1: its B is transpose(x), staged as x
+                          [N, K] with K contiguous, as A is (wgmma's B without imm-trans-b) */
   struct {
     int slot, stages;  /* its first slot, and its staging areas (2 to 4); 0: not pipelined */
   } *pipe;             /* old value id of a dot -> its pipeline (dot_pipeline) */
@@ -140,6 +144,7 @@ oxi_instr *oxt_position_parts(oxt_lowerer *L, const oxi_tshape *shape, bool mma,
 oxi_instr *oxt_exists(oxt_lowerer *L, const oxi_tshape *shape, bool mma, oxi_instr *f);
 int64_t oxt_coord_of(const oxi_tshape *shape, int d, int64_t f);
 oxi_instr *oxt_coord_at(oxt_lowerer *L, const oxi_tshape *shape, int d, oxi_instr *f);
+void oxt_positions_in(oxt_lowerer *L, const oxi_tshape *shape, bool mma, oxi_instr **f, oxi_instr **ok);
 void oxt_positions(oxt_lowerer *L, const oxi_tshape *shape, oxi_instr **f, oxi_instr **ok);
 void oxt_sites(oxt_lowerer *L, const oxi_tshape *shape, bool mma, oxi_instr *const *coord, int param, oxt_element_site *out);
 void oxt_clamp_coords(oxt_lowerer *L, const oxi_tshape *shape, oxi_instr **coord, int param);

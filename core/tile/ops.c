@@ -146,10 +146,20 @@ void oxt_lower_elementwise(oxt_lowerer *L, const oxi_instr *in) {
 void oxt_lower_broadcast(oxt_lowerer *L, const oxi_instr *in) {
   const oxi_tshape *src = in->ops[0]->tshape, *dst = in->tshape;
   if (L->everywhere[in->ops[0]->id]) { /* a value every thread already holds */
-    oxt_layout y = oxt_layout_of(L, dst);
+    int a = oxt_count_in(L, dst, false), b = oxt_count_in(L, dst, true);
     oxi_instr **out = oxt_new_elements(L, dst), *v = oxt_elements(L, in->ops[0])[0];
-    for (int e = 0; e < y.J * y.VEC; e++)
+    for (int e = 0; e < (a > b ? a : b); e++) /* in either layout */
       out[e] = v;
+    L->tval[in->id] = out;
+    return;
+  }
+  if (L->mma[in->id] && oxt_is_mma(L, in->ops[0])) {
+    /* the rows of a wgmma accumulator along them (choose_layouts): element e
+       of a thread's (4 a 16 x 8 piece, rows l/4 and l/4 + 8) is in the
+       thread's row (e & 3) / 2, so nothing moves */
+    oxi_instr **v = oxt_held(L, in->ops[0]), **out = oxt_new_elements(L, dst);
+    for (int e = 0; e < oxt_count_in(L, dst, true); e++)
+      out[e] = v[(e & 3) >> 1];
     L->tval[in->id] = out;
     return;
   }
@@ -190,6 +200,8 @@ void oxt_lower_broadcast(oxt_lowerer *L, const oxi_instr *in) {
  * the operand element at position src(f) through scratch (for a reshape the
  * same f; for a permute, f's coordinates reordered). */
 void oxt_lower_move(oxt_lowerer *L, const oxi_instr *in) {
+  if (L->direct[in->id])
+    return; /* staged by the dot that uses it from what is beneath it (choose_direct_loads) */
   const oxi_tshape *src = in->ops[0]->tshape, *dst = in->tshape;
   oxt_layout ys = oxt_layout_of(L, src), yd = oxt_layout_of(L, dst);
   if (in->op == OXI_T_RESHAPE && ys.VEC == yd.VEC && ys.J == yd.J && ys.guard == yd.guard) {
@@ -235,10 +247,10 @@ void oxt_lower_move(oxt_lowerer *L, const oxi_instr *in) {
 /* iota: each element's coordinate along the axis, from its position. */
 void oxt_lower_iota(oxt_lowerer *L, const oxi_instr *in) {
   const oxi_tshape *s = in->tshape;
-  oxt_layout y = oxt_layout_of(L, s);
-  int n = y.J * y.VEC;
+  bool mma = L->mma[in->id]; /* made in the layout its users want (choose_layouts) */
+  int n = oxt_count_in(L, s, mma);
   oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
-  oxt_positions(L, s, f, ok);
+  oxt_positions_in(L, s, mma, f, ok);
   int64_t after = oxt_elems(s);
   for (int d = 0; d <= in->index; d++)
     after /= s->dims[d];
@@ -329,7 +341,42 @@ static void reduce_all(oxt_lowerer *L, const oxi_instr *in) {
  * result gets G = T / R threads, each folding every G-th element of its row,
  * and the G partials are folded from scratch; else each thread folds whole
  * rows. The results then land in the result's layout through scratch. */
+/* A reduction along the rows of a wgmma accumulator (choose_layouts) into
+ * their own layout: each thread folds its elements of each of its two rows
+ * (e & 3 < 2: the first), then the four lanes of a quad, which hold the rest
+ * of those rows, fold theirs with two butterfly shuffles. No shared memory,
+ * no barrier: what a softmax over a dot's result needs. */
+static void reduce_rows(oxt_lowerer *L, const oxi_instr *in) {
+  int sub = in->sub, n = oxt_count_in(L, in->ops[0]->tshape, true);
+  oxi_type t = in->type;
+  oxi_instr **v = oxt_held(L, in->ops[0]), *acc[2] = {NULL, NULL};
+  for (int e = 0; e < n; e++) {
+    int r = (e & 3) >> 1;
+    acc[r] = acc[r] ? oxt_combine(L, sub, t, acc[r], v[e]) : v[e];
+  }
+  oxi_instr **out = oxt_new_elements(L, in->tshape);
+  for (int r = 0; r < 2; r++) {
+    for (int off = 1; off <= 2; off *= 2) {
+      oxi_instr *lane = oxt_emit(L, OXI_CONST, OX_U32);
+      lane->imm = (uint64_t)off;
+      oxi_instr *sh = oxt_emit(L, OXI_SHFL, t);
+      sh->sub = 3; /* xor */
+      sh->ops[0] = acc[r];
+      sh->ops[1] = lane;
+      sh->nops = 2;
+      acc[r] = oxt_combine(L, sub, t, acc[r], sh);
+    }
+    out[r] = acc[r];
+  }
+  L->nk->uses_sync = true; /* shuffles: the warp's lanes together, as reduce_all's */
+  L->tval[in->id] = out;
+}
+
 void oxt_lower_reduce(oxt_lowerer *L, const oxi_instr *in) {
+  if (L->mma[in->id]) {
+    reduce_rows(L, in);
+    return;
+  }
   const oxi_tshape *src = in->ops[0]->tshape, *dst = in->tshape;
   int a = in->index, sub = in->sub;
   oxi_type t = in->type;
@@ -396,7 +443,7 @@ void oxt_tile_var(oxt_lowerer *L, const oxi_instr *in) {
   bool mma = L->slot_mma[in->index];
   int n = oxt_count_in(L, s, mma);
   oxt_mma_layout ml;
-  if (L->wg && mma && oxt_mma_layout_of(L, s, &ml) && ml.WN == 1 && ml.wm == 16) {
+  if (L->wg && mma && oxt_mma_layout_of(L, s, &ml) && ml.WN == 1 && ml.wm == 16 && ml.wn >= 8) {
     /* a wgmma accumulator's layout: kept as its registers, so that a K loop's
        dot accumulates into them while the previous call's wgmmas run */
     if (!L->vslot[in->index])
