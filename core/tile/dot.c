@@ -268,6 +268,12 @@ static void pipeline_advance(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, int
   oxt_set_slot(L, slot + 5, oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, ps->r, oxt_u64(L, 1)), oxt_u64(L, (uint64_t)S)));
 }
 
+/* The tile dot `in` stages as operand i: the operand, or for a K-major B
+ * (L->kmajor) the tile under its transpose. */
+static const oxi_instr *staged_tile(const oxt_lowerer *L, const oxi_instr *in, int i) {
+  return i && L->kmajor[in->id] ? in->ops[1]->ops[0] : in->ops[i];
+}
+
 /* The load that tile x is, or of which x is a reshape to its last two dims
  * (the others 1: a batch's and a head's tile of a 4-D tensor), whose elements
  * are then the load's in the same order; else NULL. */
@@ -285,6 +291,45 @@ static const oxi_instr *load_beneath(const oxi_instr *x) {
              ? ld : NULL;
 }
 
+/* The staging area of non-pipelined dot `in`: the scratch array, or its own
+ * when one of its loads copies early (the scratch is reused between the copy
+ * and the dot). */
+static oxi_mem dot_area(oxt_lowerer *L, const oxi_instr *in) {
+  bool own = false;
+  for (int i = 0; i < 2; i++) {
+    const oxi_instr *x = staged_tile(L, in, i);
+    own |= L->direct[x->id] && L->dot_of[load_beneath(x)->id];
+  }
+  oxt_staging g = staging_of(L, in);
+  oxi_type t = in->ops[0]->type;
+  if (!own)
+    return oxt_scratch(L, t, g.area);
+  if (!L->area[in->id])
+    L->area[in->id] = oxt_shared_array(L, t, g.area).index + 1;
+  oxi_mem m = {OXI_MEM_SHARED, L->area[in->id] - 1};
+  return m;
+}
+
+/* A direct load of a wgmma dot that copies where it is written (its dot's
+ * staging area is its own, and the previous call of the dot is done with it:
+ * dot_wg waits for its wgmmas and passes a barrier): the copy as one group,
+ * numbered in its block so that the dot waits for it and no newer one. */
+void oxt_copy_early(oxt_lowerer *L, const oxi_instr *ld) {
+  const oxi_instr *in = L->dot_of[ld->id];
+  int i = load_beneath(staged_tile(L, in, 0)) == ld ? 0 : 1;
+  oxt_staging g = staging_of(L, in);
+  oxi_mem m = dot_area(L, in);
+  ((oxi_shared *)L->nk->shared.items[m.index])->align = 1024; /* wgmma's swizzle atoms */
+  oxi_instr *coord[OXI_MAX_RANK];
+  for (int d = 0; d < ld->nops; d++)
+    coord[d] = oxt_mapped(L, ld->ops[d]);
+  copy_async(L, ld, coord, m, oxt_u64(L, (uint64_t)(i ? g.bat : 0)), i ? g.pb : g.pa);
+  oxt_emit(L, OXI_CP_COMMIT, OXI_VOID);
+  L->cp_at[ld->id] = ++L->commits;
+  L->cp_block[ld->id] = L->block + 1;
+  L->early = true;
+}
+
 /* Stages the operands of tensor-core dot `in` in shared memory (staging_of):
  * copied there by cp.async if they are direct loads, through the ring of a
  * pipelined dot (dot_pipeline), else written from registers; then a barrier.
@@ -294,19 +339,28 @@ static oxi_instr *stage_operands(oxt_lowerer *L, const oxi_instr *in, oxi_mem *m
   oxt_staging g = staging_of(L, in);
   oxi_type t = in->ops[0]->type;
   int S = L->pipe[in->id].stages;
-  /* a pipelined dot has its own areas: prefetches stay in flight across other steps */
-  *m = S ? oxt_shared_array(L, t, S * g.area) : oxt_scratch(L, t, g.area);
+  /* a pipelined dot has its own areas: prefetches stay in flight across other steps;
+     so has one whose loads copy early (oxt_copy_early) */
+  *m = S ? oxt_shared_array(L, t, S * g.area) : dot_area(L, in);
   if (L->wg) /* the swizzle is on address bits: atoms start at 1024-byte boundaries */
     ((oxi_shared *)L->nk->shared.items[m->index])->align = 1024;
   if (S)
     return dot_pipeline(L, in, *m, L->pipe[in->id].slot, S, ps);
-  bool copies = false;
+  bool copies = false, early = false;
+  int newer = -1; /* copy groups of this block newer than its newest early copy this dot needs */
   for (int i = 0; i < 2; i++) {
     /* a K-major B is the tile under the transpose, staged swizzled as A is */
-    const oxi_instr *x = i && L->kmajor[in->id] ? in->ops[1]->ops[0] : in->ops[i];
+    const oxi_instr *x = staged_tile(L, in, i);
     int64_t pitch = i ? g.pb : g.pa, at = i ? g.bat : 0;
-    if (L->direct[x->id]) {
-      const oxi_instr *ld = load_beneath(x);
+    const oxi_instr *ld = L->direct[x->id] ? load_beneath(x) : NULL;
+    if (ld && L->dot_of[ld->id]) { /* copied where it is written (oxt_copy_early) */
+      early = true;
+      int d = L->commits - L->cp_at[ld->id];
+      if (L->cp_block[ld->id] == L->block + 1 && (newer < 0 || d < newer))
+        newer = d;
+      continue;
+    }
+    if (ld) {
       oxi_instr *coord[OXI_MAX_RANK];
       for (int d = 0; d < ld->nops; d++)
         coord[d] = oxt_mapped(L, ld->ops[d]);
@@ -316,9 +370,16 @@ static oxi_instr *stage_operands(oxt_lowerer *L, const oxi_instr *in, oxi_mem *m
       stage(L, x, *m, at, pitch);
     }
   }
-  if (copies) {
+  if (copies) { /* the newest group: wait for all */
     oxt_emit(L, OXI_CP_COMMIT, OXI_VOID);
     oxt_emit(L, OXI_CP_WAIT, OXI_VOID);
+    L->commits++;
+  } else if (early) {
+    /* groups complete in order: wait for all but those newer than the copies
+       this dot needs; copies from an earlier block are older than every group
+       of this one */
+    oxi_instr *w = oxt_emit(L, OXI_CP_WAIT, OXI_VOID);
+    w->imm = (uint64_t)(newer >= 0 ? newer : L->commits);
   }
   if (L->wg) /* wgmma reads the operands through the async proxy */
     oxt_emit(L, OXI_FENCE_ASYNC, OXI_VOID);
@@ -660,6 +721,22 @@ void oxt_choose_direct_loads(oxt_lowerer *L) {
           if (!i)
             L->pipe[in->id].slot = s;
         }
+      }
+    }
+  }
+  /* the loads of the other (wgmma) dots issue their copies where they are
+     written, so that a copy is in flight while the code between it and its
+     dot runs (a query tile copied once before a loop; a value tile copied at
+     the top of an attention's loop, while the scores' dot and softmax run).
+     Not beside a pipeline, whose waits count the copy groups in flight. */
+  for (int bi = 0; L->wg && !L->pipelined && bi < k->blocks.len; bi++) {
+    const oxi_block *b = k->blocks.items[bi];
+    for (int ii = 0; ii < b->instrs.len; ii++) {
+      const oxi_instr *in = b->instrs.items[ii];
+      for (int i = 0; in->op == OXI_T_DOT && L->mma[in->id] && i < 2; i++) {
+        const oxi_instr *x = staged_tile(L, in, i);
+        if (L->direct[x->id])
+          L->dot_of[load_beneath(x)->id] = in;
       }
     }
   }

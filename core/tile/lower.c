@@ -36,7 +36,12 @@ static void lower_instr(oxt_lowerer *L, const oxi_instr *in) {
     return;
   }
   switch (in->op) {
-  case OXI_T_LOAD: oxt_lower_load(L, in); return;
+  case OXI_T_LOAD:
+    if (L->dot_of[in->id])
+      oxt_copy_early(L, in);
+    else
+      oxt_lower_load(L, in);
+    return;
   case OXI_T_STORE: oxt_lower_store(L, in); return;
   case OXI_T_SPLAT: {
     oxi_instr **out = oxt_new_elements(L, in->tshape);
@@ -64,7 +69,7 @@ static void lower_instr(oxt_lowerer *L, const oxi_instr *in) {
   case OXI_T_ID: L->sval[in->id] = oxt_tile_id(L, in->mem.index, in->index); return;
   case OXI_T_COUNT: L->sval[in->id] = oxt_tile_count(L, in->mem.index, in->index); return;
   case OXI_RET:
-    if (L->pipelined) { /* no copy may land after the block has given its shared memory back */
+    if (L->pipelined || L->early) { /* no copy may land after the block has given its shared memory back */
       oxi_instr *w = oxt_emit(L, OXI_CP_WAIT, OXI_VOID);
       w->imm = 0;
       if (L->wg) /* nor a wgmma read it */
@@ -328,6 +333,10 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   L.slot_mma = calloc(ns, 1);
   L.direct = calloc(nv, 1);
   L.kmajor = calloc(nv, 1);
+  L.dot_of = calloc(nv, sizeof *L.dot_of);
+  L.area = calloc(nv, sizeof *L.area);
+  L.cp_at = calloc(nv, sizeof *L.cp_at);
+  L.cp_block = calloc(nv, sizeof *L.cp_block);
   L.pipe = calloc(nv, sizeof *L.pipe);
   L.tslots = calloc(ns, sizeof *L.tslots);
   L.vacc = calloc(nv, sizeof *L.vacc);
@@ -343,6 +352,8 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
     L.nb[bi] = oxi_block_new(m, nk);
   for (int bi = 0; bi < k->blocks.len && !st; bi++) {
     L.cur = L.nb[bi];
+    L.block = bi;
+    L.commits = 0;
     if (bi == 0) { /* blocks are (T, 1, 1): the thread's index is tid.x */
       L.t = oxt_sreg64(&L, OXI_SREG_TID_X);
       if (L.pipelined && grouped_order(&L))
@@ -375,6 +386,10 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   free(L.slot_mma);
   free(L.direct);
   free(L.kmajor);
+  free(L.dot_of);
+  free(L.area);
+  free(L.cp_at);
+  free(L.cp_block);
   free(L.pipe);
   free(L.tslots);
   free(L.vacc);

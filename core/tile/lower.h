@@ -36,6 +36,13 @@ typedef struct oxt_lowerer {
                           a load only the dot uses (copied to shared memory by cp.async), a
                           reshape of one that drops leading dims of 1, or (with kmajor) the
                           transpose that is its B operand */
+  const oxi_instr **dot_of; /* old value id of a direct load -> the wgmma dot it feeds, when the
+                          load issues its copy itself, where it is written (oxt_copy_early) */
+  int *area;           /* old value id of such a dot -> its own staging array + 1 */
+  int *cp_at;          /* old value id of such a load -> its copy group's number in its block */
+  int *cp_block;       /* ... and that block's index (old), + 1 */
+  int commits, block;  /* copy groups committed so far in the old block being lowered, its index */
+  bool early;          /* some load copies early: copies may be in flight at a return */
   char *kmajor;        /* old value id of a wgmma dot -> 1: its B is transpose(x), staged as x
                           [N, K] with K contiguous, as A is (wgmma's B without imm-trans-b) */
   struct {
@@ -172,6 +179,7 @@ bool oxt_tc_operands(const oxi_instr *in);
 bool oxt_dot_on_tensor_cores(const oxt_lowerer *L, const oxi_instr *in);
 void oxt_lower_dot(oxt_lowerer *L, const oxi_instr *in);
 void oxt_choose_direct_loads(oxt_lowerer *L);
+void oxt_copy_early(oxt_lowerer *L, const oxi_instr *ld);
 bool oxt_wg_operands(const oxi_instr *in);
 
 /* ------------------------------------------- serial.c: the CPU */

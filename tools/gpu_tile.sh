@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The tile kernels' GPU check for when device time is scarce (tools/gpu_run.sh
+# is the full one): the tile tests and examples on the GPU, then
+# bench/attention.py (and bench/matmul_tiles, with --matmul) against the wheel.
+#   tools/gpu_tile.sh [--no-bench] [--quick]   (carry .carry/build-gpu and dist)
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/oxide-gpu-out}
+mkdir -p "$OUT"
+rm -rf build-gpu wheel-x && cp -r .carry/build-gpu build-gpu || exit 1
+python3 -m zipfile -e dist/oxide_kernels-*.whl wheel-x >/dev/null || exit 1
+cp wheel-x/oxide/liboxide.so build-gpu/liboxide.so.0.1.0
+mkdir -p build-gpu/lib && cp wheel-x/oxide_kernels.libs/* build-gpu/lib/ 2>/dev/null
+export LD_LIBRARY_PATH="$PWD/build-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+status=0
+(cd build-gpu && ctest -R 'tile_test_gpu|example_tile_.*_gpu|ptx_test' --output-on-failure) 2>&1 | tail -20
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+if [ "${1:-}" != --no-bench ]; then
+  site=$(mktemp -d /tmp/oxide-tile.XXXXXX)
+  python3 -m pip install -q --no-index --no-deps --target "$site" dist/oxide_kernels-*.whl
+  root=$PWD
+  (cd "$site" && PYTHONPATH="$site" PYTHONUNBUFFERED=1 python3 "$root/bench/attention.py" "$@" 2>&1 |
+    grep -v Warning | tail -20) || status=1
+fi
+echo "gpu tile status: $status"
+exit $status
