@@ -322,3 +322,26 @@ def test_custom_op_errors():
         oxide.torch.custom_op("noname", mod.axpy, outputs={"out": lambda *a: None})
     with pytest.raises(TypeError, match="oxide.Kernel"):
         oxide.torch.custom_op("oxide_test_err::d", "axpy", outputs={"out": lambda *a: None})
+
+
+ATTENTION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "tile_attention.oxk")
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 300, 64, 64, 64), (1, 2, 257, 128, 64, 128), (1, 1, 100, 128, 128, 64)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_tile_attention_against_sdpa(tdev, shape, causal):
+    """examples/tile_attention.oxk on torch tensors against
+    torch.nn.functional.scaled_dot_product_attention (sequence lengths no
+    tile divides; on the GPU, the wgmma path), with a poisoned output."""
+    import math
+    import torch.nn.functional as F
+    B, H, N, D, BM, BN = shape
+    k = oxide.compile_file(ATTENTION, tdev).attention
+    k.set_generic("BN", BN)
+    g = torch.Generator(device="cpu").manual_seed(N + D)
+    q, kk, v = (torch.randn(B, H, N, D, generator=g).to(tdev, torch.bfloat16) for _ in range(3))
+    o = torch.full_like(q, float("nan"))
+    k(oxide.from_dlpack(o).partition([1, 1, BM, D]), q, kk, v, oxide.f32(1 / math.sqrt(D)), causal)
+    ref = F.scaled_dot_product_attention(q.float(), kk.float(), v.float(), is_causal=causal)
+    err = (o.float() - ref).abs().max().item()
+    assert err < 2e-2, err  # bf16 probabilities and a bf16 output
