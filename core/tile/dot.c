@@ -268,6 +268,14 @@ static void pipeline_advance(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, int
   oxt_set_slot(L, slot + 5, oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, ps->r, oxt_u64(L, 1)), oxt_u64(L, (uint64_t)S)));
 }
 
+/* copy_async of load `ld` at its own tile coordinates, to `at` in `m`. */
+static void copy_load(oxt_lowerer *L, const oxi_instr *ld, oxi_mem m, int64_t at, int64_t pitch) {
+  oxi_instr *coord[OXI_MAX_RANK];
+  for (int d = 0; d < ld->nops; d++)
+    coord[d] = oxt_mapped(L, ld->ops[d]);
+  copy_async(L, ld, coord, m, oxt_u64(L, (uint64_t)at), pitch);
+}
+
 /* The tile dot `in` stages as operand i: the operand, or for a K-major B
  * (L->kmajor) the tile under its transpose. */
 static const oxi_instr *staged_tile(const oxt_lowerer *L, const oxi_instr *in, int i) {
@@ -320,10 +328,7 @@ void oxt_copy_early(oxt_lowerer *L, const oxi_instr *ld) {
   oxt_staging g = staging_of(L, in);
   oxi_mem m = dot_area(L, in);
   ((oxi_shared *)L->nk->shared.items[m.index])->align = 1024; /* wgmma's swizzle atoms */
-  oxi_instr *coord[OXI_MAX_RANK];
-  for (int d = 0; d < ld->nops; d++)
-    coord[d] = oxt_mapped(L, ld->ops[d]);
-  copy_async(L, ld, coord, m, oxt_u64(L, (uint64_t)(i ? g.bat : 0)), i ? g.pb : g.pa);
+  copy_load(L, ld, m, i ? g.bat : 0, i ? g.pb : g.pa);
   oxt_emit(L, OXI_CP_COMMIT, OXI_VOID);
   L->cp_at[ld->id] = ++L->commits;
   L->cp_block[ld->id] = L->block + 1;
@@ -361,10 +366,7 @@ static oxi_instr *stage_operands(oxt_lowerer *L, const oxi_instr *in, oxi_mem *m
       continue;
     }
     if (ld) {
-      oxi_instr *coord[OXI_MAX_RANK];
-      for (int d = 0; d < ld->nops; d++)
-        coord[d] = oxt_mapped(L, ld->ops[d]);
-      copy_async(L, ld, coord, *m, oxt_u64(L, (uint64_t)at), pitch);
+      copy_load(L, ld, *m, at, pitch);
       copies = true;
     } else {
       stage(L, x, *m, at, pitch);
