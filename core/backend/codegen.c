@@ -678,17 +678,19 @@ static LLVMValueRef mma(cg_t *C, const oxi_instr *in) {
  * wgmma.mma_async). The accumulator is a struct of n floats, tied in and out
  * ("+f"), and the fence and the wait pass it through the same way, so that no
  * read or write of its registers can move across them: between a wgmma and
- * the wait for it the registers belong to the tensor cores. */
+ * the wait for it the registers belong to the tensor cores. The `nextra`
+ * other inputs come first, extra_cons[i] the constraint letter of input i. */
 static LLVMValueRef vf32_asm(cg_t *C, const char *text, LLVMValueRef acc, LLVMValueRef *extra, int nextra,
                              const char *extra_cons) {
   int n = (int)LLVMCountStructElementTypes(LLVMTypeOf(acc));
-  LLVMTypeRef params[OXI_VF32_MAX + 2];
-  LLVMValueRef args[OXI_VF32_MAX + 2];
+  assert(nextra <= 5 && (int)strlen(extra_cons) == nextra);
+  LLVMTypeRef params[OXI_VF32_MAX + 5];
+  LLVMValueRef args[OXI_VF32_MAX + 5];
   oxb_str cons = {0};
   for (int i = 0; i < n; i++)
     oxb_str_addf(&cons, "%s=f", i ? "," : "");
   for (int i = 0; i < nextra; i++) {
-    oxb_str_addf(&cons, ",%s", extra_cons);
+    oxb_str_addf(&cons, ",%c", extra_cons[i]);
     params[i] = LLVMTypeOf(extra[i]);
     args[i] = extra[i];
   }
@@ -714,21 +716,32 @@ static void ptx_void(cg_t *C, const char *text) {
   LLVMBuildCall2(C->b, fty, asmv, NULL, 0, "");
 }
 
-/* wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}: A K-major and B
- * N-major (imm-trans-b 1), or K-major too when in->index is 1, both from
- * shared memory through descriptors; D
+/* wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}: A K-major from
+ * shared memory through a descriptor or from registers (a v4), B N-major
+ * (imm-trans-b 1), or K-major when in->index is 1, through a descriptor; D
  * accumulates (scale-d true). */
 static LLVMValueRef wgmma(cg_t *C, const oxi_instr *in) {
   assert(C->opt->target == OXL_CUDA && "the tile lowering gives wgmma to the CUDA target only");
   int n = (int)in->imm / 2;
   oxb_str t = {0};
+  bool regs = in->ops[0]->type == OXI_V4; /* A in registers: no imm-trans-a */
   oxb_str_addf(&t, "{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
                (int)in->imm, in->sub == OX_F16 ? "f16" : "bf16", in->sub == OX_F16 ? "f16" : "bf16");
   for (int i = 0; i < n; i++)
     oxb_str_addf(&t, "%s$%d", i ? ", " : "", i);
-  oxb_str_addf(&t, "}, $%d, $%d, p, 1, 1, 0, %d; }", n, n + 1, in->index ? 0 : 1);
-  LLVMValueRef d[2] = {val(C, in->ops[0]), val(C, in->ops[1])};
-  LLVMValueRef r = vf32_asm(C, t.buf, val(C, in->ops[2]), d, 2, "l");
+  if (regs)
+    oxb_str_addf(&t, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d; }", n, n + 1, n + 2, n + 3, n + 4,
+                 in->index ? 0 : 1);
+  else
+    oxb_str_addf(&t, "}, $%d, $%d, p, 1, 1, 0, %d; }", n, n + 1, in->index ? 0 : 1);
+  LLVMValueRef d[5];
+  int nd = 0;
+  for (unsigned i = 0; regs && i < 4; i++)
+    d[nd++] = LLVMBuildExtractElement(C->b, val(C, in->ops[0]), ci32(C, i), "");
+  if (!regs)
+    d[nd++] = val(C, in->ops[0]);
+  d[nd++] = val(C, in->ops[1]);
+  LLVMValueRef r = vf32_asm(C, t.buf, val(C, in->ops[2]), d, nd, regs ? "rrrrl" : "ll");
   oxb_str_free(&t);
   return r;
 }
@@ -850,6 +863,14 @@ static void emit_instr(cg_t *C, const oxi_instr *in) {
       r = LLVMBuildInsertElement(C->b, r, LLVMBuildBitCast(C->b, val(C, in->ops[i]), i32t(C), ""),
                                  ci32(C, i), "");
     break;
+  case OXI_PACK2: {
+    LLVMTypeRef h = llty(C, in->ops[0]->type);
+    r = LLVMGetUndef(LLVMVectorType(h, 2));
+    r = LLVMBuildInsertElement(C->b, r, val(C, in->ops[0]), ci32(C, 0), "");
+    r = LLVMBuildInsertElement(C->b, r, val(C, in->ops[1]), ci32(C, 1), "");
+    r = LLVMBuildBitCast(C->b, r, i32t(C), "");
+    break;
+  }
   case OXI_UNPACK:
     if (oxi_is_vf32(in->ops[0]->type))
       r = LLVMBuildExtractValue(C->b, val(C, in->ops[0]), (unsigned)in->index, "");

@@ -78,7 +78,7 @@ const char *oxi_op_name(oxi_op op) {
                                       "dim",    "stride",  "t.load",  "t.store", "t.splat",
                                       "t.id",   "t.count", "t.reduce", "t.broadcast",
                                       "t.reshape", "t.permute", "t.iota", "t.dot", "t.atomic_add",
-                                      "ldmatrix", "mma", "cp.async", "cp.commit", "cp.wait", "pack", "unpack",
+                                      "ldmatrix", "mma", "cp.async", "cp.commit", "cp.wait", "pack", "unpack", "pack2",
                                       "vset", "shared.addr", "wgmma", "wgmma.sync", "fence.async",
                                       "br",     "condbr",  "ret"};
   _Static_assert(OXB_COUNT(names) == OXI_OP_COUNT, "op names");
@@ -669,6 +669,10 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
           in->ops[i < in->nops ? i : 0]->type == OXI_V4 || in->type != OXI_V4)
         fail(V, b, in, "pack: v4 from four 32-bit scalars");
     break;
+  case OXI_PACK2:
+    if (in->nops != 2 || (t0 != OX_BF16 && t0 != OX_F16) || t1 != t0 || in->type != OX_U32)
+      fail(V, b, in, "pack2: a u32 from two bf16 or two f16");
+    break;
   case OXI_UNPACK:
     if (in->nops != 1 || (t0 != OXI_V4 && !oxi_is_vf32(t0)) || in->index < 0 ||
         in->index >= (t0 == OXI_V4 ? 4 : oxi_vf32_len(t0)) || in->type >= OX_DTYPE_COUNT ||
@@ -686,11 +690,11 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
       fail(V, b, in, "shared.addr: u64 address of a shared array's element at a u64 index");
     break;
   case OXI_WGMMA:
-    if (in->nops != 3 || t0 != OX_U64 || t1 != OX_U64 || in->imm < 8 || in->imm > 256 || in->imm % 8 ||
-        in->ops[2]->type != in->type || in->type != oxi_vf32((int)in->imm / 2) ||
-        (in->sub != OX_BF16 && in->sub != OX_F16))
-      fail(V, b, in, "wgmma: vf32 x N/2 from two u64 descriptors and a vf32 x N/2, N 8 to 256 by 8, "
-                     "bf16 or f16 inputs");
+    if (in->nops != 3 || (t0 != OX_U64 && t0 != OXI_V4) || t1 != OX_U64 || in->imm < 8 || in->imm > 256 ||
+        in->imm % 8 || in->ops[2]->type != in->type || in->type != oxi_vf32((int)in->imm / 2) ||
+        (in->sub != OX_BF16 && in->sub != OX_F16) || (unsigned)in->index > 1)
+      fail(V, b, in, "wgmma: vf32 x N/2 from A (a u64 descriptor or a v4), a u64 descriptor of B and a "
+                     "vf32 x N/2, N 8 to 256 by 8, bf16 or f16 inputs");
     break;
   case OXI_WGMMA_SYNC:
     if ((in->nops == 1 ? !oxi_is_vf32(t0) || in->type != t0 : in->nops || in->type != OXI_VOID) ||

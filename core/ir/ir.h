@@ -91,13 +91,17 @@ typedef enum oxi_op {
                    (before a barrier) */
   OXI_PACK,     /* v4 from ops0..3 (32-bit scalars) */
   OXI_UNPACK,   /* register `index` of ops0 (v4 or vf32) as `type` (a 32-bit scalar) */
+  OXI_PACK2,    /* u32 holding two 16-bit floats of one type: ops0 in the low half, ops1 in the
+                   high (an A fragment register of wgmma or mma.sync) */
   /* Hopper's warpgroup matrix ops (sm_90a; the four warps of a warpgroup
    * execute them together), for dots the tile lowering gives to wgmma */
   OXI_VSET,     /* ops0 (vf32) with register `index` replaced by ops1 (f32) */
   OXI_SHARED_ADDR, /* u64: the shared-window byte address of element ops0 (u64) of shared array
                       `mem`, for a wgmma matrix descriptor */
   OXI_WGMMA,    /* vf32 x N/2 = wgmma.mma_async.m64nNk16 (N = imm; sub: OX_BF16 or OX_F16 inputs)
-                   of A (K-major) described by ops0 (u64) and B (N-major) by ops1 (u64), added to
+                   of A (K-major) described by ops0 (u64), or held in registers ops0 (v4: the
+                   A fragment of each warp's 16 rows, as mma.sync's), and B (N-major; K-major
+                   when `index` is 1) by ops1 (u64), added to
                    ops2 (vf32 x N/2); asynchronous: its registers are ready after a wait */
   OXI_WGMMA_SYNC, /* ops0 (vf32; or none, and no value) after sub 0: wgmma.fence (before the
                      first wgmma that reads registers written since); 1: commit the wgmmas issued

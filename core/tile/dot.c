@@ -268,6 +268,18 @@ static void pipeline_advance(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, int
   oxt_set_slot(L, slot + 5, oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, ps->r, oxt_u64(L, 1)), oxt_u64(L, (uint64_t)S)));
 }
 
+/* Whether dot `in` (on wgmma) takes A from registers: A is held in the mma
+ * layout with a warp's 16 rows whole (the accumulator of another wgmma, as
+ * attention's probabilities are), whose elements are, per 16 columns, the A
+ * fragment of wgmma's register form: no trip through shared memory. */
+static bool a_in_registers(const oxt_lowerer *L, const oxi_instr *in) {
+  const oxi_instr *a = in->ops[0];
+  oxt_mma_layout ml;
+  return L->wg && oxt_is_mma(L, a) && (a->type == OX_BF16 || a->type == OX_F16) &&
+         oxt_mma_layout_of(L, a->tshape, &ml) && ml.WN == 1 && ml.wm == 16 && ml.wn == a->tshape->dims[1] &&
+         ml.wn % 16 == 0;
+}
+
 /* copy_async of load `ld` at its own tile coordinates, to `at` in `m`. */
 static void copy_load(oxt_lowerer *L, const oxi_instr *ld, oxi_mem m, int64_t at, int64_t pitch) {
   oxi_instr *coord[OXI_MAX_RANK];
@@ -353,7 +365,7 @@ static oxi_instr *stage_operands(oxt_lowerer *L, const oxi_instr *in, oxi_mem *m
     return dot_pipeline(L, in, *m, L->pipe[in->id].slot, S, ps);
   bool copies = false, early = false;
   int newer = -1; /* copy groups of this block newer than its newest early copy this dot needs */
-  for (int i = 0; i < 2; i++) {
+  for (int i = a_in_registers(L, in); i < 2; i++) {
     /* a K-major B is the tile under the transpose, staged swizzled as A is */
     const oxi_instr *x = staged_tile(L, in, i);
     int64_t pitch = i ? g.pb : g.pa, at = i ? g.bat : 0;
@@ -419,6 +431,28 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
   oxi_mem m;
   pipe_state ps;
   oxi_instr *cur = stage_operands(L, in, &m, &ps);
+  /* A in registers (a_in_registers): per step of 16 along K, the four pairs
+     of a thread's elements of two 16 x 8 pieces, in the accumulator order
+     (row l/4: columns 2(l%4), +1; row l/4 + 8: the same; then 8 columns on) */
+  oxi_instr **frag = NULL;
+  if (a_in_registers(L, in)) {
+    oxi_instr **v = oxt_in_layout(L, in->ops[0], true);
+    frag = malloc(sizeof *frag * (size_t)(K / 16));
+    for (int64_t ks = 0; ks < K / 16; ks++) {
+      oxi_instr *two[4];
+      for (int r = 0; r < 4; r++) {
+        two[r] = oxt_emit(L, OXI_PACK2, OX_U32);
+        two[r]->ops[0] = v[8 * ks + 2 * r];
+        two[r]->ops[1] = v[8 * ks + 2 * r + 1];
+        two[r]->nops = 2;
+      }
+      oxi_instr *p = oxt_emit(L, OXI_PACK, OXI_V4);
+      p->nops = 4;
+      for (int r = 0; r < 4; r++)
+        p->ops[r] = two[r];
+      frag[ks] = p;
+    }
+  }
   oxi_instr *acc = NULL;
   if (in->nops == 3 && L->vacc[in->ops[2]->id])
     acc = L->vacc[in->ops[2]->id];
@@ -439,7 +473,7 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
   for (int64_t ks = 0; ks < K / 16; ks++) {
     /* A: panel ks / steps (M rows of wa bytes each), 32 bytes a step within it; B: 16 rows a step */
     int64_t aoff = ks / steps * M * wa + ks % steps * 32, boff = ks * 16 * 128;
-    oxi_instr *da = wg_desc(L, oxt_bin(L, OXI_ADD, OX_U64, a0, oxt_u64(L, (uint64_t)aoff)), wa, 16);
+    oxi_instr *da = frag ? NULL : wg_desc(L, oxt_bin(L, OXI_ADD, OX_U64, a0, oxt_u64(L, (uint64_t)aoff)), wa, 16);
     oxi_instr *db;
     if (kmajor) /* as A: panel ks / steps (N rows of wa bytes), 32 bytes a step within it */
       db = wg_desc(L, oxt_bin(L, OXI_ADD, OX_U64, b0, oxt_u64(L, (uint64_t)(ks / steps * N * wa + ks % steps * 32))),
@@ -450,7 +484,7 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
     w->index = kmajor; /* the backend's imm-trans-b: 0 for K-major B */
     w->sub = in->ops[0]->type;
     w->imm = (uint64_t)N;
-    w->ops[0] = da;
+    w->ops[0] = frag ? frag[ks] : da;
     w->ops[1] = db;
     w->ops[2] = acc;
     w->nops = 3;
@@ -465,6 +499,7 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
     L->tval[in->id] = oxt_unpack_acc(L, acc);
   }
   L->nk->uses_sync = true;
+  free(frag);
 }
 
 /* dot on tensor cores with mma.sync. a [M, K] and b [K, N] are staged in shared memory with
