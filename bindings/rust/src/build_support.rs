@@ -57,12 +57,25 @@ pub fn try_compile_kernels<P: AsRef<Path>>(paths: &[P]) -> Result<(), String> {
             errors.push('\n');
             continue;
         }
-        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("kernel");
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("kernel");
         let name: String = stem
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
             .collect();
-        let name = if name.starts_with(|c: char| c.is_ascii_digit()) { format!("K_{name}") } else { name };
+        let name = if name.starts_with(|c: char| c.is_ascii_digit()) {
+            format!("K_{name}")
+        } else {
+            name
+        };
         let _ = writeln!(
             consts,
             "/// The Oxide source of {}.\npub const {name}: &str = include_str!({:?});",

@@ -479,7 +479,10 @@ impl Stream {
     pub unsafe fn wrap(dev: Device, cu_stream: *mut c_void) -> Result<Stream> {
         let mut s = ptr::null_mut();
         check(ffi::ox_stream_wrap(dev.0, cu_stream, &mut s))?;
-        Ok(Stream { raw: s, owned: true })
+        Ok(Stream {
+            raw: s,
+            owned: true,
+        })
     }
 
     /// Takes over a stream handle made by the C API (`ox_stream_create` or
@@ -756,21 +759,57 @@ pub struct CompileOptions {
     /// For `emit` of tile kernels: the code for contiguous16 tensors (16-byte
     /// aligned, unit last stride), as most launches get.
     pub emit_contiguous: bool,
+    /// For `emit` of tile kernels: values of const generics by name, e.g.
+    /// `("BM", 128)`, so that the code is what a launch with those tiles runs
+    /// (others are 16). Compiling a module refuses them: a launch binds its
+    /// generics from its partitions (or `Kernel::set_generic`).
+    pub generics: Vec<(String, i64)>,
+}
+
+/// The C options and the storage they point into (the generics' names and
+/// array), which lives as long as this.
+struct RawOptions {
+    raw: ffi::ox_compile_options,
+    _names: Vec<CString>,
+    _values: Vec<ffi::ox_generic_value>,
 }
 
 impl CompileOptions {
     /// The C struct, pointing into `name` (which must outlive its use).
-    fn raw(&self, name: &Option<CString>) -> ffi::ox_compile_options {
-        ffi::ox_compile_options {
-            size: std::mem::size_of::<ffi::ox_compile_options>(),
-            filename: name.as_ref().map_or(ptr::null(), |n| n.as_ptr()),
-            sm: self.sm,
-            opt_level: self.opt_level,
-            no_cache: self.no_cache as i32,
-            emit_contiguous: self.emit_contiguous as i32,
-            generics: ptr::null(),
-            num_generics: 0,
-        }
+    fn raw(&self, name: &Option<CString>) -> Result<RawOptions> {
+        let names = self
+            .generics
+            .iter()
+            .map(|(n, _)| cstring(n, "a generic's name"))
+            .collect::<Result<Vec<_>>>()?;
+        let values: Vec<ffi::ox_generic_value> = names
+            .iter()
+            .zip(&self.generics)
+            .map(|(n, (_, v))| ffi::ox_generic_value {
+                name: n.as_ptr(),
+                value: *v,
+            })
+            .collect();
+        let num_generics = i32::try_from(values.len())
+            .map_err(|_| Error::new(ffi::OX_ERR_INVALID_ARGUMENT, "too many generics"))?;
+        Ok(RawOptions {
+            raw: ffi::ox_compile_options {
+                size: std::mem::size_of::<ffi::ox_compile_options>(),
+                filename: name.as_ref().map_or(ptr::null(), |n| n.as_ptr()),
+                sm: self.sm,
+                opt_level: self.opt_level,
+                no_cache: self.no_cache as i32,
+                emit_contiguous: self.emit_contiguous as i32,
+                generics: if values.is_empty() {
+                    ptr::null()
+                } else {
+                    values.as_ptr()
+                },
+                num_generics,
+            },
+            _names: names,
+            _values: values,
+        })
     }
 }
 
@@ -798,9 +837,9 @@ impl Module {
             .as_deref()
             .map(|f| cstring(f, "the filename"))
             .transpose()?;
-        let raw_opts = opts.raw(&name);
+        let raw_opts = opts.raw(&name)?;
         let mut m = ptr::null_mut();
-        check(unsafe { ffi::ox_module_compile(dev.0, src.as_ptr(), &raw_opts, &mut m) })?;
+        check(unsafe { ffi::ox_module_compile(dev.0, src.as_ptr(), &raw_opts.raw, &mut m) })?;
         Ok(Module {
             raw: m,
             device: dev,
@@ -824,9 +863,11 @@ impl Module {
             opts.filename.as_deref().unwrap_or(p),
             "the filename",
         )?);
-        let raw_opts = opts.raw(&name);
+        let raw_opts = opts.raw(&name)?;
         let mut m = ptr::null_mut();
-        check(unsafe { ffi::ox_module_compile_file(dev.0, path_c.as_ptr(), &raw_opts, &mut m) })?;
+        check(unsafe {
+            ffi::ox_module_compile_file(dev.0, path_c.as_ptr(), &raw_opts.raw, &mut m)
+        })?;
         Ok(Module {
             raw: m,
             device: dev,
@@ -1146,7 +1187,7 @@ pub fn emit(
         .as_deref()
         .map(|f| cstring(f, "the filename"))
         .transpose()?;
-    let raw_opts = opts.raw(&name);
+    let raw_opts = opts.raw(&name)?;
     let t = match target {
         None => ffi::OX_TARGET_DEFAULT,
         Some(DeviceType::Cpu) => ffi::OX_TARGET_CPU,
@@ -1156,7 +1197,7 @@ pub fn emit(
     check(unsafe {
         ffi::ox_emit(
             src.as_ptr(),
-            &raw_opts,
+            &raw_opts.raw,
             t,
             kind as ffi::ox_emit_kind,
             &mut out,

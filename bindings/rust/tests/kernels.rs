@@ -259,5 +259,36 @@ fn emit_and_info() {
     );
     assert!(oxide::version().starts_with("0."));
     assert!(oxide::doctor().unwrap().contains("cache"));
+}
+
+const TILE_MM: &str = "#[tile]
+fn mm<const BM: i32, const BN: i32, const BK: i32>(c: &mut Tensor<f32, [BM, BN]>,
+        a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>) {
+    c.store(mma(a.partition([BM, BK]).load([tile_id(0), 0]), b.partition([BK, BN]).load([0, tile_id(1)]),
+                full([BM, BN], 0.0f32)));
+}
+";
+
+#[test]
+fn emit_with_generics() {
+    let mut opts = CompileOptions {
+        sm: 90,
+        ..Default::default()
+    };
+    // every generic at 16: too small for wgmma
+    let small = oxide::emit(TILE_MM, EmitKind::Ptx, Some(DeviceType::Cuda), &opts).unwrap();
+    assert!(!small.contains("wgmma"));
+    opts.generics = vec![("BM".into(), 64), ("BN".into(), 128), ("BK".into(), 32)];
+    let big = oxide::emit(TILE_MM, EmitKind::Ptx, Some(DeviceType::Cuda), &opts).unwrap();
+    assert!(big.contains("wgmma.mma_async"));
+    opts.generics = vec![("BQ".into(), 16)];
+    let e = oxide::emit(TILE_MM, EmitKind::Ptx, None, &opts).unwrap_err();
+    assert!(e.to_string().contains("generic 'BQ'"), "{e}");
+    // a module's generics come from its launches
+    let e = Module::compile_with(Device::cpu().unwrap(), TILE_MM, &opts).unwrap_err();
+    assert!(
+        e.to_string().contains("the generics option is for ox_emit"),
+        "{e}"
+    );
     assert_eq!(Device::cpu().unwrap().compute_capability(), None);
 }
