@@ -104,11 +104,13 @@ static void look_tf32(const char *name, int sm, const char *ptx) {
 
 /* Emits `text` as PTX for sm_80 and sm_90 and has ptxas assemble it; calls
  * `look` on each PTX for the caller's own checks. */
-static void check_ptx(const char *ptxas, const char *name, const char *text, int contiguous,
-                      void (*look)(const char *name, int sm, const char *ptx)) {
+static void check_ptx_with(const char *ptxas, const char *name, const char *text, int contiguous,
+                           void (*look)(const char *name, int sm, const char *ptx), const ox_generic_value *gen,
+                           int ngen) {
   static const int archs[] = {80, 90};
   for (int i = 0; i < 2; i++) {
-    ox_compile_options o = {.filename = name, .sm = archs[i], .emit_contiguous = contiguous};
+    ox_compile_options o = {.size = sizeof o, .filename = name, .sm = archs[i], .emit_contiguous = contiguous,
+                            .generics = gen, .num_generics = ngen};
     char *ptx = NULL;
     CHECK_OK(ox_emit(text, &o, OX_TARGET_CUDA, OX_EMIT_PTX, &ptx));
     if (!ptx)
@@ -128,6 +130,29 @@ static void check_ptx(const char *ptxas, const char *name, const char *text, int
     unlink(tmp);
     ox_free(ptx);
   }
+}
+
+static void check_ptx(const char *ptxas, const char *name, const char *text, int contiguous,
+                      void (*look)(const char *name, int sm, const char *ptx)) {
+  check_ptx_with(ptxas, name, text, contiguous, look, NULL, 0);
+}
+
+/* examples/tile_attention.oxk at 64 x 64 tiles, head dim 128, on contiguous
+ * tensors: on sm_90 both products on wgmma, k's tile read K-major
+ * (imm-trans-b 0), the probabilities from registers (the register form of
+ * wgmma), the row maxima and sums by shuffles, and v's copy in flight across
+ * the first product (a cp.async wait that leaves one group). */
+static void look_attention(const char *name, int sm, const char *ptx) {
+  if (sm == 80) {
+    CHECK(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != NULL, "%s: no mma.sync", name);
+    return;
+  }
+  CHECK(strstr(ptx, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16") != NULL, "%s: no scores wgmma", name);
+  CHECK(strstr(ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") != NULL, "%s: no output wgmma", name);
+  CHECK(strstr(ptx, ", p, 1, 1, 0, 0;") != NULL, "%s: no K-major B", name);
+  CHECK(strstr(ptx, "}, {%r") != NULL, "%s: no wgmma with A in registers", name);
+  CHECK(strstr(ptx, "shfl.sync.bfly") != NULL, "%s: no row reduction by shuffles", name);
+  CHECK(strstr(ptx, "cp.async.wait_group 1;") != NULL, "%s: no copy left in flight", name);
 }
 
 static void look_vecadd(const char *name, int sm, const char *ptx) {
@@ -184,6 +209,16 @@ int main(void) {
   check_ptx(ptxas, "wgmma.oxk", WGMMA, 0, look_wgmma);
   check_ptx(ptxas, "tf32.oxk", TF32, 0, look_tf32);
   check_ptx(ptxas, "tf32.oxk", TF32, 1, look_tf32);
+  {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/examples/tile_attention.oxk", src_dir ? src_dir : ".");
+    char *text = slurp(path);
+    CHECK(text != NULL, "cannot read %s", path);
+    static const ox_generic_value gen[] = {{"BM", 64}, {"BN", 64}, {"D", 128}};
+    if (text)
+      check_ptx_with(ptxas, "tile_attention.oxk", text, 1, look_attention, gen, 3);
+    free(text);
+  }
   char dir[4200];
   snprintf(dir, sizeof dir, "%s/examples", src_dir ? src_dir : ".");
   DIR *d = opendir(dir);
