@@ -466,10 +466,10 @@ static bool untyped_literal(const oxf_node *n) {
 }
 
 /* An operand whose type comes from the other operand of a binary operation:
- * an untyped literal (`2 * x`), or iota, whose dtype is the context's
- * (`iota([BM, BN], 1) + j * BN` is a tile of j's type). */
-static bool context_typed(const oxf_node *n) {
-  return untyped_literal(n) || (n->kind == OXF_CALL && !strcmp(n->name, "iota"));
+ * an untyped literal (`2 * x`), or in a tile kernel iota, whose dtype is the
+ * context's (`iota([BM, BN], 1) + j * BN` is a tile of j's type). */
+static bool context_typed(const sema *S, const oxf_node *n) {
+  return untyped_literal(n) || (S->is_tile && n->kind == OXF_CALL && !strcmp(n->name, "iota"));
 }
 
 /* A literal; `negated` when it is the operand of '-', which lets a signed
@@ -526,7 +526,7 @@ static val binary(sema *S, const oxf_node *n, oxi_type hint) {
   bool shift = op == OXF_OP_SHL || op == OXF_OP_SHR;
   oxi_type operand_hint = cmp ? OXI_VOID : hint;
   oxi_instr *l, *r;
-  if (context_typed(n->lhs) && !context_typed(n->rhs) && !shift) {
+  if (context_typed(S, n->lhs) && !context_typed(S, n->rhs) && !shift) {
     r = elem_expr(S, n->rhs, operand_hint, "an operand");
     l = elem_expr(S, n->lhs, r ? r->type : operand_hint, "an operand");
   } else {
