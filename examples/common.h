@@ -4,6 +4,7 @@
 #define OXIDE_EXAMPLES_COMMON_H
 
 #include <oxide/oxide.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,22 @@ static inline ox_module example_module(ox_device dev, const char *name) {
   ox_module m;
   OX_CHECK(ox_module_compile_file(dev, path, NULL, &m));
   return m;
+}
+
+/* f32 -> bf16, rounding to nearest even (finite inputs). */
+static inline uint16_t example_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+/* bf16 -> the double it is exactly. */
+static inline double example_from_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
 }
 
 /* A small deterministic generator, so failures reproduce. */

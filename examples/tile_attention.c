@@ -3,24 +3,8 @@
  * lengths that no tile divides, checked against a double-precision reference
  * computed from the same bf16 inputs. The output starts poisoned (NaN). */
 #include <math.h>
-#include <stdint.h>
 
 #include "common.h"
-
-/* f32 -> bf16, rounding to nearest even (finite inputs) */
-static uint16_t to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-
-static double from_bf16(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
 
 typedef struct shape {
   int64_t B, H, N, D, BM, BN;
@@ -32,9 +16,9 @@ static int run(ox_device dev, ox_kernel k, shape s, int causal, unsigned seed) {
   size_t n = (size_t)(s.B * s.H * s.N * s.D);
   uint16_t *q = malloc(2 * n), *kk = malloc(2 * n), *v = malloc(2 * n), *o = malloc(2 * n);
   for (size_t i = 0; i < n; i++) {
-    q[i] = to_bf16(2.0f * example_rand(&seed));
-    kk[i] = to_bf16(2.0f * example_rand(&seed));
-    v[i] = to_bf16(example_rand(&seed));
+    q[i] = example_to_bf16(2.0f * example_rand(&seed));
+    kk[i] = example_to_bf16(2.0f * example_rand(&seed));
+    v[i] = example_to_bf16(example_rand(&seed));
   }
   ox_tensor tq, tk, tv, to, part;
   OX_CHECK(ox_tensor_from_host(dev, NULL, OX_BF16, 4, dims, q, 2 * n, &tq));
@@ -59,7 +43,7 @@ static int run(ox_device dev, ox_kernel k, shape s, int causal, unsigned seed) {
       for (int64_t j = 0; j < last; j++) {
         double dotp = 0;
         for (int64_t d = 0; d < s.D; d++)
-          dotp += from_bf16(Q[i * s.D + d]) * from_bf16(K[j * s.D + d]);
+          dotp += example_from_bf16(Q[i * s.D + d]) * example_from_bf16(K[j * s.D + d]);
         p[j] = dotp * scale;
         mx = fmax(mx, p[j]);
       }
@@ -68,8 +52,8 @@ static int run(ox_device dev, ox_kernel k, shape s, int causal, unsigned seed) {
       for (int64_t d = 0; d < s.D; d++) {
         double want = 0;
         for (int64_t j = 0; j < last; j++)
-          want += p[j] / sum * from_bf16(V[j * s.D + d]);
-        double got = from_bf16(O[i * s.D + d]);
+          want += p[j] / sum * example_from_bf16(V[j * s.D + d]);
+        double got = example_from_bf16(O[i * s.D + d]);
         /* bf16 probabilities in the second product and a bf16 output: a few
            units in the last place of bf16 (2^-8) */
         if (!(fabs(got - want) <= 1.5e-2) && bad++ < 5)

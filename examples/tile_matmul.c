@@ -2,24 +2,8 @@
  * not multiples of the tiles, checked against a double-precision product of
  * the same bf16 values. */
 #include <math.h>
-#include <stdint.h>
 
 #include "common.h"
-
-/* f32 -> bf16, rounding to nearest even (finite inputs) */
-static uint16_t to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-
-static double from_bf16(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
 
 int main(int argc, char **argv) {
   ox_device dev = example_device(argc, argv);
@@ -33,9 +17,9 @@ int main(int argc, char **argv) {
   float *c = malloc(sizeof(float) * (size_t)(M * N));
   unsigned seed = 7;
   for (int64_t i = 0; i < M * K; i++)
-    a[i] = to_bf16(example_rand(&seed));
+    a[i] = example_to_bf16(example_rand(&seed));
   for (int64_t i = 0; i < K * N; i++)
-    b[i] = to_bf16(example_rand(&seed));
+    b[i] = example_to_bf16(example_rand(&seed));
   ox_tensor ta, tb, tc, part;
   OX_CHECK(ox_tensor_from_host(dev, NULL, OX_BF16, 2, sa, a, 2 * (size_t)(M * K), &ta));
   OX_CHECK(ox_tensor_from_host(dev, NULL, OX_BF16, 2, sb, b, 2 * (size_t)(K * N), &tb));
@@ -49,8 +33,8 @@ int main(int argc, char **argv) {
     for (int64_t j = 0; j < N; j++) {
       double want = 0, mag = 0;
       for (int64_t p = 0; p < K; p++) {
-        want += from_bf16(a[i * K + p]) * from_bf16(b[p * N + j]);
-        mag += fabs(from_bf16(a[i * K + p]) * from_bf16(b[p * N + j]));
+        want += example_from_bf16(a[i * K + p]) * example_from_bf16(b[p * N + j]);
+        mag += fabs(example_from_bf16(a[i * K + p]) * example_from_bf16(b[p * N + j]));
       }
       /* f32 accumulation of K products: error ~ K * 2^-24 * sum |a b| */
       if (!(fabs(c[i * N + j] - want) <= 1e-5 * mag + 1e-6) && bad++ < 5)
