@@ -6,14 +6,9 @@
 #   tools/gpu_quick.sh   (carry .carry/build-gpu and dist, as for gpu_run.sh)
 set -u
 cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/oxide-gpu-out}
-mkdir -p "$OUT" /work
+mkdir -p /work
 [ "$(pwd -P)" = /work/main ] || ln -sfn "$(pwd -P)" /work/main
-rm -rf build-gpu wheel-x && cp -r .carry/build-gpu build-gpu || exit 1
-python3 -m zipfile -e dist/oxide_kernels-*.whl wheel-x >/dev/null || exit 1
-cp wheel-x/oxide/liboxide.so build-gpu/liboxide.so.0.1.0
-mkdir -p build-gpu/lib && cp wheel-x/oxide_kernels.libs/* build-gpu/lib/ 2>/dev/null
-export LD_LIBRARY_PATH="$PWD/build-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source tools/gpu_setup.sh
 status=0
 (cd /work/main/build-gpu && ctest -R 'wrap_test_gpu|streams_test_gpu|dlpack_test_gpu' --output-on-failure) 2>&1 |
   tail -8

@@ -11,13 +11,7 @@
 #   tools/gpu_run.sh [--no-bench | --python-bench]
 set -u
 cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/oxide-gpu-out}
-mkdir -p "$OUT"
-rm -rf build-gpu wheel-x && cp -r .carry/build-gpu build-gpu || exit 1
-python3 -m zipfile -e dist/oxide_kernels-*.whl wheel-x >/dev/null || exit 1
-cp wheel-x/oxide/liboxide.so build-gpu/liboxide.so.0.1.0
-mkdir -p build-gpu/lib && cp wheel-x/oxide_kernels.libs/* build-gpu/lib/ 2>/dev/null
-export LD_LIBRARY_PATH="$PWD/build-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source tools/gpu_setup.sh
 status=0
 # the suite's Python step would use the repository's package: the wheel test below replaces it
 # --no-bench: tests only; --python-bench: tests and bench/python_launch.py;

@@ -5,13 +5,7 @@
 #   tools/gpu_tile.sh [--no-bench] [--quick]   (carry .carry/build-gpu and dist)
 set -u
 cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/oxide-gpu-out}
-mkdir -p "$OUT"
-rm -rf build-gpu wheel-x && cp -r .carry/build-gpu build-gpu || exit 1
-python3 -m zipfile -e dist/oxide_kernels-*.whl wheel-x >/dev/null || exit 1
-cp wheel-x/oxide/liboxide.so build-gpu/liboxide.so.0.1.0
-mkdir -p build-gpu/lib && cp wheel-x/oxide_kernels.libs/* build-gpu/lib/ 2>/dev/null
-export LD_LIBRARY_PATH="$PWD/build-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source tools/gpu_setup.sh
 status=0
 (cd build-gpu && ctest -R 'tile_test_gpu|example_tile_.*_gpu|ptx_test' --output-on-failure) 2>&1 | tail -20
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
