@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 /* Stops the example with Oxide's error message if a call fails. */
@@ -57,6 +58,13 @@ static inline double example_from_bf16(uint16_t h) {
   float f;
   memcpy(&f, &u, 4);
   return f;
+}
+
+/* f8e4m3 (E4M3FN: bias 7, no infinities, S.1111.111 NaN) -> the double it is exactly. */
+static inline double example_from_e4m3(uint8_t c) {
+  int e = (c >> 3) & 15, m = c & 7;
+  double v = (c & 0x7f) == 0x7f ? NAN : e ? ldexp(8 + m, e - 10) : ldexp(m, -9);
+  return c & 0x80 ? -v : v;
 }
 
 /* A small deterministic generator, so failures reproduce. */

@@ -152,6 +152,14 @@ static const char all_constructs[] =
     "    a[i] += b[i];\n"
     "}\n";
 
+/* A tile kernel with an f8e4m3 tile `a` and an f8e4m3 output z, then `body` (line 4). */
+#define FP8_KERNEL(body)                                                                           \
+  "#[tile]\n"                                                                                      \
+  "fn t(z: &mut Tensor<f8e4m3, [16, 16]>, x: &Tensor<f8e4m3, [16, 16]>) {\n"                       \
+  "    let a = x.partition([16, 16]).load([0, 0]);\n"                                               \
+  "    " body "\n"                                                                                 \
+  "}\n"
+
 static const fcase cases[] = {
     /* ------------------------------------------------------------ lexer */
     BAD("bad character", 2, K("let x = 1 $ 2;"), "4:11 error: unexpected character '$'"),
@@ -516,8 +524,25 @@ static const fcase cases[] = {
         "    let a = x.partition([16, 16]).load([0, 0]);\n"
         "    z.store(dot(a as tf32, a) + dot(a as tf32, a as tf32));\n"
         "}\n",
-        "4:13 error: 'dot' multiplies two tiles of one dtype, bf16, f16, tf32 or f32; found tf32 "
-        "and f32"),
+        "4:13 error: 'dot' multiplies two tiles of one dtype, bf16, f16, tf32 or f32, or two fp8 "
+        "tiles (f8e4m3, f8e5m2); found tf32 and f32"),
+    /* fp8 is a storage type: loads, stores, casts and dot, no arithmetic */
+    BAD("fp8 reduction", 1, FP8_KERNEL("let s = reduce_sum(a, 1);"),
+        "4:24 error: 'reduce_sum' needs a numeric tile, found a f8e4m3 tile (a storage type: convert "
+        "with 'as f32' first)"),
+    BAD("fp8 comparison", 1, FP8_KERNEL("let c = select(a < a, a, a);"),
+        "4:22 error: '<' is not defined for f8e4m3, a storage type (loads, stores, 'as', dot): convert "
+        "with 'as f32' first"),
+    BAD("fp8 arithmetic", 1, FP8_KERNEL("z.store(a + a);"), "4:15 error: '+' is not defined for f8e4m3"),
+    BAD("fp8 dot with bf16", 1, FP8_KERNEL("let d = dot(a, a as bf16);"),
+        "4:13 error: 'dot' multiplies two tiles of one dtype"),
+    OK("fp8 casts and dot",
+       "#[tile]\n"
+       "fn t(z: &mut Tensor<f8e5m2, [16, 16]>, x: &Tensor<f8e4m3, [-1, -1]>) {\n"
+       "    let a = x.partition([16, 32]).load([0, 0]);\n"
+       "    z.store((dot(a, transpose(a)) as f8e5m2 as f32 * 2.0) as f8e5m2);\n"
+       "}\n",
+       "t.dot", "cast"),
     /* the printer once read past its table of parameter kinds here (UBSan) */
     OK("tile IR of an atomic tensor",
        "#[tile]\n"

@@ -8,7 +8,7 @@ BUILD=${OXIDE_BUILD_DIR:-build}
 "$BUILD/oxide" doctor
 fail=0
 for ex in vecadd saxpy reduce transpose histogram tile_add tile_saxpy tile_softmax tile_rmsnorm \
-  tile_layernorm tile_matmul tile_attention; do
+  tile_layernorm tile_matmul tile_matmul_fp8 tile_attention; do
   "$BUILD/examples/example_$ex" || fail=1
 done
 # examples/python: Oxide kernels on torch tensors (they need PyTorch, which

@@ -13,6 +13,7 @@
 #include "backend/codegen.h"
 
 #include <llvm-c/Analysis.h>
+#include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,7 +23,7 @@
 static LLVMTypeRef llty(cg_t *C, oxi_type t) {
   switch (t) {
   case OX_BOOL: return LLVMInt1TypeInContext(C->ctx);
-  case OX_I8: case OX_U8: return LLVMInt8TypeInContext(C->ctx);
+  case OX_I8: case OX_U8: case OX_F8E4M3: case OX_F8E5M2: return LLVMInt8TypeInContext(C->ctx);
   case OX_I16: case OX_U16: return LLVMInt16TypeInContext(C->ctx);
   case OX_I32: case OX_U32: return LLVMInt32TypeInContext(C->ctx);
   case OX_I64: case OX_U64: return LLVMInt64TypeInContext(C->ctx);
@@ -407,9 +408,82 @@ static double tf32_const(double v) {
   return f;
 }
 
+/* fp8 (OCP formats: f8e4m3 is E4M3FN, bias 7, no infinities, NaN S.1111.111;
+ * f8e5m2 is E5M2, bias 15, IEEE-like) <-> f32, in integer operations that are
+ * the same on both targets (sm_89's cvt instructions are absent on sm_80 and
+ * the CPU). Every fp8 value is an f32 value, so widening is exact. */
+typedef struct fp8_format {
+  unsigned M, bias, top; /* mantissa bits, exponent bias, the exponent of NaN/infinity (0: none) */
+  double max, min_normal;
+} fp8_format;
+
+static fp8_format fp8_of(oxi_type t) {
+  return t == OX_F8E4M3 ? (fp8_format){3, 7, 0, 448.0, 0x1p-6} : (fp8_format){2, 15, 31, 57344.0, 0x1p-14};
+}
+
+static LLVMValueRef fp8_to_f32(cg_t *C, LLVMValueRef v, oxi_type from) {
+  fp8_format f = fp8_of(from);
+  LLVMBuilderRef b = C->b;
+  LLVMValueRef u = LLVMBuildZExt(b, v, i32t(C), "");
+  LLVMValueRef sign = LLVMBuildShl(b, LLVMBuildAnd(b, u, ci32(C, 0x80), ""), ci32(C, 24), "");
+  LLVMValueRef mag = LLVMBuildAnd(b, u, ci32(C, 0x7f), "");
+  LLVMValueRef e = LLVMBuildLShr(b, mag, ci32(C, f.M), "");
+  LLVMValueRef m = LLVMBuildAnd(b, mag, ci32(C, (1u << f.M) - 1), "");
+  /* normal: the exponent rebiased, the mantissa moved to f32's top bits */
+  LLVMValueRef normal = LLVMBuildAdd(b, LLVMBuildShl(b, mag, ci32(C, 23 - f.M), ""),
+                                     ci32(C, (uint64_t)(127 - f.bias) << 23), "");
+  /* subnormal: m * 2^(1 - bias - M), exact in f32 */
+  LLVMValueRef sub = LLVMBuildFMul(b, LLVMBuildUIToFP(b, m, f32t(C), ""),
+                                   fconst(C, OX_F32, ldexp(1.0, 1 - (int)f.bias - (int)f.M)), "");
+  LLVMValueRef bits = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, e, ci32(C, 0), ""),
+                                      LLVMBuildBitCast(b, sub, i32t(C), ""), normal, "");
+  if (f.top) /* e5m2: the top exponent is infinity (m 0) or NaN */
+    bits = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, e, ci32(C, f.top), ""),
+                           LLVMBuildOr(b, ci32(C, 0x7f800000), LLVMBuildShl(b, m, ci32(C, 21), ""), ""), bits, "");
+  else /* e4m3: S.1111.111 is NaN */
+    bits = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, mag, ci32(C, 0x7f), ""), ci32(C, 0x7fc00000), bits, "");
+  return LLVMBuildBitCast(b, LLVMBuildOr(b, bits, sign, ""), f32t(C), "");
+}
+
+/* f32 -> fp8, rounding to nearest even with saturation (PTX's .satfinite):
+ * beyond the largest finite value (infinities too) gives that value, NaN
+ * gives NaN. */
+static LLVMValueRef f32_to_fp8(cg_t *C, LLVMValueRef x, oxi_type to) {
+  fp8_format f = fp8_of(to);
+  LLVMBuilderRef b = C->b;
+  LLVMValueRef u = LLVMBuildBitCast(b, x, i32t(C), "");
+  LLVMValueRef sign = LLVMBuildAnd(b, LLVMBuildLShr(b, u, ci32(C, 24), ""), ci32(C, 0x80), "");
+  LLVMValueRef a = LLVMBuildBitCast(b, LLVMBuildAnd(b, u, ci32(C, 0x7fffffff), ""), f32t(C), "");
+  LLVMValueRef big = LLVMBuildFCmp(b, LLVMRealOGT, a, fconst(C, OX_F32, f.max), "");
+  a = LLVMBuildSelect(b, big, fconst(C, OX_F32, f.max), a, ""); /* NaN stays (compares false) */
+  LLVMValueRef ab = LLVMBuildBitCast(b, a, i32t(C), "");
+  /* normal: round f32's mantissa to M bits (to nearest, ties to even), then rebias */
+  unsigned drop = 23 - f.M;
+  LLVMValueRef odd = LLVMBuildAnd(b, LLVMBuildLShr(b, ab, ci32(C, drop), ""), ci32(C, 1), "");
+  LLVMValueRef r = LLVMBuildAdd(b, ab, LLVMBuildAdd(b, ci32(C, (1u << (drop - 1)) - 1), odd, ""), "");
+  LLVMValueRef normal = LLVMBuildSub(b, LLVMBuildLShr(b, r, ci32(C, drop), ""),
+                                     ci32(C, (uint64_t)(127 - f.bias) << f.M), "");
+  /* subnormal: a / 2^(1 - bias - M) rounded to an integer (to nearest even,
+     by adding and subtracting 2^23, where f32's spacing is 1); 2^M is the
+     smallest normal's code, as it should be */
+  LLVMValueRef y = LLVMBuildFMul(b, a, fconst(C, OX_F32, ldexp(1.0, (int)f.bias + (int)f.M - 1)), "");
+  LLVMValueRef two23 = fconst(C, OX_F32, 0x1p23);
+  y = LLVMBuildFSub(b, LLVMBuildFAdd(b, y, two23, ""), two23, "");
+  LLVMValueRef sub = LLVMBuildFPToUI(b, y, i32t(C), "");
+  LLVMValueRef small = LLVMBuildFCmp(b, LLVMRealOLT, a, fconst(C, OX_F32, f.min_normal), "");
+  LLVMValueRef code = LLVMBuildSelect(b, small, sub, normal, "");
+  LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
+  code = LLVMBuildSelect(b, nan, ci32(C, 0x7f), code, "");
+  return LLVMBuildTrunc(b, LLVMBuildOr(b, code, sign, ""), LLVMInt8TypeInContext(C->ctx), "");
+}
+
 static LLVMValueRef convert(cg_t *C, LLVMValueRef v, oxi_type from, oxi_type to) {
   if (from == to)
     return v;
+  if (oxi_is_fp8(from)) /* through f32, which holds every fp8 value */
+    return convert(C, fp8_to_f32(C, v, from), OX_F32, to);
+  if (oxi_is_fp8(to)) /* from f64 through f32: rounded twice, which can differ in the last bit */
+    return f32_to_fp8(C, convert(C, v, from, OX_F32), to);
   if (from == OX_TF32) { /* a tf32 value is an f32 value: as is to f32, else as an f32 */
     if (to == OX_F32)
       return v;
@@ -719,17 +793,24 @@ static void ptx_void(cg_t *C, const char *text) {
 /* wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}: A K-major from
  * shared memory through a descriptor or from registers (a v4), B N-major
  * (imm-trans-b 1), or K-major when in->index is 1, through a descriptor; D
- * accumulates (scale-d true). */
+ * accumulates (scale-d true). fp8 inputs: m64nNk32, A and B K-major from
+ * shared memory. */
 static LLVMValueRef wgmma(cg_t *C, const oxi_instr *in) {
   assert(C->opt->target == OXL_CUDA && "the tile lowering gives wgmma to the CUDA target only");
   int n = (int)in->imm / 2;
   oxb_str t = {0};
   bool regs = in->ops[0]->type == OXI_V4; /* A in registers: no imm-trans-a */
-  oxb_str_addf(&t, "{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
-               (int)in->imm, in->sub == OX_F16 ? "f16" : "bf16", in->sub == OX_F16 ? "f16" : "bf16");
+  bool fp8 = oxi_is_fp8(in->sub);
+  static const char *const names[OX_DTYPE_COUNT] = {[OX_F16] = "f16", [OX_BF16] = "bf16", [OX_F8E4M3] = "e4m3",
+                                                    [OX_F8E5M2] = "e5m2"};
+  const char *ty = names[in->sub];
+  oxb_str_addf(&t, "{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {",
+               (int)in->imm, fp8 ? 32 : 16, ty, ty);
   for (int i = 0; i < n; i++)
     oxb_str_addf(&t, "%s$%d", i ? ", " : "", i);
-  if (regs)
+  if (fp8) /* 8-bit inputs: both K-major, no transpose operands */
+    oxb_str_addf(&t, "}, $%d, $%d, p, 1, 1; }", n, n + 1);
+  else if (regs)
     oxb_str_addf(&t, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d; }", n, n + 1, n + 2, n + 3, n + 4,
                  in->index ? 0 : 1);
   else
@@ -772,6 +853,8 @@ static void emit_instr(cg_t *C, const oxi_instr *in) {
       r = LLVMConstNull(llty(C, in->type));
     else if (oxi_is_float(in->type))
       r = fconst(C, in->type, in->fimm);
+    else if (oxi_is_fp8(in->type)) /* folded by LLVM to the byte */
+      r = f32_to_fp8(C, fconst(C, OX_F32, in->fimm), in->type);
     else
       r = LLVMConstInt(llty(C, in->type), in->imm, 0);
     break;

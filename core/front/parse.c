@@ -127,7 +127,7 @@ static const struct {
                     {"i64", OX_I64},   {"isize", OX_I64}, {"u8", OX_U8},  {"u16", OX_U16},
                     {"u32", OX_U32},   {"u64", OX_U64},   {"usize", OX_U64}, {"f16", OX_F16},
                     {"bf16", OX_BF16}, {"f32", OX_F32},   {"f64", OX_F64},
-                    {"tf32", OX_TF32}};
+                    {"tf32", OX_TF32}, {"f8e4m3", OX_F8E4M3}, {"f8e5m2", OX_F8E5M2}};
 
 bool oxf_scalar_named(const char *name, size_t len, ox_dtype *out) {
   for (size_t i = 0; i < OXB_COUNT(scalar_names); i++)
@@ -876,8 +876,7 @@ static void const_generics(parser *P, oxf_fn *fn) {
     oxf_typeexpr *t = type(P);
     if (!t)
       break;
-    if (t->kind != OXF_TY_SCALAR || t->elem == OX_BOOL || t->elem == OX_F16 ||
-        t->elem == OX_BF16 || t->elem == OX_F32 || t->elem == OX_F64 || t->elem == OX_TF32)
+    if (t->kind != OXF_TY_SCALAR || !oxi_is_int(t->elem))
       perr(P, t->loc, "a const generic is an integer (i32, i64, u32, usize, ...)");
     t->loc = loc; /* errors about the generic point at its name */
     oxb_vec_push(P->a, &fn->generics, (void *)name);

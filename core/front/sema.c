@@ -554,6 +554,11 @@ static val binary(sema *S, const oxf_node *n, oxi_type hint) {
     return VERR;
   }
   oxi_instr *ops[2] = {l, r};
+  if (oxi_is_fp8(t)) {
+    ERR(S, n->loc, "'%s' is not defined for %s, a storage type (loads, stores, 'as', dot): "
+                   "convert with 'as f32' first", oxf_op_name(op), oxi_type_name(t));
+    return VERR;
+  }
   if (cmp) {
     if (t == OX_BOOL && op != OXF_OP_EQ && op != OXF_OP_NE) {
       ERR(S, n->loc, "bool values can only be compared with == and !=");

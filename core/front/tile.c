@@ -477,8 +477,10 @@ static val dot_call(sema *S, const oxf_node *n, bool acc) {
     return err;
   }
   oxi_type et = ops[0]->type;
-  if (et != ops[1]->type || !(et == OX_BF16 || et == OX_F16 || et == OX_TF32 || et == OX_F32)) {
-    ERR(S, n->loc, "'%s' multiplies two tiles of one dtype, bf16, f16, tf32 or f32; found %s and %s",
+  bool fp8 = oxi_is_fp8(et) && oxi_is_fp8(ops[1]->type); /* e4m3 and e5m2 mix, as wgmma allows */
+  if (!fp8 && (et != ops[1]->type || !(et == OX_BF16 || et == OX_F16 || et == OX_TF32 || et == OX_F32))) {
+    ERR(S, n->loc, "'%s' multiplies two tiles of one dtype, bf16, f16, tf32 or f32, or two fp8 tiles "
+                   "(f8e4m3, f8e5m2); found %s and %s",
         name, oxi_type_name(et), oxi_type_name(ops[1]->type));
     return err;
   }
@@ -529,8 +531,9 @@ val oxs_tile_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) {
     int axis;
     if (!axis_arg(S, arg(n, 1), t.v->tshape->rank, name, oxs_shape_text(S, t.v->tshape), &axis))
       return err;
-    if (t.v->type == OX_BOOL) {
-      ERR(S, arg(n, 0)->loc, "'%s' needs a numeric tile, found a bool tile", name);
+    if (t.v->type == OX_BOOL || oxi_is_fp8(t.v->type)) {
+      ERR(S, arg(n, 0)->loc, "'%s' needs a numeric tile, found a %s tile%s", name, oxi_type_name(t.v->type),
+          t.v->type == OX_BOOL ? "" : " (a storage type: convert with 'as f32' first)");
       return err;
     }
     int64_t dims[OXI_MAX_RANK];

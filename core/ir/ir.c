@@ -63,6 +63,7 @@ ox_dtype oxi_mem_dtype(const oxi_kernel *k, oxi_mem mem) {
 bool oxi_is_float(oxi_type t) {
   return t == OX_F16 || t == OX_BF16 || t == OX_F32 || t == OX_F64 || t == OX_TF32;
 }
+bool oxi_is_fp8(oxi_type t) { return t == OX_F8E4M3 || t == OX_F8E5M2; }
 bool oxi_is_int(oxi_type t) { return t >= OX_I8 && t <= OX_U64; }
 bool oxi_is_signed(oxi_type t) { return t >= OX_I8 && t <= OX_I64; }
 
@@ -149,7 +150,7 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
     break;
   }
   case OXI_CONST:
-    if (oxi_is_float(in->type))
+    if (oxi_is_float(in->type) || oxi_is_fp8(in->type))
       oxb_str_addf(o, " %.9g", in->fimm);
     else if (oxi_is_signed(in->type))
       oxb_str_addf(o, " %lld", (long long)in->imm);
@@ -630,13 +631,13 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
   case OXI_T_DOT: {
     const oxi_tshape *a = in->nops >= 2 ? in->ops[0]->tshape : NULL, *bs = a ? in->ops[1]->tshape : NULL,
                      *c = in->nops == 3 ? in->ops[2]->tshape : NULL, *r = in->tshape;
-    bool ok = a && bs && r && a->rank == 2 && bs->rank == 2 && r->rank == 2 && t0 == t1 &&
-              in->type == OX_F32 && a->dims[1] == bs->dims[0] && r->dims[0] == a->dims[0] &&
+    bool ok = a && bs && r && a->rank == 2 && bs->rank == 2 && r->rank == 2 &&
+              (t0 == t1 || (oxi_is_fp8(t0) && oxi_is_fp8(t1))) && in->type == OX_F32 && a->dims[1] == bs->dims[0] && r->dims[0] == a->dims[0] &&
               r->dims[1] == bs->dims[1] && (in->nops == 2 || (c && in->ops[2]->type == OX_F32 &&
                                                                c->rank == 2 && c->dims[0] == r->dims[0] &&
                                                                c->dims[1] == r->dims[1]));
     if (!ok)
-      fail(V, b, in, "t.dot: f32 [M, N] from [M, K] x [K, N] of one dtype (+ f32 [M, N])");
+      fail(V, b, in, "t.dot: f32 [M, N] from [M, K] x [K, N] of one dtype or two fp8 ones (+ f32 [M, N])");
     break;
   }
   case OXI_LDMATRIX:
@@ -692,9 +693,11 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
   case OXI_WGMMA:
     if (in->nops != 3 || (t0 != OX_U64 && t0 != OXI_V4) || t1 != OX_U64 || in->imm < 8 || in->imm > 256 ||
         in->imm % 8 || in->ops[2]->type != in->type || in->type != oxi_vf32((int)in->imm / 2) ||
-        (in->sub != OX_BF16 && in->sub != OX_F16) || (unsigned)in->index > 1)
+        (unsigned)in->index > 1 ||
+        !(in->sub == OX_BF16 || in->sub == OX_F16 || (oxi_is_fp8(in->sub) && in->index == 1 && t0 == OX_U64)))
       fail(V, b, in, "wgmma: vf32 x N/2 from A (a u64 descriptor or a v4), a u64 descriptor of B and a "
-                     "vf32 x N/2, N 8 to 256 by 8, bf16 or f16 inputs");
+                     "vf32 x N/2, N 8 to 256 by 8, bf16 or f16 inputs, or fp8 inputs from shared memory "
+                     "with K-major B");
     break;
   case OXI_WGMMA_SYNC:
     if ((in->nops == 1 ? !oxi_is_vf32(t0) || in->type != t0 : in->nops || in->type != OXI_VOID) ||

@@ -98,7 +98,8 @@ typedef enum oxi_op {
   OXI_VSET,     /* ops0 (vf32) with register `index` replaced by ops1 (f32) */
   OXI_SHARED_ADDR, /* u64: the shared-window byte address of element ops0 (u64) of shared array
                       `mem`, for a wgmma matrix descriptor */
-  OXI_WGMMA,    /* vf32 x N/2 = wgmma.mma_async.m64nNk16 (N = imm; sub: OX_BF16 or OX_F16 inputs)
+  OXI_WGMMA,    /* vf32 x N/2 = wgmma.mma_async.m64nNk16 (N = imm; sub: OX_BF16 or OX_F16 inputs;
+                   or f8e4m3 or f8e5m2 inputs: m64nNk32, A from shared memory, K-major B)
                    of A (K-major) described by ops0 (u64), or held in registers ops0 (v4: the
                    A fragment of each warp's 16 rows, as mma.sync's), and B (N-major; K-major
                    when `index` is 1) by ops1 (u64), added to
@@ -307,7 +308,10 @@ ox_dtype oxi_mem_dtype(const oxi_kernel *k, oxi_mem mem);
 bool oxi_verify(const oxi_module *m, oxb_str *err);
 void oxi_print(const oxi_module *m, oxb_str *out);
 
-bool oxi_is_float(oxi_type t);
+bool oxi_is_float(oxi_type t); /* f16, bf16, tf32, f32, f64: arithmetic types (not fp8) */
+/* f8e4m3 and f8e5m2: storage and dot operands only (loaded, stored, cast with
+ * saturation, multiplied by `dot`), no arithmetic. */
+bool oxi_is_fp8(oxi_type t);
 bool oxi_is_int(oxi_type t); /* integers, not bool */
 bool oxi_is_signed(oxi_type t);
 const char *oxi_type_name(oxi_type t);

@@ -8,28 +8,30 @@
 #include "tile/lower.h"
 
 /* The swizzle width (bytes) of a wgmma operand tile whose rows (along the
- * contiguous dim) have C 16-bit elements: 128, or a row's bytes if less (32
- * or 64: K tiles of 16 or 32 for A). */
-static int64_t swizzle_bytes(int64_t C) { return C >= 64 ? 128 : 2 * C; }
+ * contiguous dim) have `row` bytes: 128, or a row's bytes if less (32 or 64:
+ * K tiles of 16 or 32 16-bit elements for A). */
+static int64_t swizzle_bytes(int64_t row) { return row >= 128 ? 128 : row; }
 
-/* Where element (r, c) of an [R, C] operand tile of 16-bit elements is
- * staged for wgmma, with swizzle width w (swizzle_bytes): C / (w/2) panels
- * of R rows of w bytes, each 8 rows an atom (8w bytes) in which 16-byte
- * piece p of row r sits at piece p ^ (r·w/128 mod w/16) (the swizzle, so
- * that the 8 rows of a column of pieces fall in distinct banks). `c` is a
- * multiple of 8. In elements from the operand's start. */
-static oxi_instr *swizzled(oxt_lowerer *L, oxi_instr *r, oxi_instr *c, int64_t R, int64_t C) {
-  int64_t w = swizzle_bytes(C), E = w / 2, pieces = w / 16;
+/* Where element (r, c) of an [R, C] operand tile of `es`-byte elements (2,
+ * or 1 for fp8) is staged for wgmma, with swizzle width w (swizzle_bytes):
+ * C / (w/es) panels of R rows of w bytes, each 8 rows an atom (8w bytes) in
+ * which 16-byte piece p of row r sits at piece p ^ (r·w/128 mod w/16) (the
+ * swizzle, so that the 8 rows of a column of pieces fall in distinct banks).
+ * `c` is a multiple of 16/es, a piece's elements. In elements from the
+ * operand's start. */
+static oxi_instr *swizzled(oxt_lowerer *L, oxi_instr *r, oxi_instr *c, int64_t R, int64_t C, int64_t es) {
+  int64_t w = swizzle_bytes(C * es), E = w / es, pieces = w / 16, epp = 16 / es;
   oxi_instr *panel = oxt_bin(L, OXI_MUL, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, c, oxt_u64(L, (uint64_t)oxt_log2i(E))),
                          oxt_u64(L, (uint64_t)(R * E)));
   oxi_instr *flip = oxt_bin(L, OXI_AND, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, r, oxt_u64(L, (uint64_t)oxt_log2i(128 / w))),
                         oxt_u64(L, (uint64_t)(pieces - 1)));
+  uint64_t lp = (uint64_t)oxt_log2i(epp);
   oxi_instr *piece = oxt_bin(L, OXI_XOR, OX_U64,
-                         oxt_bin(L, OXI_AND, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, c, oxt_u64(L, 3)), oxt_u64(L, (uint64_t)(pieces - 1))),
+                         oxt_bin(L, OXI_AND, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, c, oxt_u64(L, lp)), oxt_u64(L, (uint64_t)(pieces - 1))),
                          flip);
   return oxt_bin(L, OXI_ADD, OX_U64, panel,
              oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_MUL, OX_U64, r, oxt_u64(L, (uint64_t)E)),
-                 oxt_bin(L, OXI_SHL, OX_U64, piece, oxt_u64(L, 3))));
+                 oxt_bin(L, OXI_SHL, OX_U64, piece, oxt_u64(L, lp))));
 }
 
 /* Writes the elements (in the layout it is held in) of a [R, C] tile to shared memory `m` at
@@ -44,13 +46,15 @@ static void stage(oxt_lowerer *L, const oxi_instr *old, oxi_mem m, int64_t base,
   oxi_instr *fb = oxt_position_parts(L, s, mma, off);
   oxi_instr **v = oxt_in_layout(L, old, mma);
   if (!pitch) {
+    int64_t es = (int64_t)ox_dtype_size((ox_dtype)old->type), epp = 16 / es; /* elements a 16-byte piece */
     for (int e = 0; e < n; e++) {
       oxi_instr *f = oxt_bin(L, OXI_ADD, OX_U64, fb, oxt_u64(L, (uint64_t)off[e]));
       oxi_instr *c = oxt_coord_at(L, s, 1, f);
       oxi_instr *at = oxt_bin(L, OXI_ADD, OX_U64,
-                          swizzled(L, oxt_coord_at(L, s, 0, f), oxt_bin(L, OXI_AND, OX_U64, c, oxt_u64(L, ~(uint64_t)7)), s->dims[0],
-                                   s->dims[1]),
-                          oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_AND, OX_U64, c, oxt_u64(L, 7)), oxt_u64(L, (uint64_t)base)));
+                          swizzled(L, oxt_coord_at(L, s, 0, f), oxt_bin(L, OXI_AND, OX_U64, c, oxt_u64(L, ~(uint64_t)(epp - 1))),
+                                   s->dims[0], s->dims[1], es),
+                          oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_AND, OX_U64, c, oxt_u64(L, (uint64_t)(epp - 1))),
+                              oxt_u64(L, (uint64_t)base)));
       oxt_shared_store(L, m, at, v[e], oxt_exists(L, s, mma, f));
     }
     free(off);
@@ -68,15 +72,17 @@ static void stage(oxt_lowerer *L, const oxi_instr *old, oxi_mem m, int64_t base,
 
 /* A load that only a tensor-core dot uses, copied from the tensor straight to
  * the dot's staging area in 16-byte pieces (cp.async.cg, no registers): each
- * row of the [R, C] tile is C/8 pieces of eight 16-bit elements, dealt over
- * the threads; a piece the tensor's edge cuts reads only its elements inside
- * and zero-fills the rest, which is the padding a load gives. Rows are
- * `pitch` elements apart from `base`, or (pitch 0) swizzled for wgmma. */
+ * row of the [R, C] tile is C/epp pieces of epp elements (8 of 16 bits, 16
+ * fp8), dealt over the threads; a piece the tensor's edge cuts reads only its
+ * elements inside and zero-fills the rest, which is the padding a load gives.
+ * Rows are `pitch` elements apart from `base`, or (pitch 0) swizzled for
+ * wgmma. */
 static void copy_async(oxt_lowerer *L, const oxi_instr *ld, oxi_instr *const *at, oxi_mem m, oxi_instr *base,
                        int64_t pitch) {
   const oxi_tshape *s = ld->tshape;
   int rank = s->rank, a0 = rank - 2, a1 = rank - 1; /* leading tile dims are 1 (choose_direct_loads) */
-  int64_t R = s->dims[a0], C = s->dims[a1], per_row = C / 8, pieces = R * per_row;
+  int64_t es = (int64_t)ox_dtype_size((ox_dtype)ld->type), epp = 16 / es;
+  int64_t R = s->dims[a0], C = s->dims[a1], per_row = C / epp, pieces = R * per_row;
   int param = ld->mem.index;
   oxi_instr *coord[OXI_MAX_RANK];
   for (int d = 0; d < rank; d++)
@@ -119,24 +125,24 @@ static void copy_async(oxt_lowerer *L, const oxi_instr *ld, oxi_instr *const *at
         oxt_begin_if(L, oxt_bin(L, OXT_LT, OX_U64, piece, oxt_u64(L, (uint64_t)pieces)), &join);
       oxi_instr *r = oxt_bin(L, OXI_SHR, OX_U64, piece, oxt_u64(L, (uint64_t)oxt_log2i(per_row)));
       oxi_instr *c = oxt_bin(L, OXI_SHL, OX_U64, oxt_bin(L, OXI_AND, OX_U64, piece, oxt_u64(L, (uint64_t)(per_row - 1))),
-                         oxt_u64(L, 3));
+                         oxt_u64(L, (uint64_t)oxt_log2i(epp)));
       oxi_instr *grow = oxt_bin(L, OXI_ADD, OX_U64, row0, r), *gcol = oxt_bin(L, OXI_ADD, OX_U64, col0, c);
       oxi_instr *gidx = oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_MUL, OX_U64, grow, stride0), gcol);
       if (lead)
         gidx = oxt_bin(L, OXI_ADD, OX_U64, gidx, lead);
       oxi_instr *bytes = oxt_u64(L, 16);
       if (checked) {
-        /* elements of the piece inside the tensor: 0 to 8 */
+        /* elements of the piece inside the tensor: 0 to epp */
         oxi_instr *inside = oxt_bin(L, OXI_AND, OX_BOOL, oxt_bin(L, OXT_LT, OX_U64, grow, dim0), oxt_bin(L, OXT_LT, OX_U64, gcol, dim1));
         if (lead_in)
           inside = oxt_bin(L, OXI_AND, OX_BOOL, inside, lead_in);
-        oxi_instr *n = oxt_combine(L, OXI_MIN, OX_U64, oxt_bin(L, OXI_SUB, OX_U64, dim1, gcol), oxt_u64(L, 8));
-        bytes = oxt_pick(L, inside, oxt_bin(L, OXI_SHL, OX_U64, n, oxt_u64(L, 1)), oxt_u64(L, 0));
+        oxi_instr *n = oxt_combine(L, OXI_MIN, OX_U64, oxt_bin(L, OXI_SUB, OX_U64, dim1, gcol), oxt_u64(L, (uint64_t)epp));
+        bytes = oxt_pick(L, inside, oxt_bin(L, OXI_MUL, OX_U64, n, oxt_u64(L, (uint64_t)es)), oxt_u64(L, 0));
         gidx = oxt_pick(L, inside, gidx, oxt_u64(L, 0)); /* outside, the tensor's start, read for 0 bytes */
       }
       oxi_instr *sidx = pitch ? oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_MUL, OX_U64, r, oxt_u64(L, (uint64_t)pitch)),
                                     oxt_bin(L, OXI_ADD, OX_U64, c, base))
-                              : oxt_bin(L, OXI_ADD, OX_U64, swizzled(L, r, c, R, C), base);
+                              : oxt_bin(L, OXI_ADD, OX_U64, swizzled(L, r, c, R, C, es), base);
       oxi_instr *b32 = oxt_cast(L, bytes, OX_U32);
       oxi_instr *cp = oxt_emit(L, OXI_CP_ASYNC, OXI_VOID);
       cp->mem = ld->mem;
@@ -153,12 +159,25 @@ static void copy_async(oxt_lowerer *L, const oxi_instr *ld, oxi_instr *const *at
   }
 }
 
-/* Whether the operands of dot `in` suit mma.sync: bf16/f16 with K a
- * multiple of 16 (m16n8k16), tf32 with K a multiple of 8 (m16n8k8). */
+/* Whether the operands of dot `in` suit the tensor cores: bf16/f16 with K a
+ * multiple of 16 (mma.sync m16n8k16), tf32 with K a multiple of 8 (m16n8k8);
+ * fp8 as bf16/f16, as the lowering widens what wgmma does not take as fp8
+ * to f16 (oxt_fp8_on_wgmma). */
 bool oxt_tc_operands(const oxi_instr *in) {
   oxi_type t = in->ops[0]->type;
   int64_t K = in->ops[0]->tshape->dims[1];
-  return ((t == OX_BF16 || t == OX_F16) && K % 16 == 0) || (t == OX_TF32 && K % 8 == 0);
+  return ((t == OX_BF16 || t == OX_F16 || oxi_is_fp8(t)) && K % 16 == 0) || (t == OX_TF32 && K % 8 == 0);
+}
+
+/* Whether fp8 dot `in` runs on wgmma with fp8 inputs, given that the block's
+ * dots run on wgmma: one fp8 type, K a multiple of 32 (k32), and B written as
+ * transpose(x), which is then staged K-major, the only form wgmma takes for
+ * 8-bit inputs. Other fp8 dots are widened to f16 first (exact: every fp8
+ * value is an f16 value). */
+bool oxt_fp8_on_wgmma(const oxi_instr *in) {
+  const oxi_instr *a = in->ops[0], *b = in->ops[1];
+  return oxi_is_fp8(a->type) && b->type == a->type && a->tshape->dims[1] % 32 == 0 && oxt_wg_operands(in) &&
+         b->op == OXI_T_PERMUTE && b->imm == 1;
 }
 
 /* Whether dot `in` runs on tensor cores: such operands on the CUDA target and
@@ -180,6 +199,21 @@ static oxt_staging staging_of(const oxt_lowerer *L, const oxi_instr *in) {
   return g;
 }
 
+/* The tile dot `in` stages as operand i: the operand, or for a K-major B
+ * (L->kmajor) the tile under its transpose. */
+static const oxi_instr *staged_tile(const oxt_lowerer *L, const oxi_instr *in, int i) {
+  return i && L->kmajor[in->id] ? in->ops[1]->ops[0] : in->ops[i];
+}
+
+/* Tile coordinates `c` (A's two, then those of the tile B is staged from)
+ * moved `j` steps along K: A's column of tiles, and B's row, or its column
+ * when B is K-major (staged from an [N, K] tile). */
+static void along_k(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, oxi_instr *j, oxi_instr **out) {
+  int kb = L->kmajor[in->id] ? 3 : 2;
+  for (int i = 0; i < 4; i++)
+    out[i] = i == 1 || i == kb ? oxt_bin(L, OXI_ADD, OX_U64, c[i], j) : c[i];
+}
+
 /* Copies the operands of the call `ahead` calls after this one (at
  * coordinates `c`, in ring area `r`) along K into their ring area, as one
  * cp.async group. */
@@ -189,9 +223,10 @@ static void prefetch(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, o
   oxi_instr *j = oxt_u64(L, (uint64_t)ahead);
   oxi_instr *ring = oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, r, j), oxt_u64(L, (uint64_t)S));
   oxi_instr *at = oxt_bin(L, OXI_MUL, OX_U64, ring, oxt_u64(L, (uint64_t)g.area));
-  oxi_instr *ca[2] = {c[0], oxt_bin(L, OXI_ADD, OX_U64, c[1], j)}, *cb[2] = {oxt_bin(L, OXI_ADD, OX_U64, c[2], j), c[3]};
-  copy_async(L, in->ops[0], ca, m, at, g.pa);
-  copy_async(L, in->ops[1], cb, m, oxt_bin(L, OXI_ADD, OX_U64, at, oxt_u64(L, (uint64_t)g.bat)), g.pb);
+  oxi_instr *nc[4];
+  along_k(L, in, c, j, nc);
+  copy_async(L, in->ops[0], nc, m, at, g.pa);
+  copy_async(L, staged_tile(L, in, 1), nc + 2, m, oxt_bin(L, OXI_ADD, OX_U64, at, oxt_u64(L, (uint64_t)g.bat)), g.pb);
   oxt_emit(L, OXI_CP_COMMIT, OXI_VOID);
 }
 
@@ -216,7 +251,7 @@ typedef struct pipe_state {
  * coordinates as guessed, and this call's area in the ring. Returns the
  * element offset of this call's area. */
 static oxi_instr *dot_pipeline(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, int slot, int S, pipe_state *ps) {
-  const oxi_instr *la = in->ops[0], *lb = in->ops[1];
+  const oxi_instr *la = in->ops[0], *lb = staged_tile(L, in, 1);
   oxi_instr **c = ps->c;
   c[0] = oxt_mapped(L, la->ops[0]), c[1] = oxt_mapped(L, la->ops[1]), c[2] = oxt_mapped(L, lb->ops[0]);
   c[3] = oxt_mapped(L, lb->ops[1]);
@@ -261,8 +296,8 @@ static void pipeline_advance(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, int
   oxi_instr *t = oxt_emit(L, OXI_CONST, OX_BOOL);
   t->imm = 1;
   oxt_set_slot(L, slot, t);
-  oxi_instr *nc[4] = {c[0], oxt_bin(L, OXI_ADD, OX_U64, c[1], oxt_u64(L, 1)), oxt_bin(L, OXI_ADD, OX_U64, c[2], oxt_u64(L, 1)),
-                      c[3]};
+  oxi_instr *nc[4];
+  along_k(L, in, c, oxt_u64(L, 1), nc);
   for (int i = 0; i < 4; i++)
     oxt_set_slot(L, slot + 1 + i, nc[i]);
   oxt_set_slot(L, slot + 5, oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, ps->r, oxt_u64(L, 1)), oxt_u64(L, (uint64_t)S)));
@@ -286,12 +321,6 @@ static void copy_load(oxt_lowerer *L, const oxi_instr *ld, oxi_mem m, int64_t at
   for (int d = 0; d < ld->nops; d++)
     coord[d] = oxt_mapped(L, ld->ops[d]);
   copy_async(L, ld, coord, m, oxt_u64(L, (uint64_t)at), pitch);
-}
-
-/* The tile dot `in` stages as operand i: the operand, or for a K-major B
- * (L->kmajor) the tile under its transpose. */
-static const oxi_instr *staged_tile(const oxt_lowerer *L, const oxi_instr *in, int i) {
-  return i && L->kmajor[in->id] ? in->ops[1]->ops[0] : in->ops[i];
 }
 
 /* The load that tile x is, or of which x is a reshape to its last two dims
@@ -466,11 +495,14 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
   base->mem = m;
   base->ops[0] = cur;
   base->nops = 1;
-  int64_t wa = swizzle_bytes(K), steps = wa / 32; /* A's swizzle; K steps of 16 (32 bytes) a row */
+  oxi_type t = in->ops[0]->type;
+  int64_t es = (int64_t)ox_dtype_size((ox_dtype)t);
+  /* A's swizzle; K steps of 32 bytes (16 elements, or 32 of fp8: k32) a row */
+  int64_t wa = swizzle_bytes(K * es), steps = wa / 32;
   oxi_instr *group = oxt_bin(L, OXI_SHR, OX_U64, L->t, oxt_u64(L, 7));
   oxi_instr *a0 = oxt_bin(L, OXI_ADD, OX_U64, base, oxt_bin(L, OXI_MUL, OX_U64, group, oxt_u64(L, (uint64_t)(64 * wa))));
-  oxi_instr *b0 = oxt_bin(L, OXI_ADD, OX_U64, base, oxt_u64(L, (uint64_t)(2 * M * K)));
-  for (int64_t ks = 0; ks < K / 16; ks++) {
+  oxi_instr *b0 = oxt_bin(L, OXI_ADD, OX_U64, base, oxt_u64(L, (uint64_t)(es * M * K)));
+  for (int64_t ks = 0; ks < K * es / 32; ks++) {
     /* A: panel ks / steps (M rows of wa bytes each), 32 bytes a step within it; B: 16 rows a step */
     int64_t aoff = ks / steps * M * wa + ks % steps * 32, boff = ks * 16 * 128;
     oxi_instr *da = frag ? NULL : wg_desc(L, oxt_bin(L, OXI_ADD, OX_U64, a0, oxt_u64(L, (uint64_t)aoff)), wa, 16);
@@ -482,7 +514,7 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
       db = wg_desc(L, oxt_bin(L, OXI_ADD, OX_U64, b0, oxt_u64(L, (uint64_t)boff)), 128, K * 128);
     oxi_instr *w = oxt_emit(L, OXI_WGMMA, oxi_vf32(n));
     w->index = kmajor; /* the backend's imm-trans-b: 0 for K-major B */
-    w->sub = in->ops[0]->type;
+    w->sub = t;
     w->imm = (uint64_t)N;
     w->ops[0] = frag ? frag[ks] : da;
     w->ops[1] = db;
@@ -725,15 +757,17 @@ void oxt_choose_direct_loads(oxt_lowerer *L) {
         continue;
       for (int i = 0; i < 2; i++) {
         const oxi_instr *x = in->ops[i];
-        if (L->wg && i == 1 && x->op == OXI_T_PERMUTE && x->imm == 1 && uses[x->id] == 1) {
-          L->kmajor[in->id] = L->direct[x->id] = 1; /* transpose(x): x staged K-major */
+        if (L->wg && i == 1 && x->op == OXI_T_PERMUTE && x->imm == 1 && (uses[x->id] == 1 || oxi_is_fp8(x->type))) {
+          L->kmajor[in->id] = 1; /* transpose(x): x staged K-major (always for fp8, which has no other form) */
+          L->direct[x->id] = uses[x->id] == 1;
           x = x->ops[0];
         }
         const oxi_instr *ld = load_beneath(x);
         if (!ld || (ld != x && (!L->wg || uses[ld->id] != 1)))
           continue;
         const oxi_param *p = k->params.items[ld->mem.index];
-        if (p->contiguous16 && uses[x->id] == 1 && ld->tshape->dims[ld->tshape->rank - 1] % 8 == 0 &&
+        if (p->contiguous16 && uses[x->id] == 1 &&
+            ld->tshape->dims[ld->tshape->rank - 1] % (16 / (int64_t)ox_dtype_size((ox_dtype)ld->type)) == 0 &&
             ld->imm == 0 && ld->fimm == 0) /* zero padding: what cp.async fills in */
           L->direct[ld->id] = L->direct[x->id] = 1;
       }
@@ -747,8 +781,10 @@ void oxt_choose_direct_loads(oxt_lowerer *L) {
         fit = (L->shared_limit - 8192) / area;
         S = (int)(fit < 4 ? fit : 4);
       }
-      bool loads = in->ops[0]->op == OXI_T_LOAD && in->ops[1]->op == OXI_T_LOAD; /* a K loop's guess */
-      if (loads && L->direct[in->ops[0]->id] && L->direct[in->ops[1]->id] && in_loop(k, b) &&
+      const oxi_instr *lb = staged_tile(L, in, 1);
+      bool loads = in->ops[0]->op == OXI_T_LOAD && lb->op == OXI_T_LOAD; /* a K loop's guess */
+      if (loads && L->direct[in->ops[0]->id] && L->direct[lb->id] && (lb == in->ops[1] || L->direct[in->ops[1]->id]) &&
+          in_loop(k, b) &&
           S >= (L->wg ? 3 : 2)) {
         static const oxi_type types[6] = {OX_BOOL, OX_U64, OX_U64, OX_U64, OX_U64, OX_U64};
         L->pipe[in->id].stages = S;
@@ -781,12 +817,12 @@ void oxt_choose_direct_loads(oxt_lowerer *L) {
 }
 
 /* Whether tensor-core dot `in` suits wgmma.m64nNk16 as dot_wg issues it:
- * bf16/f16 operands, M 64 or 128 (one or two warpgroups; 256 would leave too
+ * bf16/f16 operands (fp8: k32, oxt_fp8_on_wgmma), M 64 or 128 (one or two warpgroups; 256 would leave too
  * few registers a thread), K a power of two from 16 (tc_operands; A's rows
  * swizzled by 32, 64 or 128 bytes) and N of 64 up to 256 (whole 128-byte
  * swizzle atoms for B). */
 bool oxt_wg_operands(const oxi_instr *in) {
   oxi_type t = in->ops[0]->type;
   int64_t M = in->tshape->dims[0], N = in->tshape->dims[1];
-  return (t == OX_BF16 || t == OX_F16) && (M == 64 || M == 128) && N % 64 == 0 && N <= 256;
+  return (t == OX_BF16 || t == OX_F16 || oxi_is_fp8(t)) && (M == 64 || M == 128) && N % 64 == 0 && N <= 256;
 }

@@ -23,6 +23,7 @@
  * when the whole tile is inside. Reductions, broadcasts and shape ops move
  * elements between threads through a shared scratch array. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "front/limits.h"
 #include "tile/lower.h"
@@ -261,6 +262,32 @@ static int64_t block_threads(const oxi_kernel *k, int sm, int64_t *emax_out, int
   return emax / T > limit ? 0 : T;
 }
 
+/* Rewrites the fp8 dots that do not run on wgmma as fp8 (oxt_fp8_on_wgmma;
+ * `wg`: the block's dots run on wgmma) into dots of their operands widened
+ * to f16, an exact conversion, in the tile kernel itself: mma.sync, the
+ * other paths and the CPU then see an f16 dot. */
+static void widen_fp8_dots(oxi_module *m, oxi_kernel *k, bool wg) {
+  for (int bi = 0; bi < k->blocks.len; bi++) {
+    oxi_block *b = k->blocks.items[bi];
+    for (int ii = 0; ii < b->instrs.len; ii++) {
+      oxi_instr *in = b->instrs.items[ii];
+      if (in->op != OXI_T_DOT || !oxi_is_fp8(in->ops[0]->type) || (wg && oxt_fp8_on_wgmma(in)))
+        continue;
+      for (int i = 0; i < 2; i++) {
+        oxi_instr *c = oxi_emit(m, k, b, OXI_CAST, OX_F16); /* appended: moved before the dot */
+        memmove(&b->instrs.items[ii + 1], &b->instrs.items[ii], sizeof(void *) * (size_t)(b->instrs.len - 1 - ii));
+        b->instrs.items[ii++] = c;
+        c->ops[0] = in->ops[i];
+        c->nops = 1;
+        c->tshape = in->ops[i]->tshape;
+        c->line = in->line;
+        c->col = in->col;
+        in->ops[i] = c;
+      }
+    }
+  }
+}
+
 /* The lowered kernel against the compiler's size limits (front/limits.h),
  * after lowering `in`: the error names in's source construct, whose expansion
  * crossed the limit (the kernel's own location if it has none). `others`:
@@ -300,6 +327,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   assert(k->is_tile);
   bool cuda = sm != 0, wg;
   int64_t emax, most, T = block_threads(k, sm, &emax, &most, &wg);
+  widen_fp8_dots(m, k, wg);
   if (!T)
     return oxb_set_error(OX_ERR_UNSUPPORTED,
                          "%s:%d:%d: kernel '%s' has a tile of %lld elements; this version of the "

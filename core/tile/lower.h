@@ -181,6 +181,7 @@ void oxt_lower_dot(oxt_lowerer *L, const oxi_instr *in);
 void oxt_choose_direct_loads(oxt_lowerer *L);
 void oxt_copy_early(oxt_lowerer *L, const oxi_instr *ld);
 bool oxt_wg_operands(const oxi_instr *in);
+bool oxt_fp8_on_wgmma(const oxi_instr *in);
 
 /* ------------------------------------------- serial.c: the CPU */
 
