@@ -371,6 +371,7 @@ ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_
     if (i < m->ir.kernels.len)
       k->ir = m->ir.kernels.items[i];
     pthread_mutex_init(&k->lock, NULL);
+    pthread_mutex_init(&k->tune_lock, NULL);
     for (int j = 0; j < k->ir->params.len; j++)
       k->nflat += oxi_param_width(k->ir->params.items[j]);
     if (k->ir->params.len > OXA_MAX_PARAMS) {
@@ -447,8 +448,11 @@ static void module_free(oxa_module *m) {
       oxb_arena_free(&sp->arena);
       free(sp);
     }
-    if (k->mod)
+    oxa_tune_free(k);
+    if (k->mod) {
       pthread_mutex_destroy(&k->lock);
+      pthread_mutex_destroy(&k->tune_lock);
+    }
   }
   oxa_code_free(m->dev, &m->code);
   free(m->text);

@@ -1,7 +1,9 @@
 /* tile_launch.c - launching #[tile] kernels: the const generics are bound from
  * the output partitions, the kernel is specialized (checked, tile-lowered,
  * compiled, cached) on first use of each binding, and the partition grid
- * becomes the launch grid. */
+ * becomes the launch grid. With candidate configurations
+ * (ox_kernel_set_candidates), the outputs are re-partitioned to the one
+ * tune.c chose, measuring them on scratch outputs the first time. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,8 +11,10 @@
 #include "api/api.h"
 #include "tile/tile.h"
 
-/* Binds k's generics from its &mut Tensor arguments' partition tiles. */
-static ox_status bind_generics(const oxa_kernel *k, int nargs, oxr_tensor *const *tens,
+/* Binds k's generics from its &mut Tensor arguments' partition tiles, and
+ * explicit values: `over` (a candidate's; 0: none) before
+ * ox_kernel_set_generic's. */
+static ox_status bind_generics(const oxa_kernel *k, int nargs, oxr_tensor *const *tens, const int64_t *over,
                                int64_t *gen) {
   const oxf_fn *fn = k->fn;
   const char *kn = fn->name;
@@ -48,7 +52,7 @@ static ox_status bind_generics(const oxa_kernel *k, int nargs, oxr_tensor *const
     }
   }
   for (int g = 0; g < fn->generics.len; g++) {
-    int64_t x = k->explicit_generics[g];
+    int64_t x = over && over[g] ? over[g] : k->explicit_generics[g];
     if (x && gen[g] && x != gen[g])
       return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                            "kernel '%s': generic '%s' is %lld from the output partitions but was "
@@ -233,10 +237,12 @@ static ox_status check_args(const oxi_kernel *ki, const oxr_stream *s, const ox_
   return oxa_check_overlap(ki, tens, nargs);
 }
 
-ox_status oxa_tile_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg,
-                          const ox_arg *args, int nargs, oxr_tensor *const *tens, bool run) {
+/* A launch with generics `over` (a candidate's, or NULL) on top of the
+ * binding from the partitions. */
+static ox_status launch_with(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, const ox_arg *args,
+                             int nargs, oxr_tensor *const *tens, bool run, const int64_t *over) {
   int64_t gen[OXA_MAX_GENERICS];
-  ox_status st = bind_generics(k, nargs, tens, gen);
+  ox_status st = bind_generics(k, nargs, tens, over, gen);
   oxa_spec *sp = NULL;
   if (!st)
     st = specialize(k, gen, launch_facts(tens, nargs), &sp);
@@ -333,4 +339,224 @@ ox_status oxa_tile_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *
   CUresult cr = oxr_cu.cuLaunchKernel(sp->cu_fn, g32[0], g32[1], g32[2], block[0], block[1], block[2], dyn,
                                       s->cu, ptrs, NULL);
   return cr ? oxr_cuda_launch_error(cr, sp->cu_fn, sp->ir->name, block, dyn) : OX_OK;
+}
+
+/* ----------------------------------------------- candidate configurations */
+
+ox_status ox_kernel_set_candidates(ox_kernel kh, const ox_tile_candidate *cands, int n) {
+  oxa_kernel *k = oxa_kernel_get(__func__, kh);
+  if (!k)
+    return ox_last_status();
+  if (!k->fn)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s' is not a tile kernel: it has no generics",
+                         k->ir->name);
+  if (n < 0 || (n && !cands))
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_kernel_set_candidates: %s",
+                         n < 0 ? "a negative count" : "candidates is NULL");
+  int64_t (*cand)[OXA_MAX_GENERICS] = n ? calloc((size_t)n, sizeof *cand) : NULL;
+  if (n && !cand)
+    return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
+  const char *kn = k->ir->name;
+  ox_status st = OX_OK;
+  for (int c = 0; c < n && !st; c++) {
+    if (cands[c].num_values <= 0 || !cands[c].values) {
+      st = oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s': candidate %d sets no generic", kn, c);
+      break;
+    }
+    for (int v = 0; v < cands[c].num_values && !st; v++) {
+      const ox_generic_value *gv = &cands[c].values[v];
+      int g = 0;
+      while (g < k->ngenerics && (!gv->name || strcmp(k->fn->generics.items[g], gv->name)))
+        g++;
+      if (g == k->ngenerics)
+        st = oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s', candidate %d: no generic '%s'", kn, c,
+                           gv->name ? gv->name : "(NULL)");
+      else if (gv->value <= 0 || (gv->value & (gv->value - 1)))
+        st = oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s', candidate %d: %s = %lld is not a power of two",
+                           kn, c, gv->name, (long long)gv->value);
+      else if (cand[c][g])
+        st = oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s', candidate %d sets '%s' twice", kn, c, gv->name);
+      else
+        cand[c][g] = gv->value;
+    }
+    for (int g = 0; g < k->ngenerics && !st && c; g++)
+      if (!cand[c][g] != !cand[0][g])
+        st = oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                           "kernel '%s': every candidate sets the same generics; candidate %d %s '%s' and "
+                           "candidate 0 %s", kn, c, cand[c][g] ? "sets" : "does not set",
+                           (const char *)k->fn->generics.items[g], cand[0][g] ? "does" : "does not");
+  }
+  if (st) {
+    free(cand);
+    return st;
+  }
+  oxa_tune_free(k); /* choices of other candidates never match again */
+  k->cand = cand;
+  k->ncand = n;
+  return OX_OK;
+}
+
+/* Re-partitions the outputs (`&mut Tensor` arguments, passed partitioned in
+ * any tiles or not at all) to candidate c's tiles: views of the same memory,
+ * in views[] (NULL where the argument stays; release them after the launch),
+ * and targs/ttens the arguments with them. */
+static ox_status repartition(const oxa_kernel *k, const ox_arg *args, int nargs, oxr_tensor *const *tens, int c,
+                             ox_arg *targs, oxr_tensor **ttens, ox_tensor *views) {
+  for (int i = 0; i < nargs; i++) {
+    targs[i] = args[i];
+    ttens[i] = tens[i];
+    views[i] = NULL;
+    const oxf_param *p = k->fn->params.items[i];
+    oxr_tensor *t = tens[i];
+    if (p->type->kind != OXF_TY_MUTTENSOR || !t || t->ndim != p->type->rank)
+      continue; /* the launch's checks report it */
+    int64_t tile[OX_MAX_DIMS];
+    for (int d = 0; d < t->ndim; d++) {
+      int64_t want = p->type->dims[d];
+      tile[d] = want <= -2 && k->cand[c][-2 - want] ? k->cand[c][-2 - want]
+                : t->flags & OXR_T_PARTITION   ? t->tile[d]
+                : want > 0                     ? want
+                                               : 0;
+      if (!tile[d])
+        return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                             "kernel '%s', argument %d ('%s'): tile dim %d is set by no candidate: pass the "
+                             "output partitioned (ox_tensor_partition)", k->ir->name, i + 1, p->name, d);
+    }
+    ox_status st = ox_tensor_partition(t->handle, t->ndim, tile, &views[i]);
+    if (st)
+      return st;
+    targs[i] = ox_arg_tensor(views[i]);
+    ttens[i] = oxr_tensor_get(__func__, views[i]);
+  }
+  return OX_OK;
+}
+
+static void release_views(ox_tensor *views, int n) {
+  for (int i = 0; i < n; i++)
+    if (views[i])
+      ox_tensor_release(views[i]);
+}
+
+/* What tune.c's measurement runs: one launch of candidate c with scratch
+ * outputs (every written tensor replaced by a fresh one of its shape, so
+ * the user's outputs see only the chosen candidate's launch). */
+typedef struct tune_ctx {
+  oxa_kernel *k;
+  oxr_stream *s;
+  const ox_launch_config *cfg;
+  int nargs, cur;
+  ox_arg args[OXA_MAX_PARAMS], targs[OXA_MAX_PARAMS];
+  oxr_tensor *tens[OXA_MAX_PARAMS], *ttens[OXA_MAX_PARAMS];
+  ox_tensor scratch[OXA_MAX_PARAMS], views[OXA_MAX_PARAMS];
+} tune_ctx;
+
+static ox_status tune_run(void *p, int c) {
+  tune_ctx *x = p;
+  if (x->cur != c) {
+    release_views(x->views, x->nargs);
+    x->cur = -1;
+    ox_status st = repartition(x->k, x->args, x->nargs, x->tens, c, x->targs, x->ttens, x->views);
+    if (st)
+      return st;
+    x->cur = c;
+  }
+  return launch_with(x->k, x->s, x->cfg, x->targs, x->nargs, x->ttens, true, x->k->cand[c]);
+}
+
+static ox_status tune(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, const ox_arg *args, int nargs,
+                      oxr_tensor *const *tens, const char *key, int *chosen) {
+  tune_ctx *x = calloc(1, sizeof *x);
+  if (!x)
+    return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
+  *x = (tune_ctx){.k = k, .s = s, .cfg = cfg, .nargs = nargs, .cur = -1};
+  ox_status st = OX_OK;
+  for (int i = 0; i < nargs && !st; i++) {
+    x->args[i] = args[i];
+    x->tens[i] = tens[i];
+    oxf_tykind kind = ((const oxf_param *)k->fn->params.items[i])->type->kind;
+    oxr_tensor *t = tens[i];
+    if (!t || (kind != OXF_TY_MUTTENSOR && kind != OXF_TY_ATOMICTENSOR))
+      continue;
+    st = ox_tensor_empty(t->dev, oxr_stream_public(s), t->dtype, t->ndim, t->shape, &x->scratch[i]);
+    if (st)
+      break;
+    x->tens[i] = oxr_tensor_get(__func__, x->scratch[i]);
+    x->args[i] = ox_arg_tensor(x->scratch[i]);
+    if (t->flags & OXR_T_PARTITION) { /* the tiles the candidates leave */
+      ox_tensor part;
+      if ((st = ox_tensor_partition(x->scratch[i], t->ndim, t->tile, &part)))
+        break;
+      ox_tensor_release(x->scratch[i]);
+      x->scratch[i] = part;
+      x->tens[i] = oxr_tensor_get(__func__, part);
+      x->args[i] = ox_arg_tensor(part);
+    }
+  }
+  if (!st)
+    st = oxa_tune_measure(k, s, key, tune_run, x, chosen);
+  release_views(x->views, nargs);
+  for (int i = 0; i < nargs; i++)
+    if (x->scratch[i])
+      ox_tensor_release(x->scratch[i]);
+  free(x);
+  return st;
+}
+
+ox_status oxa_tile_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, const ox_arg *args, int nargs,
+                          oxr_tensor *const *tens, bool run) {
+  if (!k->ncand)
+    return launch_with(k, s, cfg, args, nargs, tens, run, NULL);
+  char key[65];
+  oxa_tune_key(k, args, nargs, tens, launch_facts(tens, nargs), key);
+  int c = oxa_tune_lookup(k, key);
+  ox_status st = OX_OK;
+  if (c < 0 && run) {
+    if (oxr_stream_capturing(s))
+      return oxb_set_error(OX_ERR_LAUNCH,
+                           "kernel '%s': no candidate configuration is chosen yet for these arguments, and "
+                           "the stream is capturing a CUDA graph, where they cannot be measured: launch it "
+                           "once before capturing", k->ir->name);
+    pthread_mutex_lock(&k->tune_lock);
+    c = oxa_tune_lookup(k, key); /* another thread may have measured meanwhile */
+    if (c < 0)
+      st = tune(k, s, cfg, args, nargs, tens, key, &c);
+    pthread_mutex_unlock(&k->tune_lock);
+    if (st)
+      return st;
+  }
+  if (c < 0)
+    c = 0; /* a check only (ox_launch_check): the first candidate's */
+  ox_arg targs[OXA_MAX_PARAMS];
+  oxr_tensor *ttens[OXA_MAX_PARAMS];
+  ox_tensor views[OXA_MAX_PARAMS];
+  if (nargs > OXA_MAX_PARAMS || nargs != k->fn->params.len)
+    return launch_with(k, s, cfg, args, nargs, tens, run, NULL); /* which reports the count */
+  st = repartition(k, args, nargs, tens, c, targs, ttens, views);
+  if (!st)
+    st = launch_with(k, s, cfg, targs, nargs, ttens, run, k->cand[c]);
+  release_views(views, nargs);
+  return st;
+}
+
+ox_status ox_kernel_tuned(ox_kernel kh, const ox_arg *args, int nargs, int *index) {
+  oxa_kernel *k = oxa_kernel_get(__func__, kh);
+  if (!k)
+    return ox_last_status();
+  if (!index)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_kernel_tuned: index is NULL");
+  *index = -1;
+  if (!k->fn || !k->ncand)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s' has no candidate configurations "
+                         "(ox_kernel_set_candidates)", k->ir->name);
+  oxr_tensor *tens[OXA_MAX_PARAMS];
+  ox_status st = oxa_arg_tensors(k, args, nargs, tens);
+  if (st)
+    return st;
+  if (nargs != k->fn->params.len)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s' takes %d arguments, got %d", k->ir->name,
+                         k->fn->params.len, nargs);
+  char key[65];
+  oxa_tune_key(k, args, nargs, tens, launch_facts(tens, nargs), key);
+  *index = oxa_tune_lookup(k, key);
+  return OX_OK;
 }

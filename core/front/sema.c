@@ -933,8 +933,14 @@ void oxs_check_param_name(sema *S, const oxf_fn *fn, int i) {
 
 /* tf32 lives only inside kernels: the runtime makes no tf32 tensor (f32
  * holds the values) and the launch has no tf32 scalar, so a parameter of it
- * could never be given; the message says what to write instead. */
-bool oxs_check_param_tf32(sema *S, const oxf_param *p) {
+ * could never be given; nor has it fp8 scalars (fp8 tensors it has). The
+ * message says what to write instead. */
+bool oxs_check_param_dtype(sema *S, const oxf_param *p) {
+  if (oxi_is_fp8(p->type->elem) && p->type->kind == OXF_TY_SCALAR) { /* tensors of fp8 exist; scalars not */
+    ERR(S, p->loc, "parameter '%s': %s scalars are not launch arguments; take an f32 and convert it "
+                   "with `as %s`", p->name, oxi_type_name(p->type->elem), oxi_type_name(p->type->elem));
+    return true;
+  }
   if (p->type->elem != OX_TF32)
     return false;
   switch (p->type->kind) {
@@ -2607,7 +2613,7 @@ static void check_kernel(sema *S, const oxf_fn *fn) {
     oxf_tykind kind = p->type->kind;
     if (kind == OXF_TY_SCALAR || kind == OXF_TY_SLICE || kind == OXF_TY_MUTSLICE ||
         kind == OXF_TY_ATOMIC || kind == OXF_TY_DISJOINT) /* the others are refused below */
-      oxs_check_param_tf32(S, p);
+      oxs_check_param_dtype(S, p);
     switch (p->type->kind) {
     case OXF_TY_SCALAR: ip->kind = OXI_P_SCALAR; break;
     case OXF_TY_SLICE: ip->kind = OXI_P_SLICE; break;

@@ -136,7 +136,7 @@ val oxs_value(oxi_instr *v); /* V_TILE if v has a tile shape, else V_SCALAR */
 void oxs_check_param_name(sema *S, const oxf_fn *fn, int i);
 /* Reports parameter p if it is tf32 (a compute type that no tensor, slice or
  * launch argument holds). Returns whether it reported. */
-bool oxs_check_param_tf32(sema *S, const oxf_param *p);
+bool oxs_check_param_dtype(sema *S, const oxf_param *p);
 val oxs_expr(sema *S, const oxf_node *n, oxi_type hint);
 val oxs_block_expr(sema *S, const oxf_node *n, oxi_type hint);
 /* A scalar (tiles are refused), or with `tiles` a scalar or a tile; reports

@@ -937,7 +937,7 @@ static void tile_params(sema *S, const oxf_fn *fn, const int64_t *gen) {
     ip->dtype = p->type->elem;
     oxf_tykind kind = p->type->kind;
     bool tf32 = (kind == OXF_TY_SCALAR || kind == OXF_TY_TENSOR || kind == OXF_TY_MUTTENSOR ||
-                 kind == OXF_TY_ATOMICTENSOR) && oxs_check_param_tf32(S, p);
+                 kind == OXF_TY_ATOMICTENSOR) && oxs_check_param_dtype(S, p);
     if (kind == OXF_TY_SCALAR) {
       ip->kind = OXI_P_SCALAR;
       oxb_vec_push(S->a, &k->params, ip);

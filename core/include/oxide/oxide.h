@@ -458,6 +458,30 @@ OX_API int ox_kernel_is_unsafe(ox_kernel k);
  *  before launching, not concurrently with launches of `k`. */
 OX_API ox_status ox_kernel_set_generic(ox_kernel k, const char *name, int64_t value);
 
+/** One candidate configuration of a tile kernel: values for some of its const
+ *  generics, by name (ox_kernel_set_candidates). */
+typedef struct ox_tile_candidate {
+  const ox_generic_value *values;
+  int num_values;
+} ox_tile_candidate;
+
+/** Lets the runtime choose tile kernel `k`'s configuration among `n`
+ *  candidates (0 clears them), as Triton's autotune does. Every candidate sets
+ *  the same generics (in any order) to powers of two; they take precedence
+ *  over ox_kernel_set_generic, and an output partition's tile dims sized by
+ *  them are re-partitioned to each candidate's values (so pass the outputs
+ *  partitioned in any of them). The first launch with a new key (the
+ *  kernel's source, the device, the arguments' dtypes, shapes and alignment,
+ *  the candidates) measures every candidate on scratch outputs, waiting for
+ *  the stream; the fastest is kept in memory and in the compiled-kernel
+ *  cache, so another process starts with it. A candidate that does not
+ *  compile (a tile too large for the device) is skipped. A launch that would
+ *  measure while its stream is capturing a CUDA graph fails (launch once
+ *  before capturing). $OXIDE_DEBUG_TUNE=1 prints the measurements to stderr.
+ *  Copies the candidates. Call it before launching, not concurrently with
+ *  launches of `k`. */
+OX_API ox_status ox_kernel_set_candidates(ox_kernel k, const ox_tile_candidate *candidates, int n);
+
 /* ---------------------------------------------------------------- launch */
 
 typedef enum ox_arg_kind { OX_ARG_TENSOR = 1, OX_ARG_SCALAR = 2 } ox_arg_kind;
@@ -491,6 +515,13 @@ typedef struct ox_launch_config {
   uint32_t grid[3];
   uint32_t block[3];
 } ox_launch_config;
+
+
+/** The candidate (index into ox_kernel_set_candidates' array) that launches of
+ *  `k` with these arguments run, as measured in this process or read from the
+ *  cache, in *index; -1 when none is chosen yet (the next launch measures).
+ *  Measures nothing. */
+OX_API ox_status ox_kernel_tuned(ox_kernel k, const ox_arg *args, int nargs, int *index);
 
 /** Checks a launch of `k` without running it: the argument count, each
  *  argument's kind, dtype, mutability and device, the kernel's launch contract
