@@ -294,3 +294,71 @@ def test_simt_kernels_still_need_grid_and_block(dev):
         k.check(a, a, c)
     k(a, a, c, grid=1, block=256)
     assert c.tolist() == [2.0] * 4
+
+
+# ------------------------------------------------------- candidate configurations
+
+MATMUL_G = """\
+#[tile]
+fn mm<const BM: i32, const BN: i32, const BK: i32>(c: &mut Tensor<f32, [BM, BN]>, a: &Tensor<f32, [-1, -1]>, b: &Tensor<f32, [-1, -1]>) {
+    let mut acc = full([BM, BN], 0.0f32);
+    for k in 0..(a.dim(1) + (BK as usize) - 1) / (BK as usize) {
+        acc = mma(a.partition([BM, BK]).load([tile_id(0), k]), b.partition([BK, BN]).load([k, tile_id(1)]), acc);
+    }
+    c.store(acc);
+}
+"""
+CANDIDATES = [{"BM": 512, "BN": 1024, "BK": 16},  # too large a tile: skipped
+              {"BM": 32, "BN": 32, "BK": 16}, {"BM": 64, "BN": 64, "BK": 32}]
+
+
+def test_set_candidates(dev, tmp_path, monkeypatch):
+    monkeypatch.setenv("OXIDE_CACHE_DIR", str(tmp_path))  # no choice from an earlier run
+    k = oxide.compile(MATMUL_G, device=dev).mm
+    k.set_candidates(CANDIDATES)
+    rng = np.random.default_rng(5)
+    a32 = rng.integers(-4, 5, (100, 45)).astype(np.float32)
+    b32 = rng.integers(-4, 5, (45, 70)).astype(np.float32)
+    a, b = oxide.tensor(a32, device=dev), oxide.tensor(b32, device=dev)
+    c = oxide.full((100, 70), float("nan"), device=dev)
+    assert k.tuned(c, a, b) is None  # nothing measured yet
+    k(c, a, b)  # the output whole: re-partitioned to each candidate's tiles
+    chosen = k.tuned(c, a, b)
+    assert chosen in CANDIDATES[1:]
+    assert np.array_equal(c.numpy(), a32 @ b32)
+    c2 = oxide.full((100, 70), float("nan"), device=dev)
+    assert k.tuned(c2.partition((16, 16)), a, b) == chosen  # any tiles: the same choice
+    k(c2.partition((16, 16)), a, b)
+    assert np.array_equal(c2.numpy(), a32 @ b32)
+    with pytest.raises(oxide.InvalidArgumentError, match="BM = 48 is not a power of two"):
+        k.set_candidates([{"BM": 48, "BN": 32, "BK": 16}])
+    with pytest.raises(oxide.InvalidArgumentError, match="candidate 1 does not set 'BK'"):
+        k.set_candidates([{"BM": 32, "BN": 32, "BK": 16}, {"BM": 32, "BN": 32}])
+
+
+def test_candidates_persist_across_processes(tmp_path):
+    """The choice is in the kernel cache: a second process starts with it."""
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "tune.py"
+    script.write_text(f"""
+import numpy as np, oxide
+k = oxide.compile({MATMUL_G!r}, device="cpu").mm
+k.set_candidates({CANDIDATES!r})
+a = oxide.tensor(np.ones((64, 40), np.float32), device="cpu")
+b = oxide.tensor(np.ones((40, 48), np.float32), device="cpu")
+c = oxide.empty((64, 48), device="cpu")
+before = k.tuned(c, a, b)
+k(c, a, b)
+assert (c.numpy() == 40).all()
+print(before, k.tuned(c, a, b))
+""")
+    env = dict(os.environ, OXIDE_CACHE_DIR=str(tmp_path / "cache"))
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(oxide.__file__)),
+                                         env.get("PYTHONPATH", "")])
+    runs = [subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                           check=True).stdout.strip() for _ in range(2)]
+    first_before, first_after = runs[0].split(" ", 1)
+    assert first_before == "None" and first_after != "None"
+    assert runs[1] == f"{first_after} {first_after}", runs

@@ -345,3 +345,38 @@ def test_tile_attention_against_sdpa(tdev, shape, causal):
     ref = F.scaled_dot_product_attention(q.float(), kk.float(), v.float(), is_causal=causal)
     err = (o.float() - ref).abs().max().item()
     assert err < 2e-2, err  # bf16 probabilities and a bf16 output
+
+
+MATMUL_FP8 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "tile_matmul_fp8.oxk")
+
+
+@pytest.mark.parametrize("shape", [(300, 200, 176), (256, 512, 1024)])
+def test_tile_matmul_fp8_against_scaled_mm(tdev, shape):
+    """examples/tile_matmul_fp8.oxk on torch float8_e4m3fn tensors (B given as
+    Bt [N, K], the layout torch._scaled_mm takes), with the candidate tiles
+    chosen by measurement: against a float64 product of the same fp8 values,
+    and on the GPU against torch._scaled_mm itself. Its quantize kernel
+    against torch's own conversion to float8_e4m3fn (within range)."""
+    M, N, K = shape
+    mod = oxide.compile_file(MATMUL_FP8, tdev)
+    g = torch.Generator(device="cpu").manual_seed(M + K)
+    xa = torch.randn(M, K, generator=g).to(tdev) * 100
+    a8 = torch.empty(M, K, dtype=torch.float8_e4m3fn, device=tdev)
+    mod.quantize(oxide.from_dlpack(a8).partition([32, 64]), xa, oxide.f32(1.0))
+    assert torch.equal(a8.view(torch.uint8), xa.to(torch.float8_e4m3fn).view(torch.uint8))
+    bt = (torch.randn(N, K, generator=g) * 4).to(torch.float8_e4m3fn).to(tdev)
+    sa, sb = 0.5, 0.25
+    c = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device=tdev)
+    k = mod.matmul_fp8
+    k.set_candidates([{"BM": 128, "BN": 128, "BK": 64}, {"BM": 128, "BN": 256, "BK": 128},
+                      {"BM": 64, "BN": 128, "BK": 128}])
+    k(c, a8, bt, oxide.f32(sa), oxide.f32(sb))
+    assert k.tuned(c, a8, bt, oxide.f32(sa), oxide.f32(sb)) is not None
+    want = (a8.double() @ bt.double().T) * (sa * sb)
+    mag = (a8.double().abs() @ bt.double().abs().T) * (sa * sb)
+    err = (c.double() - want).abs()
+    assert (err <= 2 ** -8 * want.abs() + 1e-5 * mag + 1e-6).all(), err.max().item()
+    if tdev == "cuda":
+        ref = torch._scaled_mm(a8, bt.T, scale_a=torch.tensor(sa, device=tdev), scale_b=torch.tensor(sb, device=tdev),
+                               out_dtype=torch.bfloat16)
+        assert ((c.double() - ref.double()).abs() <= 2 ** -7 * ref.double().abs() + 1e-5 * mag + 1e-6).all()

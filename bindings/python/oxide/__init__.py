@@ -30,7 +30,7 @@ import os
 import re
 import struct
 import sys
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union, overload
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union, overload
 
 from . import _args
 from . import _decls as D
@@ -1301,6 +1301,11 @@ else:
     _KernelBase = _ext.FAST.Launcher if _ext.FAST is not None else _PureLaunch
 
 
+# Kernel.set_candidates' lists by kernel handle, for Kernel.tuned (a Kernel object
+# is made per lookup, the candidates belong to the kernel).
+_CANDIDATES: Dict[Any, List[Dict[str, int]]] = {}
+
+
 class Kernel(_KernelBase):
     """One kernel of a module. Call it with its arguments, by position or by
     parameter name, and the launch's own keywords:
@@ -1379,6 +1384,41 @@ class Kernel(_KernelBase):
         launches from now on (one that sizes no output dim gets its value only
         this way; one that does must agree with the partitions)."""
         _check(_L.ox_kernel_set_generic(self._h, name.encode(), int(value)))
+
+    def set_candidates(self, candidates: Sequence[Mapping[str, int]]) -> None:
+        """Lets the runtime choose this tile kernel's configuration, as
+        triton.autotune does: each candidate is a dict of const generics
+        ({"BM": 128, "BN": 256, "BK": 64}), all setting the same names to
+        powers of two. The first launch with new argument shapes (dtypes,
+        alignment, device) measures every candidate on scratch outputs and
+        keeps the fastest, in memory and in the kernel cache, so the next
+        process starts with it; outputs may then be passed whole or
+        partitioned in any tiles. An empty list clears them."""
+        cands = [dict(c) for c in candidates]
+        arr = (D.ox_tile_candidate * max(1, len(cands)))()
+        keep = []  # the ctypes buffers must live through the call
+        for i, c in enumerate(cands):
+            vals = (D.ox_generic_value * max(1, len(c)))()
+            for j, (name, value) in enumerate(c.items()):
+                b = str(name).encode()
+                keep.append(b)
+                vals[j].name, vals[j].value = b, int(value)
+            keep.append(vals)
+            arr[i].values, arr[i].num_values = vals, len(c)
+        _check(_L.ox_kernel_set_candidates(self._h, arr, len(cands)))
+        _CANDIDATES[self._h] = cands
+
+    def tuned(self, *args: Any, **kwargs: Any) -> Optional[Dict[str, int]]:
+        """The candidate (a dict, as given to set_candidates) that a launch
+        with these arguments runs, or None when none is chosen yet (the next
+        launch measures them). Measures nothing."""
+        _, argv, nargs, _, temps = _args.prepare(self._sig, args, kwargs, None, None, None)
+        try:
+            idx = C.c_int(-1)
+            _check(_L.ox_kernel_tuned(self._h, argv, nargs, C.byref(idx)))
+        finally:
+            temps.clear()
+        return None if idx.value < 0 else dict(_CANDIDATES[self._h][idx.value])
 
     def _run(self, fn, args, kwargs):
         """The pure path: the arguments through _args, then ox_launch (or

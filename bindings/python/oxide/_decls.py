@@ -112,6 +112,13 @@ class ox_param_info(C.Structure):
     ]
 
 
+class ox_tile_candidate(C.Structure):
+    _fields_ = [
+        ('values', C.POINTER(ox_generic_value)),
+        ('num_values', C.c_int),
+    ]
+
+
 class ox_arg_v(C.Union):
     _fields_ = [
         ('tensor', C.c_void_p),
@@ -214,6 +221,8 @@ FUNCTIONS = {
     'ox_kernel_param': (C.c_int, [C.c_void_p, C.c_int, C.POINTER(ox_param_info)]),
     'ox_kernel_is_unsafe': (C.c_int, [C.c_void_p]),
     'ox_kernel_set_generic': (C.c_int, [C.c_void_p, C.c_char_p, C.c_int64]),
+    'ox_kernel_set_candidates': (C.c_int, [C.c_void_p, C.POINTER(ox_tile_candidate), C.c_int]),
+    'ox_kernel_tuned': (C.c_int, [C.c_void_p, C.POINTER(ox_arg), C.c_int, C.POINTER(C.c_int)]),
     'ox_launch_check': (C.c_int, [C.c_void_p, C.c_void_p, C.POINTER(ox_launch_config), C.POINTER(ox_arg), C.c_int]),
     'ox_launch': (C.c_int, [C.c_void_p, C.c_void_p, C.POINTER(ox_launch_config), C.POINTER(ox_arg), C.c_int]),
     'ox_chain_create': (C.c_int, [C.c_void_p, C.POINTER(C.c_void_p)]),

@@ -140,6 +140,13 @@ pub struct ox_param_info {
 
 #[repr(C)]
 #[derive(Clone, Copy)]
+pub struct ox_tile_candidate {
+    pub values: *const ox_generic_value,
+    pub num_values: c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
 pub union ox_arg_v {
     pub tensor: ox_tensor,
     pub i: i64,
@@ -239,6 +246,8 @@ extern "C" {
     pub fn ox_kernel_param(k: ox_kernel, index: c_int, out: *mut ox_param_info) -> ox_status;
     pub fn ox_kernel_is_unsafe(k: ox_kernel) -> c_int;
     pub fn ox_kernel_set_generic(k: ox_kernel, name: *const c_char, value: i64) -> ox_status;
+    pub fn ox_kernel_set_candidates(k: ox_kernel, candidates: *const ox_tile_candidate, n: c_int) -> ox_status;
+    pub fn ox_kernel_tuned(k: ox_kernel, args: *const ox_arg, nargs: c_int, index: *mut c_int) -> ox_status;
     pub fn ox_launch_check(k: ox_kernel, s: ox_stream, cfg: *const ox_launch_config, args: *const ox_arg, nargs: c_int) -> ox_status;
     pub fn ox_launch(k: ox_kernel, s: ox_stream, cfg: *const ox_launch_config, args: *const ox_arg, nargs: c_int) -> ox_status;
     pub fn ox_chain_create(dev: ox_device, out: *mut ox_chain) -> ox_status;
