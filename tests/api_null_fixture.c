@@ -47,6 +47,8 @@ static void setup(void) {
   F.args[0] = ox_arg_tensor(F.t);
   F.args[1] = ox_arg_tensor(F.t2);
   F.cfg = (ox_launch_config){{1, 1, 1}, {4, 1, 1}};
+  F.cand_value = (ox_generic_value){"B", 64};
+  F.cands[0] = (ox_tile_candidate){&F.cand_value, 1};
   F.opts.filename = "api_null.oxk";
   snprintf(F.path, sizeof F.path, "/tmp/oxide-api-null-%ld.oxk", (long)getpid());
   FILE *f = fopen(F.path, "w");

@@ -18,6 +18,8 @@ typedef struct fx_inputs {
   ox_chain chain;
   ox_arg args[2];
   ox_launch_config cfg;
+  ox_tile_candidate cands[1]; /* sets a generic the kernel lacks (it is no tile kernel) */
+  ox_generic_value cand_value;
   ox_compile_options opts;
   int64_t shape[1];
   int perm[1];

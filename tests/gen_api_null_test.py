@@ -51,7 +51,7 @@ ENUM_VALUES = {"ox_dtype": "OX_F32", "ox_device_type": "OX_DEVICE_CPU", "ox_stat
                "ox_target": "OX_TARGET_CPU", "ox_emit_kind": "OX_EMIT_IR"}
 BY_NAME = {  # scalar parameters, by name
     ("int", "ndim"): "1", ("int", "ordinal"): "0", ("int", "dim"): "0", ("int", "dim0"): "0",
-    ("int", "dim1"): "0", ("int", "versioned"): "1", ("int", "nargs"): "2", ("int", "index"): "0",
+    ("int", "dim1"): "0", ("int", "versioned"): "1", ("int", "nargs"): "2", ("int", "index"): "0", ("int", "n"): "1",
     ("int64_t", "start"): "0", ("int64_t", "stop"): "1", ("int64_t", "step"): "1",
     ("int64_t", "n"): "4", ("int64_t", "value"): "4",
     ("double", "value"): "1.0", ("double", "start"): "0.0", ("double", "step"): "1.0",
@@ -65,7 +65,8 @@ POINTER_VALUES = {  # (base, const, name) of pointer parameters
     ("void", False, "managed"): "fx_dlpack()",
     ("char", True, "source"): "F.source", ("char", True, "path"): "F.path",
     ("ox_compile_options", True, "opts"): "&F.opts", ("ox_launch_config", True, "cfg"): "&F.cfg",
-    ("ox_arg", True, "args"): "F.args",
+    ("ox_arg", True, "args"): "F.args", ("ox_tile_candidate", True, "candidates"): "F.cands",
+    ("int", False, "index"): "&O.count",
     ("int", False, "count"): "&O.count", ("float", False, "ms"): "&O.ms",
     ("ox_param_info", False, "out"): "&O.param",
 }

@@ -53,11 +53,16 @@ struct oxa_kernel {
   int ngenerics;
   int64_t explicit_generics[OXA_MAX_GENERICS]; /* ox_kernel_set_generic; 0: none */
   oxa_spec *specs;      /* tile kernels: the specializations made so far */
-  pthread_mutex_t lock; /* guards specs and choices */
-  int ncand;            /* ox_kernel_set_candidates: the candidates, */
-  int64_t (*cand)[OXA_MAX_GENERICS]; /* each one's value per generic (0: not set by them) */
-  struct oxa_choice *choices; /* the chosen candidate per tuning key (tune.c) */
-  pthread_mutex_t tune_lock;  /* held while measuring, so that a key is measured once */
+  pthread_mutex_t lock; /* guards specs */
+  /* ox_kernel_set_candidates: the candidates (ncand is read without the lock to
+     see whether there are any), each one's value per generic (0: not set by
+     them), and the chosen one per tuning key (tune.c). tune_lock guards them,
+     and is held through a launch that uses them (so a key is measured once, and
+     candidates set meanwhile wait) */
+  _Atomic int ncand;
+  int64_t (*cand)[OXA_MAX_GENERICS];
+  struct oxa_choice *choices;
+  pthread_mutex_t tune_lock;
 };
 
 /* A module; its public handle is ox_module. */
@@ -142,14 +147,14 @@ ox_status oxa_tile_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *
  * output tiles the candidates leave, and the candidates. */
 void oxa_tune_key(const oxa_kernel *k, const ox_arg *args, int nargs, oxr_tensor *const *tens,
                   uint64_t facts, char key[65]);
-/* The candidate chosen for `key` (in memory, else from the disk cache), or -1. */
+/* The candidate chosen for `key` (in memory, else from the disk cache), or -1.
+ * The caller holds k->tune_lock, as for everything of tune.c. */
 int oxa_tune_lookup(oxa_kernel *k, const char *key);
 /* Queues one launch of candidate `c` on the stream being tuned. */
 typedef ox_status (*oxa_tune_run)(void *ctx, int c);
 /* Measures each of k's candidates (run, then waits for stream `s`), keeps the
  * fastest for `key` in memory and on disk, and returns it in *chosen. A
- * candidate whose run fails is skipped; if all fail, the first one's error.
- * The caller holds k->tune_lock. */
+ * candidate whose run fails is skipped; if all fail, the first one's error. */
 ox_status oxa_tune_measure(oxa_kernel *k, oxr_stream *s, const char *key, oxa_tune_run run, void *ctx,
                            int *chosen);
 /* Frees k's choices (module destruction). */

@@ -390,9 +390,11 @@ ox_status ox_kernel_set_candidates(ox_kernel kh, const ox_tile_candidate *cands,
     free(cand);
     return st;
   }
+  pthread_mutex_lock(&k->tune_lock); /* no launch is using the old ones */
   oxa_tune_free(k); /* choices of other candidates never match again */
   k->cand = cand;
   k->ncand = n;
+  pthread_mutex_unlock(&k->tune_lock);
   return OX_OK;
 }
 
@@ -502,9 +504,11 @@ static ox_status tune(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg,
   return st;
 }
 
-ox_status oxa_tile_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, const ox_arg *args, int nargs,
-                          oxr_tensor *const *tens, bool run) {
-  if (!k->ncand)
+/* A launch of k with candidates (k->tune_lock held): the chosen one, measured
+ * first if none is chosen for this key. */
+static ox_status tuned_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, const ox_arg *args,
+                              int nargs, oxr_tensor *const *tens, bool run) {
+  if (!k->ncand) /* cleared meanwhile */
     return launch_with(k, s, cfg, args, nargs, tens, run, NULL);
   char key[65];
   oxa_tune_key(k, args, nargs, tens, launch_facts(tens, nargs), key);
@@ -516,12 +520,7 @@ ox_status oxa_tile_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *
                            "kernel '%s': no candidate configuration is chosen yet for these arguments, and "
                            "the stream is capturing a CUDA graph, where they cannot be measured: launch it "
                            "once before capturing", k->ir->name);
-    pthread_mutex_lock(&k->tune_lock);
-    c = oxa_tune_lookup(k, key); /* another thread may have measured meanwhile */
-    if (c < 0)
-      st = tune(k, s, cfg, args, nargs, tens, key, &c);
-    pthread_mutex_unlock(&k->tune_lock);
-    if (st)
+    if ((st = tune(k, s, cfg, args, nargs, tens, key, &c)))
       return st;
   }
   if (c < 0)
@@ -529,12 +528,20 @@ ox_status oxa_tile_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *
   ox_arg targs[OXA_MAX_PARAMS];
   oxr_tensor *ttens[OXA_MAX_PARAMS];
   ox_tensor views[OXA_MAX_PARAMS];
-  if (nargs > OXA_MAX_PARAMS || nargs != k->fn->params.len)
-    return launch_with(k, s, cfg, args, nargs, tens, run, NULL); /* which reports the count */
   st = repartition(k, args, nargs, tens, c, targs, ttens, views);
   if (!st)
     st = launch_with(k, s, cfg, targs, nargs, ttens, run, k->cand[c]);
   release_views(views, nargs);
+  return st;
+}
+
+ox_status oxa_tile_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, const ox_arg *args, int nargs,
+                          oxr_tensor *const *tens, bool run) {
+  if (!k->ncand || nargs != k->fn->params.len) /* (a wrong count: launch_with reports it) */
+    return launch_with(k, s, cfg, args, nargs, tens, run, NULL);
+  pthread_mutex_lock(&k->tune_lock);
+  ox_status st = tuned_launch(k, s, cfg, args, nargs, tens, run);
+  pthread_mutex_unlock(&k->tune_lock);
   return st;
 }
 
@@ -555,8 +562,12 @@ ox_status ox_kernel_tuned(ox_kernel kh, const ox_arg *args, int nargs, int *inde
   if (nargs != k->fn->params.len)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s' takes %d arguments, got %d", k->ir->name,
                          k->fn->params.len, nargs);
+  pthread_mutex_lock(&k->tune_lock);
   char key[65];
-  oxa_tune_key(k, args, nargs, tens, launch_facts(tens, nargs), key);
-  *index = oxa_tune_lookup(k, key);
+  if (k->ncand) { /* (not cleared meanwhile) */
+    oxa_tune_key(k, args, nargs, tens, launch_facts(tens, nargs), key);
+    *index = oxa_tune_lookup(k, key);
+  }
+  pthread_mutex_unlock(&k->tune_lock);
   return OX_OK;
 }

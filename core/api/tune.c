@@ -63,21 +63,14 @@ static void remember(oxa_kernel *k, const char *key, int index) {
     return; /* measured again next time */
   memcpy(c->key, key, 65);
   c->index = index;
-  pthread_mutex_lock(&k->lock);
   c->next = k->choices;
   k->choices = c;
-  pthread_mutex_unlock(&k->lock);
 }
 
 int oxa_tune_lookup(oxa_kernel *k, const char *key) {
-  pthread_mutex_lock(&k->lock);
   for (const oxa_choice *c = k->choices; c; c = c->next)
-    if (!strcmp(c->key, key)) {
-      int i = c->index;
-      pthread_mutex_unlock(&k->lock);
-      return i;
-    }
-  pthread_mutex_unlock(&k->lock);
+    if (!strcmp(c->key, key))
+      return c->index;
   if (k->mod->opts.no_cache || !oxa_cache_enabled())
     return -1;
   size_t len = 0;
