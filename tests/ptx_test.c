@@ -155,6 +155,21 @@ static void look_attention(const char *name, int sm, const char *ptx) {
   CHECK(strstr(ptx, "cp.async.wait_group 1;") != NULL, "%s: no copy left in flight", name);
 }
 
+/* examples/tile_matmul_fp8.oxk at 128 x 256 x 128: on sm_90 fp8 wgmma (k32,
+ * B K-major, so no transpose operands) in a cp.async pipeline when the
+ * tensors are contiguous; on sm_80 the operands widened to f16 for mma.sync. */
+static int fp8_contiguous;
+static void look_fp8(const char *name, int sm, const char *ptx) {
+  if (sm == 80) {
+    CHECK(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != NULL, "%s: no f16 mma.sync", name);
+    return;
+  }
+  CHECK(strstr(ptx, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3") != NULL, "%s: no fp8 wgmma", name);
+  CHECK(strstr(ptx, ", p, 1, 1; }") != NULL, "%s: fp8 wgmma with transpose operands", name);
+  if (fp8_contiguous)
+    CHECK(strstr(ptx, "cp.async.wait_group 1") != NULL, "%s: no pipelined wait", name);
+}
+
 static void look_vecadd(const char *name, int sm, const char *ptx) {
   (void)sm;
   if (strcmp(name, "vecadd.oxk"))
@@ -217,6 +232,13 @@ int main(void) {
     static const ox_generic_value gen[] = {{"BM", 64}, {"BN", 64}, {"D", 128}};
     if (text)
       check_ptx_with(ptxas, "tile_attention.oxk", text, 1, look_attention, gen, 3);
+    free(text);
+    snprintf(path, sizeof path, "%s/examples/tile_matmul_fp8.oxk", src_dir ? src_dir : ".");
+    text = slurp(path);
+    CHECK(text != NULL, "cannot read %s", path);
+    static const ox_generic_value fp8[] = {{"BM", 128}, {"BN", 256}, {"BK", 128}};
+    for (fp8_contiguous = 0; text && fp8_contiguous < 2; fp8_contiguous++)
+      check_ptx_with(ptxas, "tile_matmul_fp8.oxk", text, fp8_contiguous, look_fp8, fp8, 3);
     free(text);
   }
   char dir[4200];

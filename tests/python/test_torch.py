@@ -375,8 +375,11 @@ def test_tile_matmul_fp8_against_scaled_mm(tdev, shape):
     want = (a8.double() @ bt.double().T) * (sa * sb)
     mag = (a8.double().abs() @ bt.double().abs().T) * (sa * sb)
     err = (c.double() - want).abs()
-    assert (err <= 2 ** -8 * want.abs() + 1e-5 * mag + 1e-6).all(), err.max().item()
+    # bf16 output; on Hopper the fp8 tensor cores accumulate with ~14 significant bits
+    assert (err <= 2 ** -8 * want.abs() + 2e-4 * mag + 1e-6).all(), err.max().item()
     if tdev == "cuda":
-        ref = torch._scaled_mm(a8, bt.T, scale_a=torch.tensor(sa, device=tdev), scale_b=torch.tensor(sb, device=tdev),
-                               out_dtype=torch.bfloat16)
-        assert ((c.double() - ref.double()).abs() <= 2 ** -7 * ref.double().abs() + 1e-5 * mag + 1e-6).all()
+        for fast in (False, True):
+            ref = torch._scaled_mm(a8, bt.T, scale_a=torch.tensor(sa, device=tdev),
+                                   scale_b=torch.tensor(sb, device=tdev), out_dtype=torch.bfloat16,
+                                   use_fast_accum=fast)
+            assert ((c.double() - ref.double()).abs() <= 2 ** -7 * ref.double().abs() + 4e-4 * mag + 1e-6).all()

@@ -1062,6 +1062,59 @@ impl Kernel<'_> {
         check(unsafe { ffi::ox_kernel_set_generic(self.raw, n.as_ptr(), value) })
     }
 
+    /// Lets the runtime choose a tile kernel's configuration among candidates,
+    /// each a list of (generic, value) pairs setting the same generics to
+    /// powers of two: the first launch per argument shapes measures them on
+    /// scratch outputs and keeps the fastest (also in the kernel cache, for
+    /// later processes); outputs may then be passed whole or partitioned in
+    /// any tiles. An empty list clears them. Safe to call while other threads
+    /// launch the kernel (the runtime's tuning lock orders them).
+    pub fn set_candidates(&self, candidates: &[&[(&str, i64)]]) -> Result<()> {
+        let mut names = Vec::new();
+        for c in candidates {
+            for (n, _) in c.iter() {
+                names.push(
+                    CString::new(*n)
+                        .map_err(|_| Error::new(ffi::OX_ERR_INVALID_ARGUMENT, "name has a NUL"))?,
+                );
+            }
+        }
+        let mut values = Vec::new();
+        let mut at = 0;
+        for c in candidates {
+            for (_, v) in c.iter() {
+                values.push(ffi::ox_generic_value { name: names[at].as_ptr(), value: *v });
+                at += 1;
+            }
+        }
+        let mut raw = Vec::new();
+        let mut start = 0;
+        for c in candidates {
+            raw.push(ffi::ox_tile_candidate {
+                values: if c.is_empty() { std::ptr::null() } else { values[start..].as_ptr() },
+                num_values: c.len() as i32,
+            });
+            start += c.len();
+        }
+        check(unsafe { ffi::ox_kernel_set_candidates(self.raw, raw.as_ptr(), raw.len() as i32) })
+    }
+
+    /// Which candidate (index into the list given to
+    /// [`Kernel::set_candidates`]) a launch with these arguments runs, or
+    /// None when none is chosen yet. Measures nothing.
+    pub fn tuned(&self, args: &[Arg<'_>]) -> Result<Option<usize>> {
+        let mut index: i32 = -1;
+        check(unsafe {
+            ffi::ox_kernel_tuned(
+                self.raw,
+                args.as_ptr() as *const ffi::ox_arg,
+                args.len() as i32,
+                &mut index,
+            )
+        })?;
+        Ok(if index < 0 { None } else { Some(index as usize) })
+    }
+
     /// True for a kernel whose launch can break memory safety: an `unsafe fn`
     /// kernel (its threads may race on `&mut [T]` arguments) or one that runs
     /// an `unsafe { }` block, itself or in a device function it calls (no

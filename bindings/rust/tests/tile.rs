@@ -93,3 +93,29 @@ fn tile_errors() {
         "{e}"
     );
 }
+
+#[test]
+fn tile_candidates_chosen_by_measurement() {
+    for dev in devices() {
+        let n = 1000usize;
+        let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let (tx, ty) = (
+            Tensor::from_slice(dev, &x).unwrap(),
+            Tensor::from_slice(dev, &vec![1.0f32; n]).unwrap(),
+        );
+        let m = Module::compile(dev, ADD).unwrap();
+        let k = m.kernel("add").unwrap();
+        let cands: [&[(&str, i64)]; 3] = [&[("B", 64)], &[("B", 256)], &[("B", 1024)]];
+        k.set_candidates(&cands).unwrap();
+        let z = Tensor::from_slice(dev, &vec![f32::NAN; n]).unwrap(); // passed whole
+        let args = [Arg::tensor(&z), Arg::tensor(&tx), Arg::tensor(&ty)];
+        k.launch(&LaunchConfig::default(), &args).unwrap();
+        let chosen = k.tuned(&args).unwrap();
+        assert!(matches!(chosen, Some(0..=2)), "{chosen:?}");
+        let want: Vec<f32> = (0..n).map(|i| i as f32 + 1.0).collect();
+        assert_eq!(z.to_vec::<f32>().unwrap(), want);
+        let bad: [&[(&str, i64)]; 1] = [&[("B", 48)]];
+        let e = k.set_candidates(&bad).unwrap_err();
+        assert!(e.to_string().contains("B = 48 is not a power of two"), "{e}");
+    }
+}
