@@ -9,7 +9,7 @@ check() { # what, condition (a command)
   if ! eval "$2"; then echo "FAIL: $1"; fail=1; fi
 }
 out=$("$oxide" compile "$ex/tile_matmul.oxk" --contiguous --generic BM=128 --generic BN=256 --generic BK=64 2>&1)
-check "generics bound: the wgmma pipeline" '[[ $out == *"wgmma.mma_async.sync.aligned.m64n256k16"* && $out == *"cp.async.cg"* ]]'
+check "generics bound: the wgmma pipeline" '[[ $out == *"wgmma.mma_async.sync.aligned.m64n256k16"* && $out == *"cp.async.bulk.tensor"* ]]'
 out=$("$oxide" compile "$ex/tile_matmul.oxk" --contiguous 2>&1)
 check "placeholder generics: no wgmma" '[[ $out != *"wgmma"* && $out == *".entry matmul"* ]]'
 out=$("$oxide" compile "$ex/tile_matmul.oxk" --generic BQ=1 2>&1); rc=$?

@@ -167,7 +167,8 @@ static void look_fp8(const char *name, int sm, const char *ptx) {
   CHECK(strstr(ptx, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3") != NULL, "%s: no fp8 wgmma", name);
   CHECK(strstr(ptx, ", p, 1, 1; }") != NULL, "%s: fp8 wgmma with transpose operands", name);
   if (fp8_contiguous)
-    CHECK(strstr(ptx, "cp.async.wait_group 1") != NULL, "%s: no pipelined wait", name);
+    CHECK(strstr(ptx, "cp.async.bulk.tensor.2d") != NULL && strstr(ptx, "mbarrier.try_wait.parity") != NULL,
+          "%s: no TMA pipeline", name);
 }
 
 static void look_vecadd(const char *name, int sm, const char *ptx) {
@@ -182,16 +183,24 @@ static void look_vecadd(const char *name, int sm, const char *ptx) {
         "vecadd PTX still calls the bounds-check failure path");
 }
 
-/* With contiguous tensors, the operands of the K loop's dot are copied with
- * cp.async, the next K tiles' ahead; on sm_90 into swizzled staging for wgmma
- * (A's rows of 32 elements: the 64-byte swizzle). */
+/* With contiguous tensors, the operands of the K loop's dot are copied the
+ * next K tiles' ahead: with cp.async on sm_80; on sm_90 with TMA boxes on
+ * mbarriers, into swizzled staging for wgmma (A's rows of 32 elements: the
+ * 64-byte swizzle), the tensor maps passed as __grid_constant__ parameters. */
 static void look_pipelined(const char *name, int sm, const char *ptx) {
+  if (sm == 90) {
+    CHECK(strstr(ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") != NULL, "%s: no wgmma", name);
+    CHECK(strstr(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes") != NULL,
+          "%s: no TMA copy", name);
+    CHECK(strstr(ptx, "mbarrier.try_wait.parity") != NULL && strstr(ptx, "mbarrier.arrive.expect_tx") != NULL,
+          "%s: no mbarrier pipeline", name);
+    CHECK(strstr(ptx, ".param .align 64 .b8") != NULL && strstr(ptx, "cvta.param") != NULL,
+          "%s: no tensor map parameter", name);
+    return;
+  }
   CHECK(strstr(ptx, "cp.async.cg.shared.global") != NULL, "%s: no cp.async", name);
   CHECK(strstr(ptx, "cp.async.wait_group 1") != NULL, "%s: no pipelined wait", name);
-  if (sm == 90)
-    CHECK(strstr(ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") != NULL, "%s: no wgmma", name);
-  else
-    CHECK(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != NULL, "%s: no mma.sync", name);
+  CHECK(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != NULL, "%s: no mma.sync", name);
 }
 
 /* bf16 and f16 dots: mma.sync fed by ldmatrix on sm_80, wgmma on sm_90. */

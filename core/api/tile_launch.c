@@ -4,6 +4,7 @@
  * becomes the launch grid. With candidate configurations
  * (ox_kernel_set_candidates), the outputs are re-partitioned to the one
  * tune.c chose, measuring them on scratch outputs the first time. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,8 +81,8 @@ static uint64_t launch_facts(oxr_tensor *const *tens, int nargs) {
       continue;
     size_t es = ox_dtype_size(t->dtype);
     bool ok = (uintptr_t)t->data % 16 == 0 && t->strides[t->ndim - 1] == 1;
-    for (int d = 0; ok && d + 1 < t->ndim; d++)
-      ok = (t->strides[d] * (int64_t)es) % 16 == 0;
+    for (int d = 0; ok && d + 1 < t->ndim; d++) /* (not broadcast: tensor maps take no stride 0) */
+      ok = (t->strides[d] * (int64_t)es) % 16 == 0 && (t->strides[d] || t->shape[d] <= 1);
     facts |= (uint64_t)ok << i;
   }
   return facts;
@@ -237,6 +238,28 @@ static ox_status check_args(const oxi_kernel *ki, const oxr_stream *s, const ox_
   return oxa_check_overlap(ki, tens, nargs);
 }
 
+/* The tensor map of a TMA copy (param p, OXI_P_TMAP) of tensor t: its rank-2
+ * view, p's box and swizzle; zero-filled beyond the edges. */
+static ox_status encode_map(const char *kernel, const oxi_param *p, const oxr_tensor *t, CUtensorMap *map) {
+  memset(map, 0, sizeof *map);
+  if (t->numel == 0)
+    return OX_OK; /* an empty operand: no copy reads the map */
+  if (!oxr_cu.cuTensorMapEncodeTiled)
+    return oxb_set_error(OX_ERR_DRIVER, "kernel '%s' copies with TMA, and this CUDA driver lacks "
+                         "cuTensorMapEncodeTiled", kernel);
+  size_t es = ox_dtype_size(t->dtype);
+  int dtype = es == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+              : t->dtype == OX_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  unsigned long long dims[2] = {(unsigned long long)t->shape[1], (unsigned long long)t->shape[0]};
+  unsigned long long strides[1] = {(unsigned long long)t->strides[0] * es};
+  unsigned box[2] = {(unsigned)p->dims[0], (unsigned)p->dims[1]}, one[2] = {1, 1};
+  int swizzle = p->swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+                : p->swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B;
+  CUresult r = oxr_cu.cuTensorMapEncodeTiled(map, dtype, 2, t->data, dims, strides, box, one, 0, swizzle,
+                                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, 0);
+  return r ? oxr_cuda_error(r, "cuTensorMapEncodeTiled") : OX_OK;
+}
+
 /* A launch with generics `over` (a candidate's, or NULL) on top of the
  * binding from the partitions. */
 static ox_status launch_with(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, const ox_arg *args,
@@ -316,6 +339,18 @@ static ox_status launch_with(oxa_kernel *k, oxr_stream *s, const ox_launch_confi
   }
   for (int i = 0; i < j; i++)
     ptrs[i] = &vals[i];
+  /* the tensor maps of TMA copies (hidden parameters after the user's), by value */
+  CUtensorMap maps[8];
+  for (int i = nargs, n = 0; i < ki->params.len; i++) {
+    const oxi_param *p = ki->params.items[i];
+    assert(p->kind == OXI_P_TMAP && n < 8 && s->dev->type == OX_DEVICE_CUDA); /* (choose_tma) */
+    if (j + 3 > OXI_MAX_PARAM_VALUES)
+      return oxb_set_error(OX_ERR_LAUNCH, "kernel '%s' has too many parameters for its tensor maps",
+                           ki->name);
+    if ((st = encode_map(ki->name, p, tens[p->src], &maps[n])))
+      return st;
+    ptrs[j++] = &maps[n++];
+  }
   uint32_t g32[3] = {(uint32_t)grid[0], (uint32_t)grid[1], (uint32_t)grid[2]};
   if (s->dev->type == OX_DEVICE_CPU) {
     oxr_cpu_hold hold = {0};
@@ -329,7 +364,7 @@ static ox_status launch_with(oxa_kernel *k, oxr_stream *s, const ox_launch_confi
     oxr_cpu_hold_drop(&hold);
     return st;
   }
-  vals[j] = (uint64_t)s->err_d;
+  vals[j] = (uint64_t)s->err_d; /* (j past the maps: vals[j] itself is unused before) */
   ptrs[j] = &vals[j];
   uint32_t tag = k->tag;
   ptrs[j + 1] = &tag;

@@ -782,6 +782,57 @@ static LLVMValueRef vf32_asm(cg_t *C, const char *text, LLVMValueRef acc, LLVMVa
   return r;
 }
 
+/* An inline PTX statement with 32-bit ("r") and 64-bit ("l") operands that
+ * must stay where it is ("memory"). */
+static void ptx_ops(cg_t *C, const char *text, LLVMValueRef *ops, int n) {
+  LLVMTypeRef types[6];
+  char cons[64] = "";
+  for (int i = 0; i < n; i++) {
+    types[i] = LLVMTypeOf(ops[i]);
+    strcat(cons, LLVMGetIntTypeWidth(types[i]) == 64 ? "l," : "r,");
+  }
+  strcat(cons, "~{memory}");
+  LLVMTypeRef fty = LLVMFunctionType(voidt(C), types, (unsigned)n, 0);
+  LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), cons, strlen(cons), 1, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+  LLVMBuildCall2(C->b, fty, asmv, ops, (unsigned)n, "");
+}
+
+static LLVMValueRef to32(cg_t *C, LLVMValueRef v) { return LLVMBuildTrunc(C->b, v, i32t(C), ""); }
+
+/* mbarriers and TMA copies (sm_90): shared addresses as 32-bit registers, the
+ * tensor map by its generic address (a __grid_constant__ parameter). */
+static void tma(cg_t *C, const oxi_instr *in) {
+  assert(C->opt->target == OXL_CUDA && "the tile lowering gives TMA to the CUDA target only");
+  LLVMValueRef bar = to32(C, val(C, in->ops[in->op == OXI_TMA_LOAD ? 1 : 0]));
+  switch (in->op) {
+  case OXI_MBAR_INIT: {
+    LLVMValueRef ops[2] = {bar, ci32(C, in->imm)};
+    ptx_ops(C, "mbarrier.init.shared::cta.b64 [$0], $1;", ops, 2);
+    break;
+  }
+  case OXI_MBAR_EXPECT: {
+    LLVMValueRef ops[2] = {bar, ci32(C, in->imm)};
+    ptx_ops(C, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", ops, 2);
+    break;
+  }
+  case OXI_MBAR_WAIT: {
+    LLVMValueRef ops[2] = {bar, to32(C, val(C, in->ops[1]))};
+    ptx_ops(C, "{ .reg .pred p; WAIT${:uid}: mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1; "
+               "@!p bra WAIT${:uid}; }", ops, 2);
+    break;
+  }
+  default: {
+    LLVMValueRef map = LLVMBuildPtrToInt(C->b, C->ptrs[in->index], i64t(C), "");
+    LLVMValueRef ops[5] = {to32(C, val(C, in->ops[0])), map, to32(C, val(C, in->ops[2])),
+                           to32(C, val(C, in->ops[3])), bar};
+    ptx_ops(C, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+               "[$0], [$1, {$2, $3}], [$4];", ops, 5);
+    break;
+  }
+  }
+}
+
 /* A PTX statement without operands that must stay where it is ("memory"). */
 static void ptx_void(cg_t *C, const char *text) {
   LLVMTypeRef fty = LLVMFunctionType(voidt(C), NULL, 0, 0);
@@ -966,8 +1017,9 @@ static void emit_instr(cg_t *C, const oxi_instr *in) {
   case OXI_WGMMA_SYNC: r = wgmma_sync(C, in); break;
   case OXI_FENCE_ASYNC:
     assert(C->opt->target == OXL_CUDA && "the tile lowering gives fences to the CUDA target only");
-    ptx_void(C, "fence.proxy.async.shared::cta;");
+    ptx_void(C, in->sub ? "fence.mbarrier_init.release.cluster;" : "fence.proxy.async.shared::cta;");
     break;
+  case OXI_MBAR_INIT: case OXI_MBAR_EXPECT: case OXI_MBAR_WAIT: case OXI_TMA_LOAD: tma(C, in); break;
   case OXI_BR: LLVMBuildBr(C->b, C->bbs[in->target[0]->id]); break;
   case OXI_CONDBR:
     LLVMBuildCondBr(C->b, val(C, in->ops[0]), C->bbs[in->target[0]->id], C->bbs[in->target[1]->id]);
@@ -1050,6 +1102,8 @@ void oxl_cg_map_params(cg_t *C, LLVMValueRef *params) {
       else if (narrow_float(p->dtype))
         v = LLVMBuildBitCast(C->b, v, llty(C, p->dtype), "");
       C->scalars[i] = v;
+    } else if (p->kind == OXI_P_TMAP) { /* its (param-space) address: OXI_TMA_LOAD's operand */
+      C->ptrs[i] = params[j++];
     } else {
       C->ptrs[i] = params[j++];
       C->lens[i] = params[j++];
@@ -1072,6 +1126,8 @@ int oxl_cg_param_types(cg_t *C, LLVMTypeRef *out, unsigned ptr_as) {
       out[j++] = p->dtype == OX_BOOL ? LLVMInt8TypeInContext(C->ctx)
                  : narrow_float(p->dtype) ? LLVMInt16TypeInContext(C->ctx)
                                           : llty(C, p->dtype);
+    } else if (p->kind == OXI_P_TMAP) { /* byval [128 x i8] (oxl_cg_param_attrs) */
+      out[j++] = ptrt(C, 0);
     } else {
       out[j++] = ptrt(C, ptr_as);
       for (int w = 1; w < oxi_param_width(p); w++) /* length, then dims and strides */
@@ -1096,6 +1152,15 @@ void oxl_cg_param_attrs(cg_t *C, LLVMValueRef fn, int first) {
       continue;
     }
     unsigned idx = (unsigned)j + 1; /* attribute indices of parameters start at 1 */
+    if (p->kind == OXI_P_TMAP) { /* a CUtensorMap by value, 64-byte aligned in the param space */
+      unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5);
+      unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
+      LLVMTypeRef map = LLVMArrayType2(LLVMInt8TypeInContext(C->ctx), 128);
+      LLVMAddAttributeAtIndex(fn, idx, LLVMCreateTypeAttribute(C->ctx, byval, map));
+      LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(C->ctx, align, 64));
+      j++;
+      continue;
+    }
     if (p->kind != OXI_P_ATOMIC && p->kind != OXI_P_ATENSOR)
       LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(C->ctx, noalias, 0));
     if (p->kind == OXI_P_SLICE || p->kind == OXI_P_TENSOR)

@@ -87,6 +87,15 @@ void oxl_cg_kernel_cuda(cg_t *C) {
   LLVMSetFunctionCallConv(fn, PTX_KERNEL_CC);
   oxl_cg_param_attrs(C, fn, 0);
   annotate(C, fn, "kernel", 1);
+  for (int i = 0, j = 0; i < k->params.len; j += oxi_param_width(k->params.items[i]), i++)
+    if (((const oxi_param *)k->params.items[i])->kind == OXI_P_TMAP) {
+      /* __grid_constant__: the tensor map is read in place in the param space,
+         by its generic address (cvta.param), not copied to local memory */
+      LLVMValueRef idx = LLVMConstInt(i32t(C), (uint64_t)j + 1, 0);
+      LLVMValueRef md[3] = {fn, LLVMMDStringInContext(C->ctx, "grid_constant", 13),
+                            LLVMMDNodeInContext(C->ctx, &idx, 1)};
+      LLVMAddNamedMetadataOperand(C->mod, "nvvm.annotations", LLVMMDNodeInContext(C->ctx, md, 3));
+    }
   if (k->block[0]) {
     annotate(C, fn, "reqntidx", k->block[0]);
     annotate(C, fn, "reqntidy", k->block[1]);

@@ -80,7 +80,8 @@ const char *oxi_op_name(oxi_op op) {
                                       "t.id",   "t.count", "t.reduce", "t.broadcast",
                                       "t.reshape", "t.permute", "t.iota", "t.dot", "t.atomic_add",
                                       "ldmatrix", "mma", "cp.async", "cp.commit", "cp.wait", "pack", "unpack", "pack2",
-                                      "vset", "shared.addr", "wgmma", "wgmma.sync", "fence.async",
+                                      "vset", "shared.addr", "wgmma", "wgmma.sync", "fence.async", "mbar.init", "mbar.expect",
+                                      "mbar.wait", "tma.load",
                                       "br",     "condbr",  "ret"};
   _Static_assert(OXB_COUNT(names) == OXI_OP_COUNT, "op names");
   return (unsigned)op < OXI_OP_COUNT ? names[op] : "?";
@@ -224,8 +225,8 @@ void oxi_print(const oxi_module *m, oxb_str *o) {
     const oxi_kernel *k = m->kernels.items[ki];
     /* one name per oxi_pkind, in its order */
     static const char *const pk[] = {"", "&[]", "&mut []", "&[Atomic]", "DisjointSlice", "&Tensor",
-                                     "&mut Tensor", "&Tensor Atomic"};
-    _Static_assert(OXB_COUNT(pk) == OXI_P_ATENSOR + 1, "a name for every parameter kind");
+                                     "&mut Tensor", "&Tensor Atomic", "TensorMap"};
+    _Static_assert(OXB_COUNT(pk) == OXI_P_TMAP + 1, "a name for every parameter kind");
     oxb_str_addf(o, "kernel %s%s(", k->is_unsafe ? "unsafe " : "", k->name);
     for (int i = 0; i < k->params.len; i++) {
       const oxi_param *p = k->params.items[i];
@@ -705,7 +706,26 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
       fail(V, b, in, "wgmma.sync: a vf32 (or nothing) through a fence (0), a commit and a wait (1) or a "
                      "wait (2) for at most 0 to 7 groups");
     break;
-  case OXI_FENCE_ASYNC: if (in->nops || in->type != OXI_VOID) fail(V, b, in, "fence.async: no operands"); break;
+  case OXI_FENCE_ASYNC:
+    if (in->nops || in->type != OXI_VOID || (unsigned)in->sub > 1)
+      fail(V, b, in, "fence.async: no operands, sub 0 or 1");
+    break;
+  case OXI_MBAR_INIT:
+  case OXI_MBAR_EXPECT:
+    if (in->nops != 1 || t0 != OX_U64 || in->type != OXI_VOID || !in->imm)
+      fail(V, b, in, "mbarrier init/expect: a u64 shared address, a nonzero count");
+    break;
+  case OXI_MBAR_WAIT:
+    if (in->nops != 2 || t0 != OX_U64 || t1 != OX_U64 || in->type != OXI_VOID)
+      fail(V, b, in, "mbarrier wait: a u64 shared address and a u64 parity");
+    break;
+  case OXI_TMA_LOAD: {
+    const oxi_param *p = in->index >= 0 && in->index < k->params.len ? k->params.items[in->index] : NULL;
+    if (!p || p->kind != OXI_P_TMAP || in->nops != 4 || t0 != OX_U64 || t1 != OX_U64 ||
+        in->ops[2]->type != OX_U64 || in->ops[3]->type != OX_U64 || in->type != OXI_VOID || !in->imm)
+      fail(V, b, in, "tma load: a tensor map parameter, u64 destination, mbarrier and two coordinates");
+    break;
+  }
   case OXI_T_ATOMIC_ADD: {
     const oxi_param *p = in->mem.kind == OXI_MEM_PARAM && in->mem.index >= 0 && in->mem.index < k->params.len
                              ? k->params.items[in->mem.index] : NULL;

@@ -109,8 +109,19 @@ typedef enum oxi_op {
                      since the last commit as a group, then wait until at most `imm` groups are
                      pending; 2: only wait. Passing the registers through keeps every use of them
                      on the right side */
-  OXI_FENCE_ASYNC, /* fence.proxy.async.shared::cta: this thread's writes to shared memory become
-                      visible to the async proxy (which wgmma reads through) */
+  OXI_FENCE_ASYNC, /* sub 0: fence.proxy.async.shared::cta: this thread's writes to shared memory
+                      become visible to the async proxy (which wgmma reads through); sub 1:
+                      fence.mbarrier_init: mbarrier inits become visible to it (TMA) */
+  /* Hopper's tensor memory accelerator and the mbarriers its copies complete on */
+  OXI_MBAR_INIT,   /* the mbarrier at shared address ops0 (u64, 8-byte aligned) expects `imm`
+                      arrivals a phase */
+  OXI_MBAR_EXPECT, /* this thread arrives on mbarrier ops0 and adds `imm` bytes to what its phase
+                      waits for (mbarrier.arrive.expect_tx) */
+  OXI_MBAR_WAIT,   /* waits until the phase of parity ops1 (u64, 0 or 1) of mbarrier ops0 has
+                      completed */
+  OXI_TMA_LOAD,    /* cp.async.bulk.tensor.2d: the box of tensor map parameter `index` at element
+                      coordinates (ops2 inner, ops3 outer; u64, taken as 32-bit) to shared address
+                      ops0, completing `imm` bytes on mbarrier ops1; out-of-bounds elements are 0 */
   OXI_BR,      /* to target[0] */
   OXI_CONDBR,  /* ops0 ? target[0] : target[1] */
   OXI_RET,
@@ -178,7 +189,9 @@ typedef enum oxi_pkind {
   OXI_P_DISJOINT, /* DisjointSlice<T> */
   OXI_P_TENSOR,   /* &Tensor<T, [dims]>: read-only, any strides */
   OXI_P_TILE,     /* &mut Tensor<T, [tile]>: this block's tile of a partitioned output */
-  OXI_P_ATENSOR   /* &Tensor<Atomic<T>, [dims]>: a whole tensor, atomic adds only */
+  OXI_P_ATENSOR,  /* &Tensor<Atomic<T>, [dims]>: a whole tensor, atomic adds only */
+  OXI_P_TMAP      /* a CUtensorMap of tensor parameter `src` (lowered kernels only, after the
+                     user's parameters): 128 bytes, passed by value (__grid_constant__) */
 } oxi_pkind;
 
 /* Tensor parameters, passed with their dims and strides. */
@@ -207,13 +220,16 @@ typedef struct oxi_param {
    * multiple of 16 bytes, its last dim has stride 1 and every other stride is
    * a multiple of 16 bytes, so rows can be moved in 16-byte pieces. */
   bool contiguous16;
+  /* OXI_P_TMAP: the rank-2 tensor parameter it describes, its box (dims[0]
+   * inner, dims[1] outer, rank 2) and its swizzle in bytes (32, 64, 128). */
+  int src, swizzle;
 } oxi_param;
 
 /* How many values a parameter is passed as (the kernel ABI, see
  * docs/architecture.md): a scalar one; a slice (pointer, length); a tensor
  * also its dims and strides. */
 static inline int oxi_param_width(const oxi_param *p) {
-  if (p->kind == OXI_P_SCALAR)
+  if (p->kind == OXI_P_SCALAR || p->kind == OXI_P_TMAP)
     return 1;
   return oxi_is_tensor_kind(p->kind) ? 2 + 2 * p->rank : 2;
 }

@@ -79,6 +79,7 @@ static const cu_sym cu_syms[] = {
     SYM_OPT(cuStreamBeginCapture, "cuStreamBeginCapture_v2"),
     SYM_OPT(cuStreamEndCapture, "cuStreamEndCapture"),
     SYM_OPT(cuStreamIsCapturing, "cuStreamIsCapturing"),
+    SYM_OPT(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled"),
     SYM_OPT(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags"),
     SYM_OPT(cuGraphLaunch, "cuGraphLaunch"),
     SYM_OPT(cuGraphExecDestroy, "cuGraphExecDestroy"),

@@ -38,6 +38,18 @@ typedef enum CUresult_enum {
 } CUresult;
 
 typedef int CUdevice;
+typedef struct CUtensorMap_st {
+  _Alignas(64) unsigned long long opaque[16];
+} CUtensorMap;
+enum { /* the values of cuda.h's CUtensorMap enums that Oxide uses */
+  CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,
+  CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
+  CU_TENSOR_MAP_SWIZZLE_32B = 1,
+  CU_TENSOR_MAP_SWIZZLE_64B = 2,
+  CU_TENSOR_MAP_SWIZZLE_128B = 3,
+  CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3
+};
 typedef unsigned long long CUdeviceptr;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
@@ -188,6 +200,12 @@ typedef struct oxr_cu_api {
   CUresult (*cuStreamEndCapture)(CUstream s, CUgraph *graph);
   /* status: 0 not capturing, 1 capturing, 2 capture invalidated */
   CUresult (*cuStreamIsCapturing)(CUstream s, int *status);
+  /* sm_90's TMA: a tensor map (CUtensorMap, 128 bytes, 64-byte aligned) of a
+   * tiled 2-D view; the enums are passed as their values (below) */
+  CUresult (*cuTensorMapEncodeTiled)(CUtensorMap *map, int dtype, unsigned rank, void *global,
+                                     const unsigned long long *dims, const unsigned long long *strides,
+                                     const unsigned *box, const unsigned *element_strides, int interleave,
+                                     int swizzle, int l2_promotion, int oob_fill);
   CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *exec, CUgraph graph, unsigned long long flags);
   CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream s);
   CUresult (*cuGraphExecDestroy)(CUgraphExec exec);

@@ -230,6 +230,181 @@ static void prefetch(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, o
   oxt_emit(L, OXI_CP_COMMIT, OXI_VOID);
 }
 
+/* ---- TMA (sm_90): a pipelined wgmma dot's copies as tensor-map boxes,
+ * issued by one thread and completing on one mbarrier a stage. An operand
+ * tile [R, C] (C contiguous) is staged as `swizzled` lays it out: C / E
+ * panels of R rows of E elements (E a swizzle width's, at most 128 bytes),
+ * which is exactly what a box of [R, E] with that swizzle writes; so one box
+ * a panel. */
+
+/* The panels of an [R, C] operand tile of es-byte elements: E elements wide. */
+static int64_t panel_elems(int64_t C, int64_t es) { return swizzle_bytes(C * es) / es; }
+
+/* A tensor map parameter for the boxes of load `ld`'s [R, C] tiles. */
+static int tensor_map(oxt_lowerer *L, const oxi_instr *ld) {
+  int64_t es = (int64_t)ox_dtype_size((ox_dtype)ld->type), R = ld->tshape->dims[0], C = ld->tshape->dims[1];
+  oxi_param *p = oxb_alloc(L->m->arena, sizeof *p);
+  *p = (oxi_param){.name = "tensor_map", .kind = OXI_P_TMAP, .dtype = (ox_dtype)ld->type, .rank = 2,
+                   .src = ld->mem.index, .swizzle = (int)swizzle_bytes(C * es)};
+  p->dims[0] = panel_elems(C, es);
+  p->dims[1] = R;
+  oxb_vec_push(L->m->arena, &L->nk->params, p);
+  return L->nk->params.len - 1;
+}
+
+/* Whether pipelined wgmma dot `in` copies with TMA, and if so its tensor maps
+ * and mbarriers: both staged tiles are loads of rank-2 tensors (boxes are
+ * 2-D) of 1- or 2-byte elements; their 16-byte-aligned rows (contiguous16)
+ * are what tensor maps need. */
+static void choose_tma(oxt_lowerer *L, const oxi_instr *in) {
+  const oxi_instr *la = in->ops[0], *lb = staged_tile(L, in, 1);
+  if (L->nk->params.len - L->k->params.len > 6) /* the launch passes at most 8 maps */
+    return;
+  for (int i = 0; i < 2; i++) {
+    const oxi_instr *ld = i ? lb : la;
+    const oxi_param *p = L->k->params.items[ld->mem.index];
+    size_t es = ox_dtype_size((ox_dtype)ld->type);
+    if (p->rank != 2 || ld->tshape->rank != 2 || (es != 1 && es != 2))
+      return;
+  }
+  L->pipe[in->id].map[0] = tensor_map(L, la);
+  L->pipe[in->id].map[1] = tensor_map(L, lb);
+  L->pipe[in->id].bars = oxt_shared_array(L, OX_U64, L->pipe[in->id].stages).index + 1;
+}
+
+static oxi_instr *bar_addr(oxt_lowerer *L, const oxi_instr *in, oxi_instr *stage) {
+  oxi_instr *a = oxt_emit(L, OXI_SHARED_ADDR, OX_U64);
+  a->mem = (oxi_mem){OXI_MEM_SHARED, L->pipe[in->id].bars - 1};
+  a->ops[0] = stage;
+  a->nops = 1;
+  return a;
+}
+
+/* Waits for the phase of `stage`'s mbarrier that its copies complete, then
+ * flips the stage's parity bit: every thread keeps the bits, and every thread
+ * waits for every phase, so they agree. */
+static void tma_wait(oxt_lowerer *L, const oxi_instr *in, oxi_instr *stage) {
+  int slot = L->pipe[in->id].slot + 6;
+  oxi_instr *bits = oxt_get_slot(L, slot);
+  oxi_instr *bar = bar_addr(L, in, stage);
+  oxi_instr *parity = oxt_bin(L, OXI_AND, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, bits, stage), oxt_u64(L, 1));
+  oxi_instr *w = oxt_emit(L, OXI_MBAR_WAIT, OXI_VOID);
+  w->ops[0] = bar;
+  w->ops[1] = parity;
+  w->nops = 2;
+  oxt_set_slot(L, slot, oxt_bin(L, OXI_XOR, OX_U64, bits, oxt_bin(L, OXI_SHL, OX_U64, oxt_u64(L, 1), stage)));
+}
+
+/* The boxes of one operand tile [R, C] (tile coordinates cr, cc) into shared
+ * array m at element `at`, on mbarrier `bar`. */
+static void tma_operand(oxt_lowerer *L, int map, const oxi_instr *ld, oxi_mem m, oxi_instr *at, oxi_instr *cr,
+                        oxi_instr *cc, oxi_instr *bar) {
+  int64_t es = (int64_t)ox_dtype_size((ox_dtype)ld->type), R = ld->tshape->dims[0], C = ld->tshape->dims[1];
+  int64_t E = panel_elems(C, es);
+  oxi_instr *row = oxt_bin(L, OXI_MUL, OX_U64, cr, oxt_u64(L, (uint64_t)R));
+  oxi_instr *col = oxt_bin(L, OXI_MUL, OX_U64, cc, oxt_u64(L, (uint64_t)C));
+  for (int64_t b = 0; b < C / E; b++) {
+    oxi_instr *off = oxt_bin(L, OXI_ADD, OX_U64, at, oxt_u64(L, (uint64_t)(b * R * E)));
+    oxi_instr *dst = oxt_emit(L, OXI_SHARED_ADDR, OX_U64);
+    dst->mem = m;
+    dst->ops[0] = off;
+    dst->nops = 1;
+    oxi_instr *inner = oxt_bin(L, OXI_ADD, OX_U64, col, oxt_u64(L, (uint64_t)(b * E)));
+    oxi_instr *t = oxt_emit(L, OXI_TMA_LOAD, OXI_VOID);
+    t->index = map;
+    t->imm = (uint64_t)(R * E * es);
+    t->ops[0] = dst;
+    t->ops[1] = bar;
+    t->ops[2] = inner;
+    t->ops[3] = row;
+    t->nops = 4;
+  }
+}
+
+/* prefetch with TMA, by the calling thread (one): arms the stage's mbarrier
+ * with both operands' bytes, then issues their boxes. */
+static void tma_prefetch(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, oxi_instr *r, int ahead, oxi_mem m,
+                         int S) {
+  oxt_staging g = staging_of(L, in);
+  int64_t es = (int64_t)ox_dtype_size((ox_dtype)in->ops[0]->type);
+  oxi_instr *stage = oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, r, oxt_u64(L, (uint64_t)ahead)),
+                             oxt_u64(L, (uint64_t)S));
+  oxi_instr *at = oxt_bin(L, OXI_MUL, OX_U64, stage, oxt_u64(L, (uint64_t)g.area));
+  oxi_instr *nc[4];
+  along_k(L, in, c, oxt_u64(L, (uint64_t)ahead), nc);
+  oxi_instr *bar = bar_addr(L, in, stage);
+  oxi_instr *x = oxt_emit(L, OXI_MBAR_EXPECT, OXI_VOID);
+  x->ops[0] = bar;
+  x->nops = 1;
+  x->imm = (uint64_t)(g.area * es);
+  tma_operand(L, L->pipe[in->id].map[0], in->ops[0], m, at, nc[0], nc[1], bar);
+  tma_operand(L, L->pipe[in->id].map[1], staged_tile(L, in, 1), m, oxt_bin(L, OXI_ADD, OX_U64, at, oxt_u64(L, (uint64_t)g.bat)),
+              nc[2], nc[3], bar);
+}
+
+/* Waits for the copies of the `n` stages from ring area r on (the ones in
+ * flight), so that their mbarriers' phases are done: before they are issued
+ * again, and before the block exits. */
+static void tma_drain(oxt_lowerer *L, const oxi_instr *in, oxi_instr *r, int n, int S) {
+  for (int j = 0; j < n; j++)
+    tma_wait(L, in, oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, r, oxt_u64(L, (uint64_t)j)), oxt_u64(L, (uint64_t)S)));
+}
+
+/* Thread 0 only: `body` runs inside `if (tid == 0)`. */
+static oxi_block *begin_thread0(oxt_lowerer *L) {
+  oxi_block *join;
+  oxt_begin_if(L, oxt_bin(L, 100 + OXI_EQ, OX_U64, L->t, oxt_u64(L, 0)), &join);
+  return join;
+}
+
+void oxt_pipelines_begin(oxt_lowerer *L) {
+  bool tma = false;
+  for (int i = 0; i <= L->k->next_id; i++) {
+    if (!L->pipe[i].stages)
+      continue;
+    for (int s = 0; s < OXT_PIPE_SLOTS; s++) /* no prefetch in flight; staging area 0; parities 0 */
+      oxt_set_slot(L, L->pipe[i].slot + s, s ? oxt_u64(L, 0) : oxt_zero_bool(L));
+    tma |= L->pipe[i].bars != 0;
+  }
+  if (!tma)
+    return;
+  oxi_block *join = begin_thread0(L);
+  for (int i = 0; i <= L->k->next_id; i++)
+    for (int s = 0; L->pipe[i].bars && s < L->pipe[i].stages; s++) {
+      oxi_instr *at = oxt_u64(L, (uint64_t)s);
+      oxi_instr *a = oxt_emit(L, OXI_SHARED_ADDR, OX_U64);
+      a->mem = (oxi_mem){OXI_MEM_SHARED, L->pipe[i].bars - 1};
+      a->ops[0] = at;
+      a->nops = 1;
+      oxi_instr *init = oxt_emit(L, OXI_MBAR_INIT, OXI_VOID);
+      init->ops[0] = a;
+      init->nops = 1;
+      init->imm = 1; /* the arming thread's arrival */
+    }
+  oxi_instr *f = oxt_emit(L, OXI_FENCE_ASYNC, OXI_VOID);
+  f->sub = 1; /* the inits, visible to the TMA unit */
+  oxt_end_if(L, join);
+  oxt_barrier(L);
+}
+
+void oxt_pipelines_end(oxt_lowerer *L) {
+  for (int i = 0; i <= L->k->next_id; i++) {
+    if (!L->pipe[i].bars)
+      continue;
+    const oxi_instr *in = NULL; /* the dot (its id is i) */
+    for (int bi = 0; !in && bi < L->k->blocks.len; bi++) {
+      const oxi_block *b = L->k->blocks.items[bi];
+      for (int ii = 0; !in && ii < b->instrs.len; ii++)
+        if (((const oxi_instr *)b->instrs.items[ii])->id == i)
+          in = b->instrs.items[ii];
+    }
+    oxi_block *join;
+    oxt_begin_if(L, oxt_get_slot(L, L->pipe[i].slot), &join);
+    tma_drain(L, in, oxt_get_slot(L, L->pipe[i].slot + 5), L->pipe[i].stages - 2, L->pipe[i].stages);
+    oxt_end_if(L, join);
+  }
+}
+
 /* What dot_pipeline leaves for pipeline_advance: the call's tile coordinates
  * (A's two, B's two) and its ring area. */
 typedef struct pipe_state {
@@ -268,11 +443,26 @@ static oxi_instr *dot_pipeline(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, i
   oxi_block *join;
   oxt_begin_if(L, miss, &join);
   oxt_barrier(L); /* other warps may still read the previous call's area */
-  oxi_instr *w0 = oxt_emit(L, OXI_CP_WAIT, OXI_VOID); /* wrong guesses may still be landing */
-  w0->imm = 0;
   /* copies run D - 1 calls ahead; with wgmma, the previous call's wgmmas may
      still read its area (dot_wg), so the ring has one area more than that */
   int D = L->wg ? S - 1 : S;
+  if (L->pipe[in->id].bars) {
+    /* wrong guesses may still be landing: the D - 1 stages from r, if any were issued */
+    oxi_block *drained;
+    oxt_begin_if(L, get[0], &drained);
+    tma_drain(L, in, r, D - 1, S);
+    oxt_end_if(L, drained);
+    oxi_block *one = begin_thread0(L);
+    for (int j = 0; j < D - 1; j++) /* this call's operands and the next D - 2 calls' */
+      tma_prefetch(L, in, c, r, j, m, S);
+    oxt_end_if(L, one);
+    oxt_end_if(L, join);
+    tma_wait(L, in, r); /* this call's operands have landed (the mbarrier makes them visible) */
+    oxt_barrier(L);     /* and every warp is done with the area of the call D calls back */
+    return oxt_bin(L, OXI_MUL, OX_U64, r, oxt_u64(L, (uint64_t)staging_of(L, in).area));
+  }
+  oxi_instr *w0 = oxt_emit(L, OXI_CP_WAIT, OXI_VOID); /* wrong guesses may still be landing */
+  w0->imm = 0;
   for (int j = 0; j < D - 1; j++) /* this call's operands and the next D - 2 calls' */
     prefetch(L, in, c, r, j, m, S);
   oxt_end_if(L, join);
@@ -292,7 +482,13 @@ static oxi_instr *dot_pipeline(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, i
  * its wgmmas, so that the tensor cores start sooner. */
 static void pipeline_advance(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, int slot, int S, const pipe_state *ps) {
   oxi_instr *const *c = ps->c;
-  prefetch(L, in, c, ps->r, L->wg ? S - 2 : S - 1, m, S);
+  if (L->pipe[in->id].bars) {
+    oxi_block *one = begin_thread0(L);
+    tma_prefetch(L, in, c, ps->r, S - 2, m, S);
+    oxt_end_if(L, one);
+  } else {
+    prefetch(L, in, c, ps->r, L->wg ? S - 2 : S - 1, m, S);
+  }
   oxi_instr *t = oxt_emit(L, OXI_CONST, OX_BOOL);
   t->imm = 1;
   oxt_set_slot(L, slot, t);
@@ -786,14 +982,15 @@ void oxt_choose_direct_loads(oxt_lowerer *L) {
       if (loads && L->direct[in->ops[0]->id] && L->direct[lb->id] && (lb == in->ops[1] || L->direct[in->ops[1]->id]) &&
           in_loop(k, b) &&
           S >= (L->wg ? 3 : 2)) {
-        static const oxi_type types[6] = {OX_BOOL, OX_U64, OX_U64, OX_U64, OX_U64, OX_U64};
         L->pipe[in->id].stages = S;
         L->pipelined = true;
-        for (int i = 0; i < 6; i++) {
-          int s = oxi_slot_new(L->m, L->nk, types[i]);
+        for (int i = 0; i < OXT_PIPE_SLOTS; i++) {
+          int s = oxi_slot_new(L->m, L->nk, i ? OX_U64 : OX_BOOL);
           if (!i)
             L->pipe[in->id].slot = s;
         }
+        if (L->wg)
+          choose_tma(L, in);
       }
     }
   }

@@ -73,6 +73,7 @@ static void lower_instr(oxt_lowerer *L, const oxi_instr *in) {
     if (L->pipelined || L->early) { /* no copy may land after the block has given its shared memory back */
       oxi_instr *w = oxt_emit(L, OXI_CP_WAIT, OXI_VOID);
       w->imm = 0;
+      oxt_pipelines_end(L);
       if (L->wg) /* nor a wgmma read it */
         oxt_wg_sync(L, NULL, 2, 0);
     }
@@ -396,9 +397,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
           as->ops[0] = a;
           as->nops = 1;
         }
-      for (int i = 0; i <= k->next_id; i++) /* no prefetch in flight; staging area 0 */
-        for (int s = 0; L.pipe[i].stages && s < 6; s++)
-          oxt_set_slot(&L, L.pipe[i].slot + s, s ? oxt_u64(&L, 0) : oxt_zero_bool(&L));
+      oxt_pipelines_begin(&L);
     }
     const oxi_block *b = k->blocks.items[bi];
     for (int ii = 0; ii < b->instrs.len && !st; ii++) {
@@ -449,6 +448,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
                          m->filename, k->line, k->col, k->name, (long long)nk->shared_bytes,
                          (long long)OXT_CPU_BLOCK_MAX);
   k->blocks = nk->blocks;
+  k->params = nk->params; /* with the tensor maps of TMA copies */
   k->slots = nk->slots;
   k->next_id = nk->next_id;
   k->ninstrs = nk->ninstrs;

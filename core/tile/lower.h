@@ -46,7 +46,10 @@ typedef struct oxt_lowerer {
   char *kmajor;        /* old value id of a wgmma dot -> 1: its B is transpose(x), staged as x
                           [N, K] with K contiguous, as A is (wgmma's B without imm-trans-b) */
   struct {
-    int slot, stages;  /* its first slot, and its staging areas (2 to 4); 0: not pipelined */
+    int slot, stages;  /* its first slot (OXT_PIPE_SLOTS of them), and its staging areas (2 to
+                          4); 0: not pipelined */
+    int bars;          /* with TMA (wgmma): the shared array of its mbarriers + 1, one a stage */
+    int map[2];        /* ... and the tensor map parameters of A and of B's staged tile */
   } *pipe;             /* old value id of a dot -> its pipeline (dot_pipeline) */
   bool pipelined;      /* some dot is: copies may be in flight at a return */
   int64_t shared_limit; /* bytes of shared memory a block may have */
@@ -174,6 +177,13 @@ void oxt_tile_var(oxt_lowerer *L, const oxi_instr *in);
 void oxt_lower_atomic(oxt_lowerer *L, const oxi_instr *in);
 
 /* ------------------------------------------ dot.c: dot on CUDA */
+
+/* A pipeline's slots: copies in flight, the next call's 4 tile coordinates as
+ * guessed, this call's ring area, and (TMA) the parity of each stage's
+ * mbarrier's next phase, a bit a stage. */
+#define OXT_PIPE_SLOTS 7
+void oxt_pipelines_begin(oxt_lowerer *L);
+void oxt_pipelines_end(oxt_lowerer *L);
 
 bool oxt_tc_operands(const oxi_instr *in);
 bool oxt_dot_on_tensor_cores(const oxt_lowerer *L, const oxi_instr *in);
