@@ -88,7 +88,7 @@ typedef enum ox_dtype {
   OX_I8, OX_I16, OX_I32, OX_I64,
   OX_U8, OX_U16, OX_U32, OX_U64,
   OX_F16, OX_BF16, OX_F32, OX_F64,
-  OX_F8E4M3, OX_F8E5M2, /**< storage types (DLPack exchange, copies); no kernel arithmetic yet */
+  OX_F8E4M3, OX_F8E5M2, /**< OCP fp8 (E4M3FN, E5M2): kernels load, store, convert (`as`) and `dot` them, without arithmetic */
   OX_TF32,              /**< TensorFloat-32 (f32's exponent, 10 mantissa bits): a compute type in
                              kernels (casts, dot operands); tensors hold f32, so tensors of tf32
                              are refused */
