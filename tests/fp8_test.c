@@ -243,9 +243,10 @@ static void test_matmul(ox_kernel k, const char *what, ox_dtype ta, ox_dtype tb,
         want *= s;
         mag *= s;
         /* exact products, f32 accumulation: error ~ K * 2^-24 * sum |a b|; fp8 wgmma
-           accumulates in the tensor cores with about 14 significant bits (as
-           cuBLAS's fast accumulation does), so ~2^-14 * sum |a b| on sm_90 */
-        double rel = fast ? 2e-4 : 1e-5;
+           accumulates in the tensor cores with fewer bits (about 14, as cuBLAS's
+           fast accumulation does; measured up to ~5e-4 * sum |a b| for f8e5m2 at
+           K = 333 on the H200), still far below one product left out */
+        double rel = fast ? 1e-3 : 1e-5;
         if (!(fabs(got[i * N + j] - want) <= rel * mag + 1e-6) && bad++ < 5)
           fprintf(stderr, "  %s: c[%lld][%lld] = %.9g, expected %.9g\n", what, (long long)i, (long long)j,
                   got[i * N + j], want);
