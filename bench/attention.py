@@ -15,6 +15,8 @@ import json, math, os, sys
 import torch
 import oxide
 
+import timing  # bench/timing.py, beside this script
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHAPES = [(4, 32, 4096, 128), (4, 32, 4096, 64), (1, 32, 16384, 128)]
 if "--quick" in sys.argv:
@@ -24,20 +26,7 @@ OX_TILES = [(64, 64), (128, 64), (64, 128), (128, 128)]  # BN of 64 to 256: both
 
 def timeit(fn, reps=10):
     """Median seconds per call (CUDA events around 3 calls), after a warm-up."""
-    for _ in range(2):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        for _ in range(3):
-            fn()
-        e1.record()
-        e1.synchronize()
-        times.append(e0.elapsed_time(e1) / 1e3 / 3)
-    times.sort()
-    return times[len(times) // 2]
+    return timing.timeit(fn, reps=reps, inner=3, warmup=2)
 
 
 def triton_attention():

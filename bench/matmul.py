@@ -16,6 +16,8 @@ import json, os, sys
 import torch
 import oxide
 
+import timing  # bench/timing.py, beside this script
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEAK = {"bf16": 989.0, "fp8": 1979.0}  # H200 dense tensor-core TFLOP/s (NVIDIA's figures)
 BF16 = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (16384, 1024, 8192)]
@@ -44,20 +46,7 @@ fn matmul<const BM: i32, const BN: i32, const BK: i32>(c: &mut Tensor<bf16, [BM,
 
 def timeit(fn, reps=20):
     """Median seconds per call (CUDA events around 5 calls), after a warm-up."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        for _ in range(5):
-            fn()
-        e1.record()
-        e1.synchronize()
-        times.append(e0.elapsed_time(e1) / 1e3 / 5)
-    times.sort()
-    return times[len(times) // 2]
+    return timing.timeit(fn, reps=reps, inner=5, warmup=3)
 
 
 def triton_matmul():

@@ -12,6 +12,8 @@ Row softmax, RMSNorm and LayerNorm (8192 x 8192 and 4096 x 4096 f32) against
 torch and Triton kernels written here (GB/s counting x read and y written)."""
 import json, os, subprocess, sys, tempfile
 
+import timing  # bench/timing.py, beside this script
+
 build = sys.argv[1] if len(sys.argv) > 1 else "build"
 exe = os.path.join(build, "bench", "oxide_bench")
 N = 1 << 28
@@ -27,22 +29,7 @@ def oxide(*args, env=None):
 
 def timeit(fn, reps=50):
     """Median seconds per call: CUDA events around 10 calls, after a warm-up."""
-    import torch
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        e0 = torch.cuda.Event(enable_timing=True)
-        e1 = torch.cuda.Event(enable_timing=True)
-        e0.record()
-        for _ in range(10):
-            fn()
-        e1.record()
-        e1.synchronize()
-        times.append(e0.elapsed_time(e1) / 1e3 / 10)
-    times.sort()
-    return times[len(times) // 2]
+    return timing.timeit(fn, reps=reps, inner=10, warmup=5)
 
 
 def peers_vecadd():
