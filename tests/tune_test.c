@@ -4,8 +4,10 @@
  * other tiles, writes the user's outputs once (an atomic histogram counts one
  * launch, not the measurements), skips a candidate that does not compile, is
  * kept for the next process through the cache (a child process run twice),
- * and bad candidates are refused with clear errors. */
+ * survives candidates set while other threads launch, and bad candidates are
+ * refused with clear errors. */
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -203,6 +205,80 @@ static void test_errors(ox_kernel k, ox_kernel hist) {
   ox_tensor_release(c);
 }
 
+/* Candidates set again and again while other threads launch the kernel (the
+ * tuning lock keeps each launch on one consistent list): every launch still
+ * computes the sum (run under ThreadSanitizer in CI, label "threads"). */
+typedef struct racer {
+  ox_kernel k;
+  int bad;
+} racer;
+
+static const ox_generic_value r64[] = {{"B", 64}}, r128[] = {{"B", 128}}, r256[] = {{"B", 256}};
+
+static void *race_launches(void *p) {
+  racer *r = p;
+  const int64_t n = 300, shape[1] = {300};
+  float ones[300];
+  for (int i = 0; i < n; i++)
+    ones[i] = 1;
+  /* no CHECK here: the harness's counters are the main thread's */
+  ox_tensor x = NULL, z = NULL, zp = NULL;
+  const int64_t t64[1] = {64};
+  if (ox_tensor_from_host(dev, NULL, OX_F32, 1, shape, ones, sizeof ones, &x) ||
+      ox_tensor_full(dev, NULL, OX_F32, 1, shape, 0, &z) ||
+      ox_tensor_partition(z, 1, t64, &zp)) { /* zp: what runs while the candidates are cleared */
+    r->bad++;
+    return NULL;
+  }
+  for (int it = 0; it < 30; it++) {
+    ox_arg args[3] = {ox_arg_tensor(zp), ox_arg_tensor(x), ox_arg_tensor(x)};
+    if (ox_launch(r->k, NULL, NULL, args, 3) != OX_OK) {
+      fprintf(stderr, "  launch failed: %s\n", ox_last_error());
+      r->bad++;
+      continue;
+    }
+    float got[300];
+    if (ox_tensor_to_host(z, NULL, got, sizeof got)) {
+      r->bad++;
+      continue;
+    }
+    for (int i = 0; i < n; i++)
+      r->bad += got[i] != 2;
+  }
+  ox_tensor_release(x);
+  ox_tensor_release(zp);
+  ox_tensor_release(z);
+  return NULL;
+}
+
+static void test_race(void) {
+  static const char *ADD = "#[tile]\n"
+                           "fn add<const B: i32>(z: &mut Tensor<f32, [B]>, x: &Tensor<f32, [-1]>, y: &Tensor<f32, [-1]>) {\n"
+                           "    z.store(load_tile_like(x, z) + load_tile_like(y, z));\n"
+                           "}\n";
+  ox_compile_options o = {.filename = "add.oxk", .no_cache = 1};
+  ox_module m = NULL;
+  CHECK_OK(ox_module_compile(dev, ADD, &o, &m));
+  if (!m)
+    return;
+  racer r[3] = {{0}};
+  const ox_tile_candidate lists[2][2] = {{{r64, 1}, {r128, 1}}, {{r256, 1}, {r64, 1}}};
+  pthread_t th[3];
+  for (int i = 0; i < 3; i++) {
+    CHECK_OK(ox_module_get_kernel(m, "add", &r[i].k));
+    if (i == 0)
+      CHECK_OK(ox_kernel_set_candidates(r[0].k, lists[0], 2));
+    pthread_create(&th[i], NULL, race_launches, &r[i]);
+  }
+  for (int it = 0; it < 40; it++)
+    CHECK_OK(ox_kernel_set_candidates(r[0].k, lists[it & 1], it % 5 == 4 ? 0 : 2));
+  for (int i = 0; i < 3; i++) {
+    pthread_join(th[i], NULL);
+    CHECK(r[i].bad == 0, "thread %d: %d wrong elements or failed launches while candidates changed", i, r[i].bad);
+  }
+  ox_module_destroy(m);
+}
+
 int main(int argc, char **argv) {
   const char *d = argc > 1 ? argv[1] : "cpu";
   CHECK_OK(ox_device_get(strcmp(d, "cpu") ? OX_DEVICE_CUDA : OX_DEVICE_CPU, 0, &dev));
@@ -220,6 +296,7 @@ int main(int argc, char **argv) {
   test_hist(hist);
   test_errors(mm, hist);
   ox_module_destroy(m);
+  test_race();
   test_persistence(argv[0], d);
   return test_done("tune_test");
 }
