@@ -478,8 +478,8 @@ typedef struct ox_tile_candidate {
  *  compile (a tile too large for the device) is skipped. A launch that would
  *  measure while its stream is capturing a CUDA graph fails (launch once
  *  before capturing). $OXIDE_DEBUG_TUNE=1 prints the measurements to stderr.
- *  Copies the candidates. Call it before launching, not concurrently with
- *  launches of `k`. */
+ *  Copies the candidates. Safe while other threads launch `k`: a launch
+ *  with candidates holds the kernel's tuning lock, which this call takes. */
 OX_API ox_status ox_kernel_set_candidates(ox_kernel k, const ox_tile_candidate *candidates, int n);
 
 /* ---------------------------------------------------------------- launch */
