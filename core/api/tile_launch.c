@@ -252,6 +252,8 @@ static ox_status encode_map(const char *kernel, const oxi_param *p, const oxr_te
               : t->dtype == OX_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   unsigned long long dims[2] = {(unsigned long long)t->shape[1], (unsigned long long)t->shape[0]};
   unsigned long long strides[1] = {(unsigned long long)t->strides[0] * es};
+  if (t->shape[0] <= 1) /* one row: any stride reads the same; a tensor map wants one past the row */
+    strides[0] = ((unsigned long long)t->shape[1] * es + 15) / 16 * 16;
   unsigned box[2] = {(unsigned)p->dims[0], (unsigned)p->dims[1]}, one[2] = {1, 1};
   int swizzle = p->swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
                 : p->swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B;
