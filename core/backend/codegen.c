@@ -813,7 +813,12 @@ static void tma(cg_t *C, const oxi_instr *in) {
   }
   case OXI_MBAR_EXPECT: {
     LLVMValueRef ops[2] = {bar, ci32(C, in->imm)};
-    ptx_ops(C, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", ops, 2);
+    if (in->imm) {
+      ptx_ops(C, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", ops, 2);
+    } else { /* predicated, not branched around: see OXI_MBAR_EXPECT */
+      ops[1] = LLVMBuildZExt(C->b, val(C, in->ops[1]), i32t(C), "");
+      ptx_ops(C, "{ .reg .pred p; setp.ne.b32 p, $1, 0; @p mbarrier.arrive.shared::cta.b64 _, [$0]; }", ops, 2);
+    }
     break;
   }
   case OXI_MBAR_WAIT: {

@@ -67,6 +67,10 @@ void oxl_cg_kernel_cpu(cg_t *C);
 /* target_cpu.c, after optimization: adds the cancellation polls at loop
  * back-edges and asks LLVM to report every function's frame size. */
 void oxl_cpu_finish(cg_t *C);
+/* target_cuda.c, after optimization: a wait for wgmma groups after a join
+ * gets a copy on each incoming edge, so that ptxas keeps the groups in
+ * flight (see there). */
+void oxl_cuda_finish(cg_t *C);
 /* The diagnostic handler of a CPU code generation (context: the cg_t): keeps
  * the frame sizes and the first error. */
 void oxl_cpu_diagnostic(LLVMDiagnosticInfoRef di, void *cg);

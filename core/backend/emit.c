@@ -119,6 +119,8 @@ ox_status oxl_generate(const oxi_module *m, const oxl_options *opt, oxl_output k
   }
   if (st == OX_OK && cpu)
     oxl_cpu_finish(&C);
+  else if (st == OX_OK)
+    oxl_cuda_finish(&C);
   if (st == OX_OK) {
     if (kind == OXL_OUT_LLVM) {
       char *s = LLVMPrintModuleToString(C.mod);

@@ -135,3 +135,118 @@ void oxl_cg_kernel_cuda(cg_t *C) {
   oxl_cg_map_params(C, ps);
   oxl_cg_body(C);
 }
+
+/* ---- after optimization */
+
+/* Whether `w` is a plain wait for wgmma groups (OXI_WGMMA_SYNC sub 2) that
+ * passes accumulator registers through. */
+static bool is_wgmma_wait(LLVMValueRef w) {
+  if (!w || !LLVMIsACallInst(w) || !LLVMIsAInlineAsm(LLVMGetCalledValue(w)) || !LLVMGetNumArgOperands(w))
+    return false;
+  size_t n;
+  const char *s = LLVMGetInlineAsmAsmString(LLVMGetCalledValue(w), &n);
+  static const char wait[] = "wgmma.wait_group.sync.aligned";
+  return n >= sizeof wait - 1 && !strncmp(s, wait, sizeof wait - 1);
+}
+
+/* The index of `pred` among the incoming blocks of `phi`; -1 if it is not
+ * one, or is one twice (two edges from one block). */
+static int incoming_index(LLVMValueRef phi, LLVMBasicBlockRef pred) {
+  int found = -1;
+  for (unsigned i = 0; i < LLVMCountIncoming(phi); i++)
+    if (LLVMGetIncomingBlock(phi, i) == pred) {
+      if (found >= 0)
+        return -1;
+      found = (int)i;
+    }
+  return found;
+}
+
+/* Block `bb` starts with phis and then the wait `w`, whose operands are all
+ * phis of bb: each incoming edge gets a block of its own with a copy of the
+ * wait on the values of that edge, and bb's phis take the copies' results. */
+static void split_wait(cg_t *C, LLVMBasicBlockRef bb, LLVMValueRef w) {
+  unsigned na = (unsigned)LLVMGetNumArgOperands(w);
+  LLVMValueRef phi0 = LLVMGetFirstInstruction(bb);
+  unsigned np = LLVMCountIncoming(phi0);
+  for (unsigned a = 0; a < na; a++) {
+    LLVMValueRef x = LLVMGetOperand(w, a);
+    if (!LLVMIsAPHINode(x) || LLVMGetInstructionParent(x) != bb || LLVMCountIncoming(x) != np)
+      return;
+  }
+  for (LLVMValueRef p = phi0; LLVMIsAPHINode(p); p = LLVMGetNextInstruction(p))
+    for (unsigned i = 0; i < np; i++)
+      if (incoming_index(p, LLVMGetIncomingBlock(phi0, i)) < 0)
+        return;
+  LLVMBasicBlockRef *edge = malloc(sizeof *edge * np), *pred = malloc(sizeof *pred * np);
+  LLVMValueRef *waited = malloc(sizeof *waited * np), *args = malloc(sizeof *args * na);
+  LLVMTypeRef fty = LLVMGetCalledFunctionType(w);
+  for (unsigned i = 0; i < np; i++) {
+    pred[i] = LLVMGetIncomingBlock(phi0, i);
+    edge[i] = LLVMInsertBasicBlockInContext(C->ctx, bb, "waited");
+    LLVMPositionBuilderAtEnd(C->b, edge[i]);
+    for (unsigned a = 0; a < na; a++) {
+      LLVMValueRef x = LLVMGetOperand(w, a);
+      args[a] = LLVMGetIncomingValue(x, (unsigned)incoming_index(x, pred[i]));
+    }
+    waited[i] = LLVMBuildCall2(C->b, fty, LLVMGetCalledValue(w), args, na, "");
+    LLVMValueRef term = LLVMGetBasicBlockTerminator(pred[i]);
+    for (unsigned s = 0; s < LLVMGetNumSuccessors(term); s++)
+      if (LLVMGetSuccessor(term, s) == bb)
+        LLVMSetSuccessor(term, s, edge[i]);
+  }
+  /* new phis over the edge blocks: a wait operand's from its copy's result */
+  LLVMValueRef p = phi0;
+  while (LLVMIsAPHINode(p)) {
+    LLVMValueRef next = LLVMGetNextInstruction(p);
+    int arg = -1;
+    for (unsigned a = 0; a < na && arg < 0; a++)
+      if (LLVMGetOperand(w, a) == p)
+        arg = (int)a;
+    LLVMValueRef *vals = malloc(sizeof *vals * np);
+    for (unsigned i = 0; i < np; i++) {
+      if (arg >= 0) {
+        LLVMPositionBuilderAtEnd(C->b, edge[i]); /* no terminator yet */
+        vals[i] = na == 1 ? waited[i] : LLVMBuildExtractValue(C->b, waited[i], (unsigned)arg, "");
+      } else {
+        vals[i] = LLVMGetIncomingValue(p, (unsigned)incoming_index(p, pred[i]));
+      }
+    }
+    LLVMPositionBuilderBefore(C->b, phi0);
+    LLVMValueRef q = LLVMBuildPhi(C->b, LLVMTypeOf(p), "");
+    LLVMAddIncoming(q, vals, edge, np);
+    LLVMReplaceAllUsesWith(p, q);
+    if (p == phi0)
+      phi0 = q;
+    LLVMInstructionEraseFromParent(p);
+    free(vals);
+    p = next;
+  }
+  for (unsigned i = 0; i < np; i++) {
+    LLVMPositionBuilderAtEnd(C->b, edge[i]);
+    LLVMBuildBr(C->b, bb);
+  }
+  free(edge);
+  free(pred);
+  free(waited);
+  free(args);
+}
+
+/* ptxas serializes every wgmma of a kernel (its info C7514: each HGMMA then
+ * waits for the one before) when a wait that retires wgmma groups follows a
+ * join of a path with groups pending and one without: a K loop's exit, which
+ * LLVM's loop rotation joins with the path that skips the loop. Giving each
+ * incoming edge its own copy of the wait keeps the groups of the loop's
+ * path pending across its iterations (seen with ptxas -v and in the SASS). */
+void oxl_cuda_finish(cg_t *C) {
+  for (LLVMValueRef fn = LLVMGetFirstFunction(C->mod); fn; fn = LLVMGetNextFunction(fn))
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb)) {
+      LLVMValueRef w = LLVMGetFirstInstruction(bb);
+      if (!w || !LLVMIsAPHINode(w))
+        continue;
+      while (LLVMIsAPHINode(w))
+        w = LLVMGetNextInstruction(w);
+      if (is_wgmma_wait(w))
+        split_wait(C, bb, w);
+    }
+}

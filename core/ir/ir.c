@@ -712,8 +712,10 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
     break;
   case OXI_MBAR_INIT:
   case OXI_MBAR_EXPECT:
-    if (in->nops != 1 || t0 != OX_U64 || in->type != OXI_VOID || !in->imm)
-      fail(V, b, in, "mbarrier init/expect: a u64 shared address, a nonzero count");
+    if (t0 != OX_U64 || in->type != OXI_VOID || in->nops != (in->op == OXI_MBAR_EXPECT && !in->imm ? 2 : 1) ||
+        (in->op == OXI_MBAR_INIT && !in->imm) || (in->nops == 2 && t1 != OX_BOOL))
+      fail(V, b, in, "mbarrier init/expect: a u64 shared address and a nonzero count, or (a plain arrival) a "
+                     "bool predicate");
     break;
   case OXI_MBAR_WAIT:
     if (in->nops != 2 || t0 != OX_U64 || t1 != OX_U64 || in->type != OXI_VOID)

@@ -116,7 +116,9 @@ typedef enum oxi_op {
   OXI_MBAR_INIT,   /* the mbarrier at shared address ops0 (u64, 8-byte aligned) expects `imm`
                       arrivals a phase */
   OXI_MBAR_EXPECT, /* this thread arrives on mbarrier ops0 and adds `imm` bytes to what its phase
-                      waits for (mbarrier.arrive.expect_tx) */
+                      waits for (mbarrier.arrive.expect_tx); imm 0: a plain arrival if ops1 (bool),
+                      predicated rather than branched around, since a divergent branch after a
+                      wgmma makes ptxas serialize the wgmmas */
   OXI_MBAR_WAIT,   /* waits until the phase of parity ops1 (u64, 0 or 1) of mbarrier ops0 has
                       completed */
   OXI_TMA_LOAD,    /* cp.async.bulk.tensor.2d: the box of tensor map parameter `index` at element

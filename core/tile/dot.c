@@ -269,10 +269,13 @@ static void choose_tma(oxt_lowerer *L, const oxi_instr *in) {
   }
   L->pipe[in->id].map[0] = tensor_map(L, la);
   L->pipe[in->id].map[1] = tensor_map(L, lb);
-  L->pipe[in->id].bars = oxt_shared_array(L, OX_U64, L->pipe[in->id].stages).index + 1;
+  L->pipe[in->id].bars = oxt_shared_array(L, OX_U64, 2 * L->pipe[in->id].stages).index + 1;
 }
 
-static oxi_instr *bar_addr(oxt_lowerer *L, const oxi_instr *in, oxi_instr *stage) {
+/* The full mbarrier of `stage` of dot `in`'s pipeline, or its empty one. */
+static oxi_instr *bar_addr(oxt_lowerer *L, const oxi_instr *in, oxi_instr *stage, bool empty) {
+  if (empty)
+    stage = oxt_bin(L, OXI_ADD, OX_U64, stage, oxt_u64(L, (uint64_t)L->pipe[in->id].stages));
   oxi_instr *a = oxt_emit(L, OXI_SHARED_ADDR, OX_U64);
   a->mem = (oxi_mem){OXI_MEM_SHARED, L->pipe[in->id].bars - 1};
   a->ops[0] = stage;
@@ -280,19 +283,43 @@ static oxi_instr *bar_addr(oxt_lowerer *L, const oxi_instr *in, oxi_instr *stage
   return a;
 }
 
-/* Waits for the phase of `stage`'s mbarrier that its copies complete, then
- * flips the stage's parity bit: every thread keeps the bits, and every thread
- * waits for every phase, so they agree. */
-static void tma_wait(oxt_lowerer *L, const oxi_instr *in, oxi_instr *stage) {
-  int slot = L->pipe[in->id].slot + 6;
+/* Ring stage r + j of S. */
+static oxi_instr *stage_at(oxt_lowerer *L, oxi_instr *r, int j, int S) {
+  return oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, r, oxt_u64(L, (uint64_t)j)), oxt_u64(L, (uint64_t)S));
+}
+
+/* Waits for the phase of parity bit `stage` of slot `slot` of mbarrier
+ * `bar`, then flips the bit. */
+static void phase_wait(oxt_lowerer *L, int slot, oxi_instr *bar, oxi_instr *stage) {
   oxi_instr *bits = oxt_get_slot(L, slot);
-  oxi_instr *bar = bar_addr(L, in, stage);
   oxi_instr *parity = oxt_bin(L, OXI_AND, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, bits, stage), oxt_u64(L, 1));
   oxi_instr *w = oxt_emit(L, OXI_MBAR_WAIT, OXI_VOID);
   w->ops[0] = bar;
   w->ops[1] = parity;
   w->nops = 2;
   oxt_set_slot(L, slot, oxt_bin(L, OXI_XOR, OX_U64, bits, oxt_bin(L, OXI_SHL, OX_U64, oxt_u64(L, 1), stage)));
+}
+
+/* Waits for the phase of `stage`'s full mbarrier that its copies complete:
+ * every thread keeps the parity bits, and every thread waits for every
+ * phase, so they agree. */
+static void tma_wait(oxt_lowerer *L, const oxi_instr *in, oxi_instr *stage) {
+  phase_wait(L, L->pipe[in->id].slot + 6, bar_addr(L, in, stage, false), stage);
+}
+
+/* Every warp is done reading `stage` (its wgmmas that read it have
+ * completed), if `when`: one arrival a warp (its lane 0) on the stage's
+ * empty mbarrier, whose phase the next copies into the stage wait for
+ * (tma_prefetch). A predicated arrival, no branch: it follows wgmmas. */
+static void tma_release(oxt_lowerer *L, const oxi_instr *in, oxi_instr *stage, oxi_instr *when) {
+  oxi_instr *lane0 = oxt_bin(L, 100 + OXI_EQ, OX_U64, oxt_bin(L, OXI_AND, OX_U64, L->t, oxt_u64(L, 31)), oxt_u64(L, 0));
+  if (when)
+    lane0 = oxt_bin(L, OXI_AND, OX_BOOL, lane0, when);
+  oxi_instr *bar = bar_addr(L, in, stage, true);
+  oxi_instr *x = oxt_emit(L, OXI_MBAR_EXPECT, OXI_VOID); /* no bytes: a plain arrival */
+  x->ops[0] = bar;
+  x->ops[1] = lane0;
+  x->nops = 2;
 }
 
 /* The boxes of one operand tile [R, C] (tile coordinates cr, cc) into shared
@@ -321,18 +348,20 @@ static void tma_operand(oxt_lowerer *L, int map, const oxi_instr *ld, oxi_mem m,
   }
 }
 
-/* prefetch with TMA, by the calling thread (one): arms the stage's mbarrier
- * with both operands' bytes, then issues their boxes. */
+/* prefetch with TMA, by the calling thread (one, the only one that keeps
+ * the empty mbarriers' parity bits): waits until every warp has released the
+ * stage, arms its full mbarrier with both operands' bytes, then issues their
+ * boxes. */
 static void tma_prefetch(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, oxi_instr *r, int ahead, oxi_mem m,
                          int S) {
   oxt_staging g = staging_of(L, in);
   int64_t es = (int64_t)ox_dtype_size((ox_dtype)in->ops[0]->type);
-  oxi_instr *stage = oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, r, oxt_u64(L, (uint64_t)ahead)),
-                             oxt_u64(L, (uint64_t)S));
+  oxi_instr *stage = stage_at(L, r, ahead, S);
+  phase_wait(L, L->pipe[in->id].slot + 7, bar_addr(L, in, stage, true), stage);
   oxi_instr *at = oxt_bin(L, OXI_MUL, OX_U64, stage, oxt_u64(L, (uint64_t)g.area));
   oxi_instr *nc[4];
   along_k(L, in, c, oxt_u64(L, (uint64_t)ahead), nc);
-  oxi_instr *bar = bar_addr(L, in, stage);
+  oxi_instr *bar = bar_addr(L, in, stage, false);
   oxi_instr *x = oxt_emit(L, OXI_MBAR_EXPECT, OXI_VOID);
   x->ops[0] = bar;
   x->nops = 1;
@@ -347,7 +376,7 @@ static void tma_prefetch(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *
  * again, and before the block exits. */
 static void tma_drain(oxt_lowerer *L, const oxi_instr *in, oxi_instr *r, int n, int S) {
   for (int j = 0; j < n; j++)
-    tma_wait(L, in, oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, r, oxt_u64(L, (uint64_t)j)), oxt_u64(L, (uint64_t)S)));
+    tma_wait(L, in, stage_at(L, r, j, S));
 }
 
 /* Thread 0 only: `body` runs inside `if (tid == 0)`. */
@@ -362,15 +391,18 @@ void oxt_pipelines_begin(oxt_lowerer *L) {
   for (int i = 0; i <= L->k->next_id; i++) {
     if (!L->pipe[i].stages)
       continue;
-    for (int s = 0; s < OXT_PIPE_SLOTS; s++) /* no prefetch in flight; staging area 0; parities 0 */
-      oxt_set_slot(L, L->pipe[i].slot + s, s ? oxt_u64(L, 0) : oxt_zero_bool(L));
+    /* no prefetch in flight; staging area 0; the full mbarriers' parities 0; the empty ones' 1:
+       waiting for the phase before a new mbarrier's first passes, so a stage starts free */
+    for (int s = 0; s < OXT_PIPE_SLOTS; s++)
+      oxt_set_slot(L, L->pipe[i].slot + s,
+                   !s ? oxt_zero_bool(L) : oxt_u64(L, s == 7 ? (1ull << L->pipe[i].stages) - 1 : 0));
     tma |= L->pipe[i].bars != 0;
   }
   if (!tma)
     return;
   oxi_block *join = begin_thread0(L);
   for (int i = 0; i <= L->k->next_id; i++)
-    for (int s = 0; L->pipe[i].bars && s < L->pipe[i].stages; s++) {
+    for (int s = 0; L->pipe[i].bars && s < 2 * L->pipe[i].stages; s++) {
       oxi_instr *at = oxt_u64(L, (uint64_t)s);
       oxi_instr *a = oxt_emit(L, OXI_SHARED_ADDR, OX_U64);
       a->mem = (oxi_mem){OXI_MEM_SHARED, L->pipe[i].bars - 1};
@@ -379,7 +411,8 @@ void oxt_pipelines_begin(oxt_lowerer *L) {
       oxi_instr *init = oxt_emit(L, OXI_MBAR_INIT, OXI_VOID);
       init->ops[0] = a;
       init->nops = 1;
-      init->imm = 1; /* the arming thread's arrival */
+      /* full: the arming thread's arrival; empty: one a warp (tma_release) */
+      init->imm = s < L->pipe[i].stages ? 1 : (uint64_t)(L->T / 32);
     }
   oxi_instr *f = oxt_emit(L, OXI_FENCE_ASYNC, OXI_VOID);
   f->sub = 1; /* the inits, visible to the TMA unit */
@@ -406,9 +439,9 @@ void oxt_pipelines_end(oxt_lowerer *L) {
 }
 
 /* What dot_pipeline leaves for pipeline_advance: the call's tile coordinates
- * (A's two, B's two) and its ring area. */
+ * (A's two, B's two), its ring area, and whether an earlier call was made. */
 typedef struct pipe_state {
-  oxi_instr *c[4], *r;
+  oxi_instr *c[4], *r, *earlier;
 } pipe_state;
 
 /* A dot in a loop whose operands are both direct loads is pipelined over S
@@ -422,6 +455,14 @@ typedef struct pipe_state {
  * any loop is correct. One barrier per call: after it, every warp is done
  * with the area of the call D calls back, which the newest prefetch
  * (pipeline_advance) reuses.
+ * With TMA there is no barrier: each stage has a full mbarrier (its copies
+ * landed) and an empty one (every warp released it, tma_release, once the
+ * wgmmas that read it are done: at the end of the next call). Thread 0
+ * issues the copies for the call S - 2 ahead at the start of a call, into
+ * the area that the end of the previous call released; not at the end of a
+ * call, where its branch and its wait would follow the wgmmas, which ptxas
+ * then serializes. A miss first waits out and releases the stages in flight,
+ * so that every stage's copies and releases stay in step.
  * Slots from `slot`: whether prefetches are in flight, the next call's 4
  * coordinates as guessed, and this call's area in the ring. Returns the
  * element offset of this call's area. */
@@ -437,30 +478,37 @@ static oxi_instr *dot_pipeline(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, i
   for (int i = 0; i < 4; i++)
     hit = oxt_bin(L, OXI_AND, OX_BOOL, hit, oxt_bin(L, 100 + OXI_EQ, OX_U64, get[1 + i], c[i]));
   oxi_instr *r = ps->r = get[5];
+  ps->earlier = get[0];
   oxi_instr *miss = oxt_emit(L, OXI_NOT, OX_BOOL);
   miss->ops[0] = hit;
   miss->nops = 1;
   oxi_block *join;
   oxt_begin_if(L, miss, &join);
+  if (L->pipe[in->id].bars) {
+    /* wrong guesses may still be landing: the S - 2 stages from r, if any were issued */
+    oxi_block *drained;
+    oxt_begin_if(L, get[0], &drained);
+    for (int j = 0; j < S - 2; j++) {
+      tma_wait(L, in, stage_at(L, r, j, S));
+      tma_release(L, in, stage_at(L, r, j, S), NULL);
+    }
+    oxt_end_if(L, drained);
+    oxi_block *one = begin_thread0(L);
+    for (int j = 0; j < S - 1; j++) /* this call's operands and the next S - 2 calls' */
+      tma_prefetch(L, in, c, r, j, m, S);
+    oxt_end_if(L, one);
+    oxt_end_if(L, join);
+    /* a hit: the copies for the call S - 2 ahead (S - 1 stages in flight either way) */
+    oxt_begin_if(L, oxt_bin(L, OXI_AND, OX_BOOL, hit, oxt_bin(L, 100 + OXI_EQ, OX_U64, L->t, oxt_u64(L, 0))), &join);
+    tma_prefetch(L, in, c, r, S - 2, m, S);
+    oxt_end_if(L, join);
+    tma_wait(L, in, r); /* this call's operands have landed (the mbarrier makes them visible) */
+    return oxt_bin(L, OXI_MUL, OX_U64, r, oxt_u64(L, (uint64_t)staging_of(L, in).area));
+  }
   oxt_barrier(L); /* other warps may still read the previous call's area */
   /* copies run D - 1 calls ahead; with wgmma, the previous call's wgmmas may
      still read its area (dot_wg), so the ring has one area more than that */
   int D = L->wg ? S - 1 : S;
-  if (L->pipe[in->id].bars) {
-    /* wrong guesses may still be landing: the D - 1 stages from r, if any were issued */
-    oxi_block *drained;
-    oxt_begin_if(L, get[0], &drained);
-    tma_drain(L, in, r, D - 1, S);
-    oxt_end_if(L, drained);
-    oxi_block *one = begin_thread0(L);
-    for (int j = 0; j < D - 1; j++) /* this call's operands and the next D - 2 calls' */
-      tma_prefetch(L, in, c, r, j, m, S);
-    oxt_end_if(L, one);
-    oxt_end_if(L, join);
-    tma_wait(L, in, r); /* this call's operands have landed (the mbarrier makes them visible) */
-    oxt_barrier(L);     /* and every warp is done with the area of the call D calls back */
-    return oxt_bin(L, OXI_MUL, OX_U64, r, oxt_u64(L, (uint64_t)staging_of(L, in).area));
-  }
   oxi_instr *w0 = oxt_emit(L, OXI_CP_WAIT, OXI_VOID); /* wrong guesses may still be landing */
   w0->imm = 0;
   for (int j = 0; j < D - 1; j++) /* this call's operands and the next D - 2 calls' */
@@ -479,13 +527,12 @@ static oxi_instr *dot_pipeline(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, i
  * every warp passes only when done with the area of the call D calls back):
  * the copies for the call D - 1 ahead, into that area, and the guess of the
  * next call. dot_tc makes it right after dot_pipeline; dot_wg after issuing
- * its wgmmas, so that the tensor cores start sooner. */
+ * its wgmmas, so that the tensor cores start sooner. With TMA, dot_wg has
+ * waited for the previous call's wgmmas: every warp releases its stage. */
 static void pipeline_advance(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, int slot, int S, const pipe_state *ps) {
   oxi_instr *const *c = ps->c;
   if (L->pipe[in->id].bars) {
-    oxi_block *one = begin_thread0(L);
-    tma_prefetch(L, in, c, ps->r, S - 2, m, S);
-    oxt_end_if(L, one);
+    tma_release(L, in, stage_at(L, ps->r, S - 1, S), ps->earlier);
   } else {
     prefetch(L, in, c, ps->r, L->wg ? S - 2 : S - 1, m, S);
   }

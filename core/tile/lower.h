@@ -48,7 +48,9 @@ typedef struct oxt_lowerer {
   struct {
     int slot, stages;  /* its first slot (OXT_PIPE_SLOTS of them), and its staging areas (2 to
                           4); 0: not pipelined */
-    int bars;          /* with TMA (wgmma): the shared array of its mbarriers + 1, one a stage */
+    int bars;          /* with TMA (wgmma): the shared array of its mbarriers + 1, two a stage:
+                          [s] completes when stage s's copies land ("full"), [S + s] when every
+                          warp is done reading it ("empty") */
     int map[2];        /* ... and the tensor map parameters of A and of B's staged tile */
   } *pipe;             /* old value id of a dot -> its pipeline (dot_pipeline) */
   bool pipelined;      /* some dot is: copies may be in flight at a return */
@@ -179,9 +181,9 @@ void oxt_lower_atomic(oxt_lowerer *L, const oxi_instr *in);
 /* ------------------------------------------ dot.c: dot on CUDA */
 
 /* A pipeline's slots: copies in flight, the next call's 4 tile coordinates as
- * guessed, this call's ring area, and (TMA) the parity of each stage's
- * mbarrier's next phase, a bit a stage. */
-#define OXT_PIPE_SLOTS 7
+ * guessed, this call's ring area, and (TMA) the parity of the next phase of
+ * each stage's full mbarrier, then of its empty one, a bit a stage. */
+#define OXT_PIPE_SLOTS 8
 void oxt_pipelines_begin(oxt_lowerer *L);
 void oxt_pipelines_end(oxt_lowerer *L);
 
