@@ -8,7 +8,7 @@ their tiles chosen by the runtime from candidates (Kernel.set_candidates, the
 first launch measures them), not by hand; the choice is printed. Every
 result is checked against the peer's before it is timed.
 
-  python3 bench/matmul.py [--quick]
+  python3 bench/matmul.py [--quick] [--bf16 | --fp8]   (--bf16/--fp8: only those)
 
 TFLOP/s = 2 M N K / median time. Writes $OUT/matmul.json (else bench/matmul.json)."""
 import json, os, sys
@@ -168,8 +168,10 @@ def main():
     except Exception as e:
         print(f"triton: {e}")
         tri = None
-    bench_bf16(oxide.compile(MATMUL, "cuda", filename="matmul_bf16.oxk"), tri)
-    bench_fp8(oxide.compile_file(os.path.join(ROOT, "examples", "tile_matmul_fp8.oxk"), "cuda"))
+    if "--fp8" not in sys.argv:
+        bench_bf16(oxide.compile(MATMUL, "cuda", filename="matmul_bf16.oxk"), tri)
+    if "--bf16" not in sys.argv:
+        bench_fp8(oxide.compile_file(os.path.join(ROOT, "examples", "tile_matmul_fp8.oxk"), "cuda"))
     out = os.path.join(os.environ.get("OUT") or os.path.join(ROOT, "bench"), "matmul.json")
     with open(out, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
