@@ -1,6 +1,7 @@
 /* target_cuda.c - the CUDA side of code generation: PTX special registers,
- * barriers and warp intrinsics, shared memory in address space 3, and the
- * kernel entry with its hidden error-record and tag parameters. */
+ * barriers and warp intrinsics, shared memory in address space 3, the
+ * kernel entry with its hidden error-record and tag parameters, and, after
+ * optimization, the shape ptxas needs to keep wgmma groups in flight. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
