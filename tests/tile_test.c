@@ -161,6 +161,21 @@ static const char *SRC =
     "    }\n"
     "    ct.store(transpose(acc as bf16));\n"
     "}\n"
+    /* the K tiles from the middle, wrapping to 0: the prefetches guess right,
+     * then wrong once with copies in flight (the pipeline's ring drains and
+     * releases its stages, refills, and runs on), then right again */
+    "#[tile]\n"
+    "fn mm_wrap<const BM: i32, const BN: i32>(c: &mut Tensor<f32, [BM, BN]>, a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>) {\n"
+    "    let pa = a.partition([BM, 64]);\n"
+    "    let pb = b.partition([64, BN]);\n"
+    "    let nk = (a.dim(1) + 63) / 64;\n"
+    "    let mut acc = full([BM, BN], 0.0f32);\n"
+    "    for i in 0..nk {\n"
+    "        let k = (i + nk / 2) % nk;\n"
+    "        acc = mma(pa.load([tile_id(0), k]), pb.load([k, tile_id(1)]), acc);\n"
+    "    }\n"
+    "    c.store(acc);\n"
+    "}\n"
     /* `let mut` tiles in a scalar loop, no dot (the `if` comes last: a tile
      * value such as t defined before an `if` and used after it or inside it,
      * or defined before a loop and used in it, is not compiled yet) */
@@ -1150,7 +1165,7 @@ int main(int argc, char **argv) {
   ox_kernel add = NULL, scale = NULL, two = NULL, rms = NULL, ln = NULL, colmax = NULL, far = NULL;
   ox_kernel tr = NULL, shapes = NULL;
   ox_kernel mm_bf16 = NULL, mm_f16 = NULL, mm_f32 = NULL, mm_tf32 = NULL, mm_epi = NULL, mm_rowsum = NULL, shiftsum = NULL, dot1 = NULL;
-  ox_kernel mm_two = NULL, mm_rev = NULL, splitk = NULL, hist = NULL, mm_wg = NULL, mm_wg16 = NULL;
+  ox_kernel mm_two = NULL, mm_rev = NULL, splitk = NULL, hist = NULL, mm_wg = NULL, mm_wg16 = NULL, mm_wrap = NULL;
   if (m) {
     CHECK_OK(ox_module_get_kernel(m, "mm_wg", &mm_wg));
     CHECK_OK(ox_module_get_kernel(m, "mm_wg16", &mm_wg16));
@@ -1158,6 +1173,7 @@ int main(int argc, char **argv) {
     CHECK_OK(ox_module_get_kernel(m, "hist", &hist));
     CHECK_OK(ox_module_get_kernel(m, "mm_two", &mm_two));
     CHECK_OK(ox_module_get_kernel(m, "mm_rev", &mm_rev));
+    CHECK_OK(ox_module_get_kernel(m, "mm_wrap", &mm_wrap));
     CHECK_OK(ox_module_get_kernel(m, "mm_bf16", &mm_bf16));
     CHECK_OK(ox_module_get_kernel(m, "mm_f16", &mm_f16));
     CHECK_OK(ox_module_get_kernel(m, "mm_f32", &mm_f32));
@@ -1212,6 +1228,12 @@ int main(int argc, char **argv) {
     test_matmul(mm_wg, OX_BF16, tiles[2], "mm_wg", big, 2);
     test_matmul(mm_wg16, OX_F16, tiles[3], "mm_wg16", mm_cases, nmm);
     test_matmul(mm_wg16, OX_F16, tiles[0], "mm_wg16", big, 2);
+  }
+  if (mm_wrap) { /* 16 and 6 K tiles: one wrong guess each, after right ones (TMA on sm_90) */
+    static const mm_case wrap[] = {{300, 520, 1000, ALIGNED}, {130, 260, 333, ALIGNED}, {130, 260, 333, UNALIGNED}};
+    static const int64_t tiles[][2] = {{128, 256}, {64, 64}};
+    for (int i = 0; i < 2; i++)
+      test_matmul(mm_wrap, OX_BF16, tiles[i], "mm_wrap", wrap, 3);
   }
   if (mm_f16) /* dot on tensor cores on CUDA (mma.sync: 4 warps of 32 x 32; wgmma on sm_90, A's rows
                  32-byte swizzled); `acc += dot` adds in the blocked layout */
