@@ -151,6 +151,14 @@ bool oxs_type_constant(const char *name, oxi_type *t, uint64_t *imm, double *fim
 /* Emits into the current block (opening a new one after a terminator). */
 oxi_instr *oxs_emit(sema *S, oxi_op op, oxi_type t);
 oxi_instr *oxs_const_int(sema *S, oxi_type t, uint64_t v);
+oxi_instr *oxs_cast_to(sema *S, oxi_instr *v, oxi_type t); /* v converted to t (no-op if it is t) */
+/* A unary / binary operation `op` (`sub`: its kind) of type t; an elementwise one takes its
+ * operands' tile shape. */
+oxi_instr *oxs_op1(sema *S, oxi_op op, int sub, oxi_type t, oxi_instr *a);
+oxi_instr *oxs_op2(sema *S, oxi_op op, int sub, oxi_type t, oxi_instr *a, oxi_instr *b);
+/* Checks device function fn's body, inlined at `call` with its parameters
+ * bound to argb; its value (none for a unit function). */
+val oxs_inline_body(sema *S, const oxf_fn *fn, binding **argb, oxb_loc call);
 binding *oxs_bind(sema *S, bkind kind, const char *name, oxb_loc loc);
 binding *oxs_lookup(sema *S, const char *name); /* the visible binding of `name`, or NULL */
 const char *oxs_vdesc(sema *S, val v);
