@@ -8,8 +8,7 @@
 set -u
 cd "$(dirname "$0")/.."
 source tools/gpu_setup.sh
-site=$(mktemp -d /tmp/oxide-prof.XXXXXX)
-python3 -m pip install -q --no-index --no-deps --target "$site" dist/oxide_kernels-*.whl
+site=$(wheel_site prof) || exit 1
 root=$PWD
 sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis
   --section WarpStateStats --section LaunchStats --section Occupancy"

@@ -14,8 +14,7 @@ status=0
   tail -8
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 # the wheel installed into a folder the system python (torch, pytest) imports from
-site=$(mktemp -d /tmp/oxide-quick.XXXXXX)
-python3 -m pip install -q --no-index --no-deps --target "$site" dist/oxide_kernels-*.whl
+site=$(wheel_site quick) || exit 1
 (cd "$site" && PYTHONPATH="$site" OXIDE_TEST_GPU=1 python3 -m pytest -q -p no:cacheprovider \
   /work/main/tests/python -k "test_torch or test_streams or cuda or gpu" 2>&1 | tail -4)
 [ "${PIPESTATUS[0]}" = 0 ] || status=1

@@ -9,3 +9,12 @@ python3 -m zipfile -e dist/oxide_kernels-*.whl wheel-x >/dev/null || exit 1
 cp wheel-x/oxide/liboxide.so build-gpu/liboxide.so.0.1.0
 mkdir -p build-gpu/lib && cp wheel-x/oxide_kernels.libs/* build-gpu/lib/ 2>/dev/null
 export LD_LIBRARY_PATH="$PWD/build-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+# The wheel installed into a new folder that the system python (torch,
+# pytest) imports from through PYTHONPATH: prints the folder.
+wheel_site() {
+  local site
+  site=$(mktemp -d "/tmp/oxide-$1.XXXXXX") &&
+    python3 -m pip install -q --no-index --no-deps --target "$site" dist/oxide_kernels-*.whl &&
+    echo "$site"
+}

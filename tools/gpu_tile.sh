@@ -11,8 +11,7 @@ status=0
 (cd build-gpu && ctest -R 'tile_test_gpu|fp8_test_gpu|tune_test_gpu|example_tile_.*_gpu|ptx_test' --output-on-failure) 2>&1 | tail -20
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 # the Python tile tests (attention against torch's SDPA among them) from the installed wheel
-site=$(mktemp -d /tmp/oxide-tile.XXXXXX)
-python3 -m pip install -q --no-index --no-deps --target "$site" dist/oxide_kernels-*.whl
+site=$(wheel_site tile) || exit 1
 root=$PWD
 (cd "$site" && PYTHONPATH="$site" OXIDE_TEST_GPU=1 python3 -m pytest -q -p no:cacheprovider \
   "$root/tests/python/test_tile.py" "$root/tests/python/test_torch.py" -k "tile or attention or fp8 or candidates" 2>&1 | tail -4)
