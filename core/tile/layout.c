@@ -22,9 +22,16 @@ oxt_layout oxt_layout_of(const oxt_lowerer *L, const oxi_tshape *s) {
  * (L->wg), an [M, N] tile of 16 rows a warp has warp tiles of 16 x N: the
  * accumulator of wgmma.m64nNk16, whose warp w of a warpgroup holds rows
  * 16w..16w+15 of the group's 64 in the m16n8 register order of mma.sync. */
-bool oxt_mma_layout_of(const oxt_lowerer *L, const oxi_tshape *s, oxt_mma_layout *o) {
-  if (!L->cuda || s->rank != 2 || L->T < 32)
+bool oxt_mma_layout_of(const oxt_lowerer *L, const oxi_tshape *shape, oxt_mma_layout *o) {
+  if (!L->cuda || shape->rank < 2 || L->T < 32)
     return false;
+  for (int d = 0; d < shape->rank - 2; d++)
+    if (shape->dims[d] != 1)
+      return false;
+  /* leading dims of 1 (an output tile [1, 1, M, N] of a batch and a head): the same elements and
+     row-major positions as [M, N] */
+  oxi_tshape two = {.rank = 2, .dims = {shape->dims[shape->rank - 2], shape->dims[shape->rank - 1]}};
+  const oxi_tshape *s = &two;
   int W = L->T / 32;
   if (L->wg && s->dims[0] == 16 * W && s->dims[1] % 8 == 0 && s->dims[1] <= 2 * OXI_VF32_MAX) {
     o->WM = W, o->WN = 1, o->wm = 16, o->wn = s->dims[1];
@@ -135,7 +142,7 @@ oxi_instr *oxt_position_parts(oxt_lowerer *L, const oxi_tshape *shape, bool mma,
                    oxt_bin(L, OXI_SHR, OX_U64, oxt_bin(L, OXI_AND, OX_U64, L->t, oxt_u64(L, 31)), oxt_u64(L, 2)));
   }
   if (mma && oxt_mma_layout_of(L, shape, &ml)) {
-    int lgN = oxt_log2i(shape->dims[1]);
+    int lgN = oxt_log2i(shape->dims[shape->rank - 1]);
     oxi_instr *warp = oxt_bin(L, OXI_SHR, OX_U64, L->t, oxt_u64(L, 5));
     oxi_instr *lane = oxt_bin(L, OXI_AND, OX_U64, L->t, oxt_u64(L, 31));
     oxi_instr *row0 = oxt_bin(L, OXI_ADD, OX_U64,

@@ -141,9 +141,10 @@ static void choose_layouts(oxt_lowerer *L) {
           L->splat[in->id] = 1;
         if (in->op == OXI_VAR_SET && in->ops[0]->tshape && oxt_is_mma(L, in->ops[0]) && !L->slot_mma[in->index])
           L->slot_mma[in->index] = changed = true;
-        if (in->id < 0 || L->mma[in->id])
+        if (in->id < 0)
           continue;
-        bool mma = false;
+        bool mma = L->mma[in->id];
+        oxt_mma_layout ml;
         if (in->op == OXI_T_DOT)
           mma = L->cuda && oxt_dot_on_tensor_cores(L, in);
         else if (in->op == OXI_VAR_GET && in->tshape)
@@ -153,7 +154,10 @@ static void choose_layouts(oxt_lowerer *L) {
             mma |= in->ops[i]->tshape && oxt_is_mma(L, in->ops[i]);
         else if (in->op == OXI_T_REDUCE || in->op == OXI_T_BROADCAST)
           mma = along_rows(L, in);
-        if (mma)
+        else if (in->op == OXI_T_RESHAPE && oxt_is_mma(L, in->ops[0])) /* adding or dropping leading 1s */
+          mma = oxt_mma_layout_of(L, in->tshape, &ml) && oxt_mma_layout_of(L, in->ops[0]->tshape, &ml) &&
+                in->tshape->dims[in->tshape->rank - 1] == in->ops[0]->tshape->dims[in->ops[0]->tshape->rank - 1];
+        if (mma && !L->mma[in->id])
           L->mma[in->id] = changed = true;
         /* operands that cost nothing to make in the mma layout (iota, and
            elementwise ops of them and splats: a causal mask's coordinates)

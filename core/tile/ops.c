@@ -202,6 +202,10 @@ void oxt_lower_broadcast(oxt_lowerer *L, const oxi_instr *in) {
 void oxt_lower_move(oxt_lowerer *L, const oxi_instr *in) {
   if (L->direct[in->id])
     return; /* staged by the dot that uses it from what is beneath it (choose_direct_loads) */
+  if (L->mma[in->id]) { /* leading 1s added or dropped: the same elements in the same threads */
+    L->tval[in->id] = oxt_held(L, in->ops[0]);
+    return;
+  }
   const oxi_tshape *src = in->ops[0]->tshape, *dst = in->tshape;
   oxt_layout ys = oxt_layout_of(L, src), yd = oxt_layout_of(L, dst);
   if (in->op == OXI_T_RESHAPE && ys.VEC == yd.VEC && ys.J == yd.J && ys.guard == yd.guard) {
