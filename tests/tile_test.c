@@ -176,6 +176,22 @@ static const char *SRC =
     "    }\n"
     "    c.store(acc);\n"
     "}\n"
+    /* the same walk with A negated (in registers, staged by the threads): on
+     * sm_90 B alone is a TMA load, through a ring of its own whose next tile
+     * is copied ahead; the guesses go right, wrong once at the wrap, right */
+    "#[tile]\n"
+    "fn mm_tl<const BM: i32, const BN: i32>(c: &mut Tensor<f32, [BM, BN]>, a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>) {\n"
+    "    let pa = a.partition([BM, 64]);\n"
+    "    let pb = b.partition([64, BN]);\n"
+    "    let nk = (a.dim(1) + 63) / 64;\n"
+    "    let mut acc = full([BM, BN], 0.0f32);\n"
+    "    for i in 0..nk {\n"
+    "        let k = (i + nk / 2) % nk;\n"
+    "        let bt = pb.load([k, tile_id(1)]);\n"
+    "        acc = mma(-pa.load([tile_id(0), k]), bt, acc);\n"
+    "    }\n"
+    "    c.store(-acc);\n"
+    "}\n"
     /* `let mut` tiles in a scalar loop, no dot (the `if` comes last: a tile
      * value such as t defined before an `if` and used after it or inside it,
      * or defined before a loop and used in it, is not compiled yet) */
@@ -1166,6 +1182,7 @@ int main(int argc, char **argv) {
   ox_kernel tr = NULL, shapes = NULL;
   ox_kernel mm_bf16 = NULL, mm_f16 = NULL, mm_f32 = NULL, mm_tf32 = NULL, mm_epi = NULL, mm_rowsum = NULL, shiftsum = NULL, dot1 = NULL;
   ox_kernel mm_two = NULL, mm_rev = NULL, splitk = NULL, hist = NULL, mm_wg = NULL, mm_wg16 = NULL, mm_wrap = NULL;
+  ox_kernel mm_tl = NULL;
   if (m) {
     CHECK_OK(ox_module_get_kernel(m, "mm_wg", &mm_wg));
     CHECK_OK(ox_module_get_kernel(m, "mm_wg16", &mm_wg16));
@@ -1174,6 +1191,7 @@ int main(int argc, char **argv) {
     CHECK_OK(ox_module_get_kernel(m, "mm_two", &mm_two));
     CHECK_OK(ox_module_get_kernel(m, "mm_rev", &mm_rev));
     CHECK_OK(ox_module_get_kernel(m, "mm_wrap", &mm_wrap));
+    CHECK_OK(ox_module_get_kernel(m, "mm_tl", &mm_tl));
     CHECK_OK(ox_module_get_kernel(m, "mm_bf16", &mm_bf16));
     CHECK_OK(ox_module_get_kernel(m, "mm_f16", &mm_f16));
     CHECK_OK(ox_module_get_kernel(m, "mm_f32", &mm_f32));
@@ -1234,6 +1252,8 @@ int main(int argc, char **argv) {
     static const int64_t tiles[][2] = {{128, 256}, {64, 64}};
     for (int i = 0; i < 2; i++)
       test_matmul(mm_wrap, OX_BF16, tiles[i], "mm_wrap", wrap, 3);
+    for (int i = 0; mm_tl && i < 2; i++)
+      test_matmul(mm_tl, OX_BF16, tiles[i], "mm_tl", wrap, 3);
   }
   if (mm_f16) /* dot on tensor cores on CUDA (mma.sync: 4 warps of 32 x 32; wgmma on sm_90, A's rows
                  32-byte swizzled); `acc += dot` adds in the blocked layout */

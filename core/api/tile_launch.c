@@ -238,8 +238,10 @@ static ox_status check_args(const oxi_kernel *ki, const oxr_stream *s, const ox_
   return oxa_check_overlap(ki, tens, nargs);
 }
 
-/* The tensor map of a TMA copy (param p, OXI_P_TMAP) of tensor t: its rank-2
- * view, p's box and swizzle; zero-filled beyond the edges. */
+/* The tensor map of a TMA copy (param p, OXI_P_TMAP) of tensor t: its dims
+ * innermost first, p's box and swizzle; zero-filled beyond the edges. The
+ * launch fact contiguous16 (the last dim's stride 1, the others multiples of
+ * 16 bytes, the start 16-byte aligned) is what a map needs. */
 static ox_status encode_map(const char *kernel, const oxi_param *p, const oxr_tensor *t, CUtensorMap *map) {
   memset(map, 0, sizeof *map);
   if (t->numel == 0)
@@ -250,16 +252,28 @@ static ox_status encode_map(const char *kernel, const oxi_param *p, const oxr_te
   size_t es = ox_dtype_size(t->dtype);
   int dtype = es == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
               : t->dtype == OX_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  unsigned long long dims[2] = {(unsigned long long)t->shape[1], (unsigned long long)t->shape[0]};
-  unsigned long long strides[1] = {(unsigned long long)t->strides[0] * es};
-  if (t->shape[0] <= 1) /* one row: any stride reads the same; a tensor map wants one past the row */
-    strides[0] = ((unsigned long long)t->shape[1] * es + 15) / 16 * 16;
-  unsigned box[2] = {(unsigned)p->dims[0], (unsigned)p->dims[1]}, one[2] = {1, 1};
+  int r = p->rank;
+  assert(r >= 2 && r <= 5 && t->ndim == r);
+  unsigned long long dims[5], strides[4];
+  unsigned box[5], one[5];
+  unsigned long long extent = (unsigned long long)t->shape[r - 1] * es; /* bytes of the dims inside */
+  for (int i = 0; i < r; i++) {
+    int d = r - 1 - i;
+    dims[i] = (unsigned long long)t->shape[d];
+    box[i] = (unsigned)p->dims[i];
+    one[i] = 1;
+    if (i) {
+      /* a dim of 1 is read at 0 only, whatever its stride (a view may give any); a map wants one
+         past the dims inside, a multiple of 16 */
+      strides[i - 1] = t->shape[d] <= 1 ? (extent + 15) / 16 * 16 : (unsigned long long)t->strides[d] * es;
+      extent = strides[i - 1] * (unsigned long long)t->shape[d];
+    }
+  }
   int swizzle = p->swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
                 : p->swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B;
-  CUresult r = oxr_cu.cuTensorMapEncodeTiled(map, dtype, 2, t->data, dims, strides, box, one, 0, swizzle,
-                                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, 0);
-  return r ? oxr_cuda_error(r, "cuTensorMapEncodeTiled") : OX_OK;
+  CUresult res = oxr_cu.cuTensorMapEncodeTiled(map, dtype, (unsigned)r, t->data, dims, strides, box, one, 0,
+                                               swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, 0);
+  return res ? oxr_cuda_error(res, "cuTensorMapEncodeTiled") : OX_OK;
 }
 
 /* A launch with generics `over` (a candidate's, or NULL) on top of the

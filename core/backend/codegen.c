@@ -785,7 +785,8 @@ static LLVMValueRef vf32_asm(cg_t *C, const char *text, LLVMValueRef acc, LLVMVa
 /* An inline PTX statement with 32-bit ("r") and 64-bit ("l") operands that
  * must stay where it is ("memory"). */
 static void ptx_ops(cg_t *C, const char *text, LLVMValueRef *ops, int n) {
-  LLVMTypeRef types[6];
+  LLVMTypeRef types[8];
+  assert(n <= 8);
   char cons[64] = "";
   for (int i = 0; i < n; i++) {
     types[i] = LLVMTypeOf(ops[i]);
@@ -827,12 +828,19 @@ static void tma(cg_t *C, const oxi_instr *in) {
                "@!p bra WAIT${:uid}; }", ops, 2);
     break;
   }
-  default: {
-    LLVMValueRef map = LLVMBuildPtrToInt(C->b, C->ptrs[in->index], i64t(C), "");
-    LLVMValueRef ops[5] = {to32(C, val(C, in->ops[0])), map, to32(C, val(C, in->ops[2])),
-                           to32(C, val(C, in->ops[3])), bar};
-    ptx_ops(C, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-               "[$0], [$1, {$2, $3}], [$4];", ops, 5);
+  default: { /* [dst], [map, {coordinates, innermost first}], [mbarrier] */
+    int n = in->nops - 2;
+    LLVMValueRef ops[8] = {to32(C, val(C, in->ops[0])), LLVMBuildPtrToInt(C->b, C->ptrs[in->index], i64t(C), "")};
+    char text[200];
+    int at = snprintf(text, sizeof text, "cp.async.bulk.tensor.%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                                         "[$0], [$1, {", n);
+    for (int i = 0; i < n; i++) {
+      ops[2 + i] = to32(C, val(C, in->ops[2 + i]));
+      at += snprintf(text + at, sizeof text - (size_t)at, "%s$%d", i ? ", " : "", 2 + i);
+    }
+    ops[2 + n] = bar;
+    snprintf(text + at, sizeof text - (size_t)at, "}], [$%d];", 2 + n);
+    ptx_ops(C, text, ops, 3 + n);
     break;
   }
   }

@@ -723,9 +723,13 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
     break;
   case OXI_TMA_LOAD: {
     const oxi_param *p = in->index >= 0 && in->index < k->params.len ? k->params.items[in->index] : NULL;
-    if (!p || p->kind != OXI_P_TMAP || in->nops != 4 || t0 != OX_U64 || t1 != OX_U64 ||
-        in->ops[2]->type != OX_U64 || in->ops[3]->type != OX_U64 || in->type != OXI_VOID || !in->imm)
-      fail(V, b, in, "tma load: a tensor map parameter, u64 destination, mbarrier and two coordinates");
+    bool ok = p && p->kind == OXI_P_TMAP && p->rank >= 2 && p->rank <= 5 && in->nops == 2 + p->rank &&
+              t0 == OX_U64 && t1 == OX_U64 && in->type == OXI_VOID && in->imm;
+    for (int i = 2; ok && i < in->nops; i++)
+      ok = in->ops[i]->type == OX_U64;
+    if (!ok)
+      fail(V, b, in, "tma load: a tensor map parameter (rank 2 to 5), u64 destination, mbarrier and a u64 "
+                     "coordinate a dim");
     break;
   }
   case OXI_T_ATOMIC_ADD: {

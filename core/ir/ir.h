@@ -121,9 +121,10 @@ typedef enum oxi_op {
                       wgmma makes ptxas serialize the wgmmas */
   OXI_MBAR_WAIT,   /* waits until the phase of parity ops1 (u64, 0 or 1) of mbarrier ops0 has
                       completed */
-  OXI_TMA_LOAD,    /* cp.async.bulk.tensor.2d: the box of tensor map parameter `index` at element
-                      coordinates (ops2 inner, ops3 outer; u64, taken as 32-bit) to shared address
-                      ops0, completing `imm` bytes on mbarrier ops1; out-of-bounds elements are 0 */
+  OXI_TMA_LOAD,    /* cp.async.bulk.tensor.Nd: the box of tensor map parameter `index` (rank N) at
+                      element coordinates ops2.. (N of them, innermost first; u64, taken as 32-bit)
+                      to shared address ops0, completing `imm` bytes on mbarrier ops1;
+                      out-of-bounds elements are 0 */
   OXI_BR,      /* to target[0] */
   OXI_CONDBR,  /* ops0 ? target[0] : target[1] */
   OXI_RET,
@@ -163,7 +164,7 @@ struct oxi_instr {
   int sub;
   oxi_type type; /* result type; OXI_VOID if none */
   int id;        /* value number, for printing; -1 if no value */
-  oxi_instr *ops[4];
+  oxi_instr *ops[6]; /* six: a TMA copy of a 4-D box (a destination, an mbarrier, four coordinates) */
   int nops;
   oxi_mem mem;
   int index;            /* parameter or slot index */
@@ -222,8 +223,9 @@ typedef struct oxi_param {
    * multiple of 16 bytes, its last dim has stride 1 and every other stride is
    * a multiple of 16 bytes, so rows can be moved in 16-byte pieces. */
   bool contiguous16;
-  /* OXI_P_TMAP: the rank-2 tensor parameter it describes, its box (dims[0]
-   * inner, dims[1] outer, rank 2) and its swizzle in bytes (32, 64, 128). */
+  /* OXI_P_TMAP: the tensor parameter it describes (of the same rank, 2 to
+   * 5), its box (dims[0] innermost, then outward) and its swizzle in bytes
+   * (32, 64, 128). */
   int src, swizzle;
 } oxi_param;
 

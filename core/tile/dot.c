@@ -7,11 +7,6 @@
 
 #include "tile/lower.h"
 
-/* The swizzle width (bytes) of a wgmma operand tile whose rows (along the
- * contiguous dim) have `row` bytes: 128, or a row's bytes if less (32 or 64:
- * K tiles of 16 or 32 16-bit elements for A). */
-static int64_t swizzle_bytes(int64_t row) { return row >= 128 ? 128 : row; }
-
 /* Where element (r, c) of an [R, C] operand tile of `es`-byte elements (2,
  * or 1 for fp8) is staged for wgmma, with swizzle width w (swizzle_bytes):
  * C / (w/es) panels of R rows of w bytes, each 8 rows an atom (8w bytes) in
@@ -20,7 +15,7 @@ static int64_t swizzle_bytes(int64_t row) { return row >= 128 ? 128 : row; }
  * `c` is a multiple of 16/es, a piece's elements. In elements from the
  * operand's start. */
 static oxi_instr *swizzled(oxt_lowerer *L, oxi_instr *r, oxi_instr *c, int64_t R, int64_t C, int64_t es) {
-  int64_t w = swizzle_bytes(C * es), E = w / es, pieces = w / 16, epp = 16 / es;
+  int64_t w = oxt_swizzle_bytes(C * es), E = w / es, pieces = w / 16, epp = 16 / es;
   oxi_instr *panel = oxt_bin(L, OXI_MUL, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, c, oxt_u64(L, (uint64_t)oxt_log2i(E))),
                          oxt_u64(L, (uint64_t)(R * E)));
   oxi_instr *flip = oxt_bin(L, OXI_AND, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, r, oxt_u64(L, (uint64_t)oxt_log2i(128 / w))),
@@ -230,27 +225,8 @@ static void prefetch(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, o
   oxt_emit(L, OXI_CP_COMMIT, OXI_VOID);
 }
 
-/* ---- TMA (sm_90): a pipelined wgmma dot's copies as tensor-map boxes,
- * issued by one thread and completing on one mbarrier a stage. An operand
- * tile [R, C] (C contiguous) is staged as `swizzled` lays it out: C / E
- * panels of R rows of E elements (E a swizzle width's, at most 128 bytes),
- * which is exactly what a box of [R, E] with that swizzle writes; so one box
- * a panel. */
-
-/* The panels of an [R, C] operand tile of es-byte elements: E elements wide. */
-static int64_t panel_elems(int64_t C, int64_t es) { return swizzle_bytes(C * es) / es; }
-
-/* A tensor map parameter for the boxes of load `ld`'s [R, C] tiles. */
-static int tensor_map(oxt_lowerer *L, const oxi_instr *ld) {
-  int64_t es = (int64_t)ox_dtype_size((ox_dtype)ld->type), R = ld->tshape->dims[0], C = ld->tshape->dims[1];
-  oxi_param *p = oxb_alloc(L->m->arena, sizeof *p);
-  *p = (oxi_param){.name = "tensor_map", .kind = OXI_P_TMAP, .dtype = (ox_dtype)ld->type, .rank = 2,
-                   .src = ld->mem.index, .swizzle = (int)swizzle_bytes(C * es)};
-  p->dims[0] = panel_elems(C, es);
-  p->dims[1] = R;
-  oxb_vec_push(L->m->arena, &L->nk->params, p);
-  return L->nk->params.len - 1;
-}
+/* ---- TMA (sm_90, tma.c): a pipelined wgmma dot's copies as tensor-map
+ * boxes, issued by one thread and completing on one mbarrier a stage. */
 
 /* Whether pipelined wgmma dot `in` copies with TMA, and if so its tensor maps
  * and mbarriers: both staged tiles are loads of rank-2 tensors (boxes are
@@ -267,8 +243,8 @@ static void choose_tma(oxt_lowerer *L, const oxi_instr *in) {
     if (p->rank != 2 || ld->tshape->rank != 2 || (es != 1 && es != 2))
       return;
   }
-  L->pipe[in->id].map[0] = tensor_map(L, la);
-  L->pipe[in->id].map[1] = tensor_map(L, lb);
+  L->pipe[in->id].map[0] = oxt_tensor_map(L, la);
+  L->pipe[in->id].map[1] = oxt_tensor_map(L, lb);
   L->pipe[in->id].bars = oxt_shared_array(L, OX_U64, 2 * L->pipe[in->id].stages).index + 1;
 }
 
@@ -276,76 +252,21 @@ static void choose_tma(oxt_lowerer *L, const oxi_instr *in) {
 static oxi_instr *bar_addr(oxt_lowerer *L, const oxi_instr *in, oxi_instr *stage, bool empty) {
   if (empty)
     stage = oxt_bin(L, OXI_ADD, OX_U64, stage, oxt_u64(L, (uint64_t)L->pipe[in->id].stages));
-  oxi_instr *a = oxt_emit(L, OXI_SHARED_ADDR, OX_U64);
-  a->mem = (oxi_mem){OXI_MEM_SHARED, L->pipe[in->id].bars - 1};
-  a->ops[0] = stage;
-  a->nops = 1;
-  return a;
-}
-
-/* Ring stage r + j of S. */
-static oxi_instr *stage_at(oxt_lowerer *L, oxi_instr *r, int j, int S) {
-  return oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, r, oxt_u64(L, (uint64_t)j)), oxt_u64(L, (uint64_t)S));
-}
-
-/* Waits for the phase of parity bit `stage` of slot `slot` of mbarrier
- * `bar`, then flips the bit. */
-static void phase_wait(oxt_lowerer *L, int slot, oxi_instr *bar, oxi_instr *stage) {
-  oxi_instr *bits = oxt_get_slot(L, slot);
-  oxi_instr *parity = oxt_bin(L, OXI_AND, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, bits, stage), oxt_u64(L, 1));
-  oxi_instr *w = oxt_emit(L, OXI_MBAR_WAIT, OXI_VOID);
-  w->ops[0] = bar;
-  w->ops[1] = parity;
-  w->nops = 2;
-  oxt_set_slot(L, slot, oxt_bin(L, OXI_XOR, OX_U64, bits, oxt_bin(L, OXI_SHL, OX_U64, oxt_u64(L, 1), stage)));
+  return oxt_mbar(L, L->pipe[in->id].bars, stage);
 }
 
 /* Waits for the phase of `stage`'s full mbarrier that its copies complete:
  * every thread keeps the parity bits, and every thread waits for every
  * phase, so they agree. */
 static void tma_wait(oxt_lowerer *L, const oxi_instr *in, oxi_instr *stage) {
-  phase_wait(L, L->pipe[in->id].slot + 6, bar_addr(L, in, stage, false), stage);
+  oxt_phase_wait(L, L->pipe[in->id].slot + 6, bar_addr(L, in, stage, false), stage);
 }
 
 /* Every warp is done reading `stage` (its wgmmas that read it have
- * completed), if `when`: one arrival a warp (its lane 0) on the stage's
- * empty mbarrier, whose phase the next copies into the stage wait for
- * (tma_prefetch). A predicated arrival, no branch: it follows wgmmas. */
+ * completed), if `when`: its empty mbarrier, whose phase the next copies
+ * into the stage wait for (tma_prefetch). */
 static void tma_release(oxt_lowerer *L, const oxi_instr *in, oxi_instr *stage, oxi_instr *when) {
-  oxi_instr *lane0 = oxt_bin(L, 100 + OXI_EQ, OX_U64, oxt_bin(L, OXI_AND, OX_U64, L->t, oxt_u64(L, 31)), oxt_u64(L, 0));
-  if (when)
-    lane0 = oxt_bin(L, OXI_AND, OX_BOOL, lane0, when);
-  oxi_instr *bar = bar_addr(L, in, stage, true);
-  oxi_instr *x = oxt_emit(L, OXI_MBAR_EXPECT, OXI_VOID); /* no bytes: a plain arrival */
-  x->ops[0] = bar;
-  x->ops[1] = lane0;
-  x->nops = 2;
-}
-
-/* The boxes of one operand tile [R, C] (tile coordinates cr, cc) into shared
- * array m at element `at`, on mbarrier `bar`. */
-static void tma_operand(oxt_lowerer *L, int map, const oxi_instr *ld, oxi_mem m, oxi_instr *at, oxi_instr *cr,
-                        oxi_instr *cc, oxi_instr *bar) {
-  int64_t es = (int64_t)ox_dtype_size((ox_dtype)ld->type), R = ld->tshape->dims[0], C = ld->tshape->dims[1];
-  int64_t E = panel_elems(C, es);
-  oxi_instr *row = oxt_bin(L, OXI_MUL, OX_U64, cr, oxt_u64(L, (uint64_t)R));
-  oxi_instr *col = oxt_bin(L, OXI_MUL, OX_U64, cc, oxt_u64(L, (uint64_t)C));
-  for (int64_t b = 0; b < C / E; b++) {
-    oxi_instr *off = oxt_bin(L, OXI_ADD, OX_U64, at, oxt_u64(L, (uint64_t)(b * R * E)));
-    oxi_instr *dst = oxt_emit(L, OXI_SHARED_ADDR, OX_U64);
-    dst->mem = m;
-    dst->ops[0] = off;
-    dst->nops = 1;
-    oxi_instr *inner = oxt_bin(L, OXI_ADD, OX_U64, col, oxt_u64(L, (uint64_t)(b * E)));
-    oxi_instr *t = oxt_emit(L, OXI_TMA_LOAD, OXI_VOID);
-    t->index = map;
-    t->imm = (uint64_t)(R * E * es);
-    t->ops[0] = dst;
-    t->ops[1] = bar;
-    t->ops[2] = inner;
-    t->ops[3] = row;
-    t->nops = 4;
-  }
+  oxt_mbar_release(L, bar_addr(L, in, stage, true), when);
 }
 
 /* prefetch with TMA, by the calling thread (one, the only one that keeps
@@ -356,19 +277,16 @@ static void tma_prefetch(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *
                          int S) {
   oxt_staging g = staging_of(L, in);
   int64_t es = (int64_t)ox_dtype_size((ox_dtype)in->ops[0]->type);
-  oxi_instr *stage = stage_at(L, r, ahead, S);
-  phase_wait(L, L->pipe[in->id].slot + 7, bar_addr(L, in, stage, true), stage);
+  oxi_instr *stage = oxt_ring_at(L, r, ahead, S);
+  oxt_phase_wait(L, L->pipe[in->id].slot + 7, bar_addr(L, in, stage, true), stage);
   oxi_instr *at = oxt_bin(L, OXI_MUL, OX_U64, stage, oxt_u64(L, (uint64_t)g.area));
   oxi_instr *nc[4];
   along_k(L, in, c, oxt_u64(L, (uint64_t)ahead), nc);
   oxi_instr *bar = bar_addr(L, in, stage, false);
-  oxi_instr *x = oxt_emit(L, OXI_MBAR_EXPECT, OXI_VOID);
-  x->ops[0] = bar;
-  x->nops = 1;
-  x->imm = (uint64_t)(g.area * es);
-  tma_operand(L, L->pipe[in->id].map[0], in->ops[0], m, at, nc[0], nc[1], bar);
-  tma_operand(L, L->pipe[in->id].map[1], staged_tile(L, in, 1), m, oxt_bin(L, OXI_ADD, OX_U64, at, oxt_u64(L, (uint64_t)g.bat)),
-              nc[2], nc[3], bar);
+  oxt_mbar_expect(L, bar, g.area * es);
+  oxt_tma_boxes(L, L->pipe[in->id].map[0], in->ops[0], m, at, nc, bar);
+  oxt_tma_boxes(L, L->pipe[in->id].map[1], staged_tile(L, in, 1), m,
+                oxt_bin(L, OXI_ADD, OX_U64, at, oxt_u64(L, (uint64_t)g.bat)), nc + 2, bar);
 }
 
 /* Waits for the copies of the `n` stages from ring area r on (the ones in
@@ -376,14 +294,7 @@ static void tma_prefetch(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *
  * again, and before the block exits. */
 static void tma_drain(oxt_lowerer *L, const oxi_instr *in, oxi_instr *r, int n, int S) {
   for (int j = 0; j < n; j++)
-    tma_wait(L, in, stage_at(L, r, j, S));
-}
-
-/* Thread 0 only: `body` runs inside `if (tid == 0)`. */
-static oxi_block *begin_thread0(oxt_lowerer *L) {
-  oxi_block *join;
-  oxt_begin_if(L, oxt_bin(L, 100 + OXI_EQ, OX_U64, L->t, oxt_u64(L, 0)), &join);
-  return join;
+    tma_wait(L, in, oxt_ring_at(L, r, j, S));
 }
 
 void oxt_pipelines_begin(oxt_lowerer *L) {
@@ -398,22 +309,14 @@ void oxt_pipelines_begin(oxt_lowerer *L) {
                    !s ? oxt_zero_bool(L) : oxt_u64(L, s == 7 ? (1ull << L->pipe[i].stages) - 1 : 0));
     tma |= L->pipe[i].bars != 0;
   }
-  if (!tma)
+  oxt_tloads_begin(L);
+  if (!tma && !L->tloads)
     return;
-  oxi_block *join = begin_thread0(L);
+  oxi_block *join = oxt_begin_thread0(L);
   for (int i = 0; i <= L->k->next_id; i++)
-    for (int s = 0; L->pipe[i].bars && s < 2 * L->pipe[i].stages; s++) {
-      oxi_instr *at = oxt_u64(L, (uint64_t)s);
-      oxi_instr *a = oxt_emit(L, OXI_SHARED_ADDR, OX_U64);
-      a->mem = (oxi_mem){OXI_MEM_SHARED, L->pipe[i].bars - 1};
-      a->ops[0] = at;
-      a->nops = 1;
-      oxi_instr *init = oxt_emit(L, OXI_MBAR_INIT, OXI_VOID);
-      init->ops[0] = a;
-      init->nops = 1;
-      /* full: the arming thread's arrival; empty: one a warp (tma_release) */
-      init->imm = s < L->pipe[i].stages ? 1 : (uint64_t)(L->T / 32);
-    }
+    if (L->pipe[i].bars)
+      oxt_mbar_inits(L, L->pipe[i].bars, L->pipe[i].stages);
+  oxt_tloads_init(L);
   oxi_instr *f = oxt_emit(L, OXI_FENCE_ASYNC, OXI_VOID);
   f->sub = 1; /* the inits, visible to the TMA unit */
   oxt_end_if(L, join);
@@ -436,6 +339,7 @@ void oxt_pipelines_end(oxt_lowerer *L) {
     tma_drain(L, in, oxt_get_slot(L, L->pipe[i].slot + 5), L->pipe[i].stages - 2, L->pipe[i].stages);
     oxt_end_if(L, join);
   }
+  oxt_tloads_end(L);
 }
 
 /* What dot_pipeline leaves for pipeline_advance: the call's tile coordinates
@@ -489,11 +393,11 @@ static oxi_instr *dot_pipeline(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, i
     oxi_block *drained;
     oxt_begin_if(L, get[0], &drained);
     for (int j = 0; j < S - 2; j++) {
-      tma_wait(L, in, stage_at(L, r, j, S));
-      tma_release(L, in, stage_at(L, r, j, S), NULL);
+      tma_wait(L, in, oxt_ring_at(L, r, j, S));
+      tma_release(L, in, oxt_ring_at(L, r, j, S), NULL);
     }
     oxt_end_if(L, drained);
-    oxi_block *one = begin_thread0(L);
+    oxi_block *one = oxt_begin_thread0(L);
     for (int j = 0; j < S - 1; j++) /* this call's operands and the next S - 2 calls' */
       tma_prefetch(L, in, c, r, j, m, S);
     oxt_end_if(L, one);
@@ -532,7 +436,7 @@ static oxi_instr *dot_pipeline(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, i
 static void pipeline_advance(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, int slot, int S, const pipe_state *ps) {
   oxi_instr *const *c = ps->c;
   if (L->pipe[in->id].bars) {
-    tma_release(L, in, stage_at(L, ps->r, S - 1, S), ps->earlier);
+    tma_release(L, in, oxt_ring_at(L, ps->r, S - 1, S), ps->earlier);
   } else {
     prefetch(L, in, c, ps->r, L->wg ? S - 2 : S - 1, m, S);
   }
@@ -623,11 +527,24 @@ void oxt_copy_early(oxt_lowerer *L, const oxi_instr *ld) {
  * copied there by cp.async if they are direct loads, through the ring of a
  * pipelined dot (dot_pipeline), else written from registers; then a barrier.
  * Sets *m to the shared array and returns the element offset of this call's
- * area in it. */
-static oxi_instr *stage_operands(oxt_lowerer *L, const oxi_instr *in, oxi_mem *m, pipe_state *ps) {
+ * area in it. An operand that a TMA load copied (tma.c) is waited for
+ * instead, its byte address in tl[i]; when every staged operand is, there is
+ * no area and no barrier (NULL). */
+static oxi_instr *stage_operands(oxt_lowerer *L, const oxi_instr *in, oxi_mem *m, pipe_state *ps, oxi_instr **tl) {
   oxt_staging g = staging_of(L, in);
   oxi_type t = in->ops[0]->type;
   int S = L->pipe[in->id].stages;
+  bool all = !S;
+  for (int i = a_in_registers(L, in); !S && i < 2; i++) {
+    const oxi_instr *x = staged_tile(L, in, i);
+    const oxi_instr *ld = L->direct[x->id] ? load_beneath(x) : NULL;
+    if (ld && L->tload[ld->id].stages)
+      tl[i] = oxt_tload_wait(L, ld);
+    else
+      all = false;
+  }
+  if (all)
+    return NULL;
   /* a pipelined dot has its own areas: prefetches stay in flight across other steps;
      so has one whose loads copy early (oxt_copy_early) */
   *m = S ? oxt_shared_array(L, t, S * g.area) : dot_area(L, in);
@@ -642,6 +559,8 @@ static oxi_instr *stage_operands(oxt_lowerer *L, const oxi_instr *in, oxi_mem *m
     const oxi_instr *x = staged_tile(L, in, i);
     int64_t pitch = i ? g.pb : g.pa, at = i ? g.bat : 0;
     const oxi_instr *ld = L->direct[x->id] ? load_beneath(x) : NULL;
+    if (tl[i])
+      continue;
     if (ld && L->dot_of[ld->id]) { /* copied where it is written (oxt_copy_early) */
       early = true;
       int d = L->commits - L->cp_at[ld->id];
@@ -702,7 +621,8 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
   bool pipelined = L->pipe[in->id].stages != 0, kmajor = L->kmajor[in->id];
   oxi_mem m;
   pipe_state ps;
-  oxi_instr *cur = stage_operands(L, in, &m, &ps);
+  oxi_instr *tl[2] = {NULL, NULL};
+  oxi_instr *cur = stage_operands(L, in, &m, &ps, tl);
   /* A in registers (a_in_registers): per step of 16 along K, the four pairs
      of a thread's elements of two 16 x 8 pieces, in the accumulator order
      (row l/4: columns 2(l%4), +1; row l/4 + 8: the same; then 8 columns on) */
@@ -734,17 +654,22 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
     acc = oxt_emit(L, OXI_CONST, oxi_vf32(n));
   acc = oxt_wg_sync(L, acc, 0, 0);
   /* byte addresses: A of this warpgroup (rows 64g..), B */
-  oxi_instr *base = oxt_emit(L, OXI_SHARED_ADDR, OX_U64);
-  base->mem = m;
-  base->ops[0] = cur;
-  base->nops = 1;
+  oxi_instr *base = NULL;
+  if (cur) {
+    base = oxt_emit(L, OXI_SHARED_ADDR, OX_U64);
+    base->mem = m;
+    base->ops[0] = cur;
+    base->nops = 1;
+  }
   oxi_type t = in->ops[0]->type;
   int64_t es = (int64_t)ox_dtype_size((ox_dtype)t);
   /* A's swizzle; K steps of 32 bytes (16 elements, or 32 of fp8: k32) a row */
-  int64_t wa = swizzle_bytes(K * es), steps = wa / 32;
+  int64_t wa = oxt_swizzle_bytes(K * es), steps = wa / 32;
   oxi_instr *group = oxt_bin(L, OXI_SHR, OX_U64, L->t, oxt_u64(L, 7));
-  oxi_instr *a0 = oxt_bin(L, OXI_ADD, OX_U64, base, oxt_bin(L, OXI_MUL, OX_U64, group, oxt_u64(L, (uint64_t)(64 * wa))));
-  oxi_instr *b0 = oxt_bin(L, OXI_ADD, OX_U64, base, oxt_u64(L, (uint64_t)(es * M * K)));
+  oxi_instr *a0 = frag ? NULL
+                      : oxt_bin(L, OXI_ADD, OX_U64, tl[0] ? tl[0] : base,
+                                oxt_bin(L, OXI_MUL, OX_U64, group, oxt_u64(L, (uint64_t)(64 * wa))));
+  oxi_instr *b0 = tl[1] ? tl[1] : oxt_bin(L, OXI_ADD, OX_U64, base, oxt_u64(L, (uint64_t)(es * M * K)));
   for (int64_t ks = 0; ks < K * es / 32; ks++) {
     /* A: panel ks / steps (M rows of wa bytes each), 32 bytes a step within it; B: 16 rows a step */
     int64_t aoff = ks / steps * M * wa + ks % steps * 32, boff = ks * 16 * 128;
@@ -769,8 +694,13 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
   if (pipelined)
     pipeline_advance(L, in, m, L->pipe[in->id].slot, L->pipe[in->id].stages, &ps);
   L->vacc[in->id] = acc;
-  if (!pipelined) { /* waited for: the elements are ready, and the scratch area free after a barrier */
-    oxt_barrier(L);
+  if (!pipelined) { /* waited for: the elements are ready, and the staging areas free (TMA loads': a
+                       release; the others' after a barrier) */
+    for (int i = 0; i < 2; i++)
+      if (tl[i])
+        oxt_tload_release(L, load_beneath(staged_tile(L, in, i)));
+    if (cur)
+      oxt_barrier(L);
     L->tval[in->id] = oxt_unpack_acc(L, acc);
   }
   L->nk->uses_sync = true;
@@ -799,7 +729,8 @@ static void dot_tc(oxt_lowerer *L, const oxi_instr *in) {
   int S = L->pipe[in->id].stages;
   oxi_mem m;
   pipe_state ps;
-  oxi_instr *cur = stage_operands(L, in, &m, &ps);
+  oxi_instr *tl[2] = {NULL, NULL};
+  oxi_instr *cur = stage_operands(L, in, &m, &ps, tl);
   if (S)
     pipeline_advance(L, in, m, L->pipe[in->id].slot, S, &ps);
   int tiles = (int)(ml.wm / 16 * (ml.wn / 8));
@@ -953,29 +884,6 @@ void oxt_lower_dot(oxt_lowerer *L, const oxi_instr *in) {
     dot_simple(L, in);
 }
 
-/* Whether block `b` of the tile kernel is in a loop: it reaches itself. */
-static bool in_loop(const oxi_kernel *k, const oxi_block *b) {
-  char *seen = calloc((size_t)k->blocks.len, 1);
-  int *stack = malloc(sizeof *stack * (size_t)k->blocks.len), n = 0;
-  bool found = false;
-  stack[n++] = b->id;
-  while (n && !found) {
-    const oxi_block *x = k->blocks.items[stack[--n]];
-    const oxi_instr *term = oxi_terminator(x);
-    for (int t = 0; term && t < 2 && !found; t++) {
-      const oxi_block *y = term->target[t];
-      if (!y || seen[y->id])
-        continue;
-      found = y == b;
-      seen[y->id] = 1;
-      stack[n++] = y->id;
-    }
-  }
-  free(seen);
-  free(stack);
-  return found;
-}
-
 /* Loads whose one use is a tensor-core dot, from a contiguous16 tensor with
  * rows of whole 16-byte pieces: the dot copies them itself (copy_async). A
  * dot in a loop with both operands copied so is pipelined (dot_pipeline): its
@@ -1027,7 +935,7 @@ void oxt_choose_direct_loads(oxt_lowerer *L) {
       const oxi_instr *lb = staged_tile(L, in, 1);
       bool loads = in->ops[0]->op == OXI_T_LOAD && lb->op == OXI_T_LOAD; /* a K loop's guess */
       if (loads && L->direct[in->ops[0]->id] && L->direct[lb->id] && (lb == in->ops[1] || L->direct[in->ops[1]->id]) &&
-          in_loop(k, b) &&
+          oxt_in_loop(k, b) &&
           S >= (L->wg ? 3 : 2)) {
         L->pipe[in->id].stages = S;
         L->pipelined = true;
@@ -1044,15 +952,17 @@ void oxt_choose_direct_loads(oxt_lowerer *L) {
   /* the loads of the other (wgmma) dots issue their copies where they are
      written, so that a copy is in flight while the code between it and its
      dot runs (a query tile copied once before a loop; a value tile copied at
-     the top of an attention's loop, while the scores' dot and softmax run).
-     Not beside a pipeline, whose waits count the copy groups in flight. */
+     the top of an attention's loop, while the scores' dot and softmax run):
+     with TMA where they can (tma.c: in a loop, a ring whose next tiles are
+     copied ahead), else with cp.async. Not beside a pipeline, whose waits
+     count the copy groups in flight. */
   for (int bi = 0; L->wg && !L->pipelined && bi < k->blocks.len; bi++) {
     const oxi_block *b = k->blocks.items[bi];
     for (int ii = 0; ii < b->instrs.len; ii++) {
       const oxi_instr *in = b->instrs.items[ii];
       for (int i = 0; in->op == OXI_T_DOT && L->mma[in->id] && i < 2; i++) {
         const oxi_instr *x = staged_tile(L, in, i);
-        if (L->direct[x->id])
+        if (L->direct[x->id] && !oxt_tload_choose(L, load_beneath(x), in)) /* else cp.async */
           L->dot_of[load_beneath(x)->id] = in;
       }
     }

@@ -38,7 +38,9 @@ static void lower_instr(oxt_lowerer *L, const oxi_instr *in) {
   }
   switch (in->op) {
   case OXI_T_LOAD:
-    if (L->dot_of[in->id])
+    if (L->tload[in->id].stages)
+      oxt_tload_issue(L, in);
+    else if (L->dot_of[in->id])
       oxt_copy_early(L, in);
     else
       oxt_lower_load(L, in);
@@ -70,7 +72,8 @@ static void lower_instr(oxt_lowerer *L, const oxi_instr *in) {
   case OXI_T_ID: L->sval[in->id] = oxt_tile_id(L, in->mem.index, in->index); return;
   case OXI_T_COUNT: L->sval[in->id] = oxt_tile_count(L, in->mem.index, in->index); return;
   case OXI_RET:
-    if (L->pipelined || L->early) { /* no copy may land after the block has given its shared memory back */
+    if (L->pipelined || L->early || L->tloads) { /* no copy may land after the block has given its shared
+                                                    memory back */
       oxi_instr *w = oxt_emit(L, OXI_CP_WAIT, OXI_VOID);
       w->imm = 0;
       oxt_pipelines_end(L);
@@ -371,6 +374,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   L.cp_at = calloc(nv, sizeof *L.cp_at);
   L.cp_block = calloc(nv, sizeof *L.cp_block);
   L.pipe = calloc(nv, sizeof *L.pipe);
+  L.tload = calloc(nv, sizeof *L.tload);
   L.tslots = calloc(ns, sizeof *L.tslots);
   L.vacc = calloc(nv, sizeof *L.vacc);
   L.vslot = calloc(ns, sizeof *L.vslot);
@@ -422,6 +426,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   free(L.cp_at);
   free(L.cp_block);
   free(L.pipe);
+  free(L.tload);
   free(L.tslots);
   free(L.vacc);
   free(L.vslot);

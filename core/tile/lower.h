@@ -1,8 +1,8 @@
 /*
  * lower.h - what the files of the tile lowering share (internal to core/tile;
  * tile.h is the layer's interface). lower.c drives the lowering; emit.c,
- * layout.c, ops.c, dot.c and serial.c are its parts, each calling only the
- * ones before it in that list. Prefix: oxt_.
+ * layout.c, ops.c, tma.c, dot.c and serial.c are its parts, each calling only
+ * the ones before it in that list. Prefix: oxt_.
  */
 #ifndef OXIDE_TILE_LOWER_H
 #define OXIDE_TILE_LOWER_H
@@ -54,6 +54,8 @@ typedef struct oxt_lowerer {
     int map[2];        /* ... and the tensor map parameters of A and of B's staged tile */
   } *pipe;             /* old value id of a dot -> its pipeline (dot_pipeline) */
   bool pipelined;      /* some dot is: copies may be in flight at a return */
+  struct oxt_tload *tload; /* old value id of a load -> how it copies with TMA (tma.c) */
+  bool tloads;         /* some load does */
   int64_t shared_limit; /* bytes of shared memory a block may have */
   bool serial;         /* the CPU: one thread a block, tile values in buffers (s_ functions) */
   int *buf;            /* serial: old value id -> its buffer's shared array + 1 */
@@ -177,6 +179,67 @@ void oxt_lower_iota(oxt_lowerer *L, const oxi_instr *in);
 void oxt_lower_reduce(oxt_lowerer *L, const oxi_instr *in);
 void oxt_tile_var(oxt_lowerer *L, const oxi_instr *in);
 void oxt_lower_atomic(oxt_lowerer *L, const oxi_instr *in);
+
+/* --------------------------- tma.c: TMA copies and mbarriers (sm_90) */
+
+/* A load that only a wgmma dot uses, copied with TMA by thread 0 into
+ * staging areas of its own (oxt_tload_choose): once, for a load outside
+ * loops (a query tile), or through a ring of `stages` areas, the next calls'
+ * tiles copied ahead while the dot reads this call's (keys and values in an
+ * attention's loop). Each stage has a full mbarrier (its copy landed: every
+ * thread waits for it before the dot) and an empty one (every warp released
+ * it: thread 0 waits for it before copying into it again). */
+typedef struct oxt_tload {
+  int stages;          /* 0: not a TMA load; 1: copied once; 2 or 3: a ring */
+  int rank, slot;      /* the tile's rank; its first slot (rank + 4 of them, tma.c) */
+  int area, bars;      /* its shared arrays + 1: the stages' areas; 2 x stages mbarriers (full, empty) */
+  int map;             /* its tensor map parameter */
+  oxi_instr *r;        /* while lowering: the stage of the load's latest call */
+} oxt_tload;
+
+/* The swizzle width (bytes) of a wgmma operand tile whose rows (along the
+ * contiguous dim) have `row` bytes: 128, or a row's bytes if less. */
+int64_t oxt_swizzle_bytes(int64_t row);
+/* A tensor map parameter (OXI_P_TMAP) for the boxes of load `ld`'s tiles. */
+int oxt_tensor_map(oxt_lowerer *L, const oxi_instr *ld);
+/* The shared address of mbarrier i of shared array `bars` - 1. */
+oxi_instr *oxt_mbar(oxt_lowerer *L, int bars, oxi_instr *i);
+/* Ring stage r + j of S. */
+oxi_instr *oxt_ring_at(oxt_lowerer *L, oxi_instr *r, int j, int S);
+/* Waits for the phase of parity bit `stage` of slot `slot` of mbarrier
+ * `bar`, then flips the bit. */
+void oxt_phase_wait(oxt_lowerer *L, int slot, oxi_instr *bar, oxi_instr *stage);
+/* Lane 0 of every warp (and `when`, if given) arrives on mbarrier `bar`: a
+ * predicated arrival, not a branch, as it may follow wgmmas. */
+void oxt_mbar_release(oxt_lowerer *L, oxi_instr *bar, oxi_instr *when);
+/* Arms mbarrier `bar` for `bytes` bytes of copies (the calling thread arrives). */
+void oxt_mbar_expect(oxt_lowerer *L, oxi_instr *bar, int64_t bytes);
+/* The boxes that copy the tile of load `ld` at tile coordinates c (its
+ * rank's) through tensor map `map` into shared array m at element `at`,
+ * swizzled for wgmma, completing on mbarrier `bar`. */
+void oxt_tma_boxes(oxt_lowerer *L, int map, const oxi_instr *ld, oxi_mem m, oxi_instr *at, oxi_instr *const *c,
+                   oxi_instr *bar);
+/* Begins `if (thread == 0)`; returns the join for oxt_end_if. */
+oxi_block *oxt_begin_thread0(oxt_lowerer *L);
+/* Initializes the S full (count 1) and S empty (a warp each) mbarriers of
+ * shared array `bars` - 1 (thread 0, at the kernel's entry). */
+void oxt_mbar_inits(oxt_lowerer *L, int bars, int S);
+/* Whether block `b` of the tile kernel is in a loop: it reaches itself. */
+bool oxt_in_loop(const oxi_kernel *k, const oxi_block *b);
+/* Whether direct load `ld` of wgmma dot `dot` copies with TMA; if so, makes
+ * its tensor map, staging areas, mbarriers and slots (L->tload). */
+bool oxt_tload_choose(oxt_lowerer *L, const oxi_instr *ld, const oxi_instr *dot);
+/* At the kernel's entry: the TMA loads' slots; then (thread 0) their mbarriers. */
+void oxt_tloads_begin(oxt_lowerer *L);
+void oxt_tloads_init(oxt_lowerer *L);
+/* At the load's place: issues its copies (thread 0). */
+void oxt_tload_issue(oxt_lowerer *L, const oxi_instr *ld);
+/* In its dot: waits for this call's tile; returns its shared byte address. */
+oxi_instr *oxt_tload_wait(oxt_lowerer *L, const oxi_instr *ld);
+/* After the dot's wgmmas completed: every warp releases the call's stage. */
+void oxt_tload_release(oxt_lowerer *L, const oxi_instr *ld);
+/* Before a return: waits for the copies still in flight. */
+void oxt_tloads_end(oxt_lowerer *L);
 
 /* ------------------------------------------ dot.c: dot on CUDA */
 

@@ -347,6 +347,28 @@ def test_tile_attention_against_sdpa(tdev, shape, causal):
     assert err < 2e-2, err  # bf16 probabilities and a bf16 output
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_tile_attention_strided_views(tdev, causal):
+    """The same on q, k and v that are views of [B, N, H, D] tensors (the
+    layout a model's projections give) transposed to [B, H, N, D], k and v
+    two views of one tensor: on the GPU, TMA copies through 4-D tensor maps
+    with those strides."""
+    import math
+    import torch.nn.functional as F
+    B, H, N, D = 2, 3, 333, 64
+    k = oxide.compile_file(ATTENTION, tdev).attention
+    k.set_generic("BN", 64)
+    g = torch.Generator(device="cpu").manual_seed(7)
+    q = torch.randn(B, N, H, D, generator=g).to(tdev, torch.bfloat16).transpose(1, 2)
+    kv = torch.randn(B, N, 2, H, D, generator=g).to(tdev, torch.bfloat16)
+    kk, v = kv[:, :, 0].transpose(1, 2), kv[:, :, 1].transpose(1, 2)
+    o = torch.full((B, H, N, D), float("nan"), device=tdev, dtype=torch.bfloat16)
+    k(oxide.from_dlpack(o).partition([1, 1, 64, D]), q, kk, v, oxide.f32(1 / math.sqrt(D)), causal)
+    ref = F.scaled_dot_product_attention(q.float(), kk.float(), v.float(), is_causal=causal)
+    err = (o.float() - ref).abs().max().item()
+    assert err < 2e-2, err
+
+
 MATMUL_FP8 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "tile_matmul_fp8.oxk")
 
 
