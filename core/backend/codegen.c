@@ -868,8 +868,10 @@ static LLVMValueRef wgmma(cg_t *C, const oxi_instr *in) {
   static const char *const names[OX_DTYPE_COUNT] = {[OX_F16] = "f16", [OX_BF16] = "bf16", [OX_F8E4M3] = "e4m3",
                                                     [OX_F8E5M2] = "e5m2"};
   const char *ty = names[in->sub];
-  oxb_str_addf(&t, "{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {",
-               (int)in->imm, fp8 ? 32 : 16, ty, ty);
+  /* p: scale-d, whether D accumulates (no accumulator given: D = A B, and its input registers
+     are undefined, so nothing writes them while other groups are in flight) */
+  oxb_str_addf(&t, "{ .reg .pred p; setp.ne.b32 p, %d, 0; wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {",
+               in->nops == 3, (int)in->imm, fp8 ? 32 : 16, ty, ty);
   for (int i = 0; i < n; i++)
     oxb_str_addf(&t, "%s$%d", i ? ", " : "", i);
   if (fp8) /* 8-bit inputs: both K-major, no transpose operands */
@@ -886,7 +888,8 @@ static LLVMValueRef wgmma(cg_t *C, const oxi_instr *in) {
   if (!regs)
     d[nd++] = val(C, in->ops[0]);
   d[nd++] = val(C, in->ops[1]);
-  LLVMValueRef r = vf32_asm(C, t.buf, val(C, in->ops[2]), d, nd, regs ? "rrrrl" : "ll");
+  LLVMValueRef acc = in->nops == 3 ? val(C, in->ops[2]) : LLVMGetUndef(llty(C, in->type));
+  LLVMValueRef r = vf32_asm(C, t.buf, acc, d, nd, regs ? "rrrrl" : "ll");
   oxb_str_free(&t);
   return r;
 }

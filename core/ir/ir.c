@@ -692,8 +692,9 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
       fail(V, b, in, "shared.addr: u64 address of a shared array's element at a u64 index");
     break;
   case OXI_WGMMA:
-    if (in->nops != 3 || (t0 != OX_U64 && t0 != OXI_V4) || t1 != OX_U64 || in->imm < 8 || in->imm > 256 ||
-        in->imm % 8 || in->ops[2]->type != in->type || in->type != oxi_vf32((int)in->imm / 2) ||
+    if ((in->nops != 3 && in->nops != 2) || (t0 != OX_U64 && t0 != OXI_V4) || t1 != OX_U64 || in->imm < 8 ||
+        in->imm > 256 || in->imm % 8 || (in->nops == 3 && in->ops[2]->type != in->type) ||
+        in->type != oxi_vf32((int)in->imm / 2) ||
         (unsigned)in->index > 1 ||
         !(in->sub == OX_BF16 || in->sub == OX_F16 || (oxi_is_fp8(in->sub) && in->index == 1 && t0 == OX_U64)))
       fail(V, b, in, "wgmma: vf32 x N/2 from A (a u64 descriptor or a v4), a u64 descriptor of B and a "

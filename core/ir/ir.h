@@ -103,7 +103,9 @@ typedef enum oxi_op {
                    of A (K-major) described by ops0 (u64), or held in registers ops0 (v4: the
                    A fragment of each warp's 16 rows, as mma.sync's), and B (N-major; K-major
                    when `index` is 1) by ops1 (u64), added to
-                   ops2 (vf32 x N/2); asynchronous: its registers are ready after a wait */
+                   ops2 (vf32 x N/2), if given (without it, the product alone: scale-d 0, so
+                   no instruction writes the registers before); asynchronous: its registers
+                   are ready after a wait */
   OXI_WGMMA_SYNC, /* ops0 (vf32; or none, and no value) after sub 0: wgmma.fence (before the
                      first wgmma that reads registers written since); 1: commit the wgmmas issued
                      since the last commit as a group, then wait until at most `imm` groups are

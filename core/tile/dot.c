@@ -650,9 +650,12 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
     acc = L->vacc[in->ops[2]->id];
   else if (in->nops == 3)
     acc = oxt_wg_pack(L, oxt_in_layout(L, in->ops[2], true), n);
+  /* else none: the first wgmma's product alone (scale-d 0), and no instructions zeroing its
+     registers */
+  if (acc)
+    acc = oxt_wg_sync(L, acc, 0, 0);
   else
-    acc = oxt_emit(L, OXI_CONST, oxi_vf32(n));
-  acc = oxt_wg_sync(L, acc, 0, 0);
+    oxt_wg_sync(L, NULL, 0, 0);
   /* byte addresses: A of this warpgroup (rows 64g..), B */
   oxi_instr *base = NULL;
   if (cur) {
@@ -687,7 +690,7 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
     w->ops[0] = frag ? frag[ks] : da;
     w->ops[1] = db;
     w->ops[2] = acc;
-    w->nops = 3;
+    w->nops = acc ? 3 : 2;
     acc = w;
   }
   acc = oxt_wg_sync(L, acc, 1, pipelined ? 1 : 0);

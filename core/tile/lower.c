@@ -434,13 +434,17 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   free(L.buf);
   if (st)
     return st;
-  /* the scratch arrays, after what the kernel had */
-  for (int i = user_shared; i < nk->shared.len; i++) {
-    oxi_shared *sh = nk->shared.items[i];
-    int64_t align = sh->align > 16 ? sh->align : 16;
-    sh->offset = (nk->shared_bytes + align - 1) & ~(align - 1);
-    nk->shared_bytes = sh->offset + sh->count * (int64_t)ox_dtype_size(sh->dtype);
-  }
+  /* the scratch arrays, after what the kernel had: the 1024-aligned ones (wgmma's operands) first,
+     so that small arrays between them (mbarriers) waste no padding */
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = user_shared; i < nk->shared.len; i++) {
+      oxi_shared *sh = nk->shared.items[i];
+      if ((sh->align >= 1024) != (pass == 0))
+        continue;
+      int64_t align = sh->align > 16 ? sh->align : 16;
+      sh->offset = (nk->shared_bytes + align - 1) & ~(align - 1);
+      nk->shared_bytes = sh->offset + sh->count * (int64_t)ox_dtype_size(sh->dtype);
+    }
   if (!L.serial && nk->shared_bytes > shared_limit)
     return oxb_set_error(OX_ERR_UNSUPPORTED,
                          "%s:%d:%d: kernel '%s' needs %lld bytes of shared memory for its reductions, "
