@@ -166,13 +166,6 @@ static const oxi_block *block_of(const oxi_kernel *k, const oxi_instr *in) {
   return NULL;
 }
 
-/* Stages of a ring: two (the tile a call reads, and the next one's copy in
- * flight), or three when OXIDE_TMA_STAGES says so (an experiment's switch). */
-static int ring_stages(void) {
-  const char *e = getenv("OXIDE_TMA_STAGES");
-  return e && *e == '3' ? 3 : 2;
-}
-
 bool oxt_tload_choose(oxt_lowerer *L, const oxi_instr *ld, const oxi_instr *dot) {
   const oxi_param *p = L->k->params.items[ld->mem.index];
   size_t es = ox_dtype_size((ox_dtype)ld->type);
@@ -187,7 +180,7 @@ bool oxt_tload_choose(oxt_lowerer *L, const oxi_instr *ld, const oxi_instr *dot)
     if (bl != bd && (path_avoiding(L->k, bl, bl, bd) || path_avoiding(L->k, bl, NULL, bd) ||
                      path_avoiding(L->k, bd, bd, bl)))
       return false;
-    S = ring_stages();
+    S = 2; /* the tile a call reads and the next one's in flight: 3 measured the same on the H200 */
   }
   oxt_tload *t = &L->tload[ld->id];
   t->stages = S;
