@@ -213,6 +213,12 @@ void oxt_tloads_init(oxt_lowerer *L) {
       oxt_mbar_inits(L, L->tload[i].bars, L->tload[i].stages);
 }
 
+/* Waits for the phase of `stage`'s full mbarrier that its copy completes
+ * (every thread, each keeping the parity bits). */
+static void full_wait(oxt_lowerer *L, const oxt_tload *t, oxi_instr *stage) {
+  oxt_phase_wait(L, t->slot + t->rank + 2, oxt_mbar(L, t->bars, stage), stage);
+}
+
 /* Thread 0: copies the tile of load `ld` at tile coordinates c, moved j
  * tiles down its rows (the guess of a later call), into `stage`, once every
  * warp has released it. */
@@ -264,7 +270,7 @@ void oxt_tload_issue(oxt_lowerer *L, const oxi_instr *ld) {
   oxt_begin_if(L, have, &drained); /* the S - 1 stages from r hold wrong guesses, maybe still landing */
   for (int j = 0; j < S - 1; j++) {
     oxi_instr *s = oxt_ring_at(L, r, j, S);
-    oxt_phase_wait(L, slot + rank + 2, oxt_mbar(L, t->bars, s), s);
+    full_wait(L, t, s);
     oxt_mbar_release(L, oxt_mbar(L, t->bars, oxt_bin(L, OXI_ADD, OX_U64, s, oxt_u64(L, (uint64_t)S))), NULL);
   }
   oxt_end_if(L, drained);
@@ -289,15 +295,11 @@ oxi_instr *oxt_tload_wait(oxt_lowerer *L, const oxi_instr *ld) {
   if (t->stages == 1) { /* copied once: waited for at the first use */
     oxi_block *join;
     oxt_begin_if(L, oxt_get_slot(L, t->slot), &join);
-    oxi_instr *bar = oxt_mbar(L, t->bars, oxt_u64(L, 0)), *zero = oxt_u64(L, 0);
-    oxi_instr *w = oxt_emit(L, OXI_MBAR_WAIT, OXI_VOID);
-    w->ops[0] = bar;
-    w->ops[1] = zero;
-    w->nops = 2;
+    full_wait(L, t, oxt_u64(L, 0));
     oxt_set_slot(L, t->slot, oxt_zero_bool(L));
     oxt_end_if(L, join);
   } else {
-    oxt_phase_wait(L, t->slot + t->rank + 2, oxt_mbar(L, t->bars, t->r), t->r);
+    full_wait(L, t, t->r);
   }
   oxi_instr *at = oxt_bin(L, OXI_MUL, OX_U64, t->r, oxt_u64(L, (uint64_t)oxt_elems(ld->tshape)));
   oxi_instr *a = oxt_emit(L, OXI_SHARED_ADDR, OX_U64);
@@ -320,17 +322,12 @@ void oxt_tloads_end(oxt_lowerer *L) {
       continue;
     oxi_block *join;
     oxt_begin_if(L, oxt_get_slot(L, t->slot), &join);
-    if (t->stages == 1) {
-      oxi_instr *bar = oxt_mbar(L, t->bars, oxt_u64(L, 0)), *zero = oxt_u64(L, 0);
-      oxi_instr *w = oxt_emit(L, OXI_MBAR_WAIT, OXI_VOID);
-      w->ops[0] = bar;
-      w->ops[1] = zero;
-      w->nops = 2;
-    }
+    if (t->stages == 1)
+      full_wait(L, t, oxt_u64(L, 0));
     oxi_instr *r = oxt_get_slot(L, t->slot + t->rank + 1);
     for (int j = 0; t->stages > 1 && j < t->stages - 1; j++) {
       oxi_instr *s = oxt_ring_at(L, r, j, t->stages);
-      oxt_phase_wait(L, t->slot + t->rank + 2, oxt_mbar(L, t->bars, s), s);
+      full_wait(L, t, s);
     }
     oxt_end_if(L, join);
   }
