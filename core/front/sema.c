@@ -23,411 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Reports an error once: code checked several times (a device function inlined
- * at each call, a grid-stride body lowered for the unrolled and the plain
- * loop) would otherwise repeat its errors. Returns whether it reported. */
-bool oxs_error(sema *S, oxb_loc loc, const char *fmt, ...) {
-  if (oxb_too_many_errors(S->d)) /* dropped anyway; and `seen` stays short */
-    return false;
-  oxb_str msg = {0};
-  va_list ap;
-  va_start(ap, fmt);
-  oxb_str_vaddf(&msg, fmt, ap);
-  va_end(ap);
-  uint64_t h = 1469598103934665603u ^ (uint64_t)(uint32_t)loc.offset; /* FNV-1a */
-  for (size_t i = 0; i < msg.len; i++)
-    h = (h ^ (unsigned char)msg.buf[i]) * 1099511628211u;
-  bool dup = false;
-  for (int i = 0; i < S->nseen && !dup; i++)
-    dup = S->seen[i] == h;
-  if (!dup) {
-    if (S->nseen == S->capseen) {
-      S->capseen = S->capseen ? S->capseen * 2 : 32;
-      uint64_t *ns = oxb_alloc(S->a, sizeof(uint64_t) * (size_t)S->capseen);
-      if (S->nseen)
-        memcpy(ns, S->seen, sizeof(uint64_t) * (size_t)S->nseen);
-      S->seen = ns;
-    }
-    S->seen[S->nseen++] = h;
-    oxb_error_at(S->d, loc, "%s", msg.buf ? msg.buf : "");
-  }
-  oxb_str_free(&msg);
-  return !dup;
-}
-
 static const val VERR = {V_ERR, NULL, NULL, NULL};
 static const val VUNIT = {V_UNIT, NULL, NULL, NULL};
 static const val VNEVER = {V_NEVER, NULL, NULL, NULL};
-
-/* The value of an instruction: a scalar, or in tile kernels a tile when it
- * has a tile shape (elementwise ops on tiles are the scalar ops with a shape,
- * so the same code makes both). */
-static val scalar(oxi_instr *v) {
-  val r = {v->tshape ? V_TILE : V_SCALAR, v, NULL, NULL};
-  return r;
-}
-
-/* ------------------------------------------------------------ IR helpers */
-
-/* ---------------------------------------------------------- size limits */
-
-/* "kernel 'k'", or for a device function checked on its own "function 'f'". */
-static const char *unit_name(sema *S) {
-  return S->kfn->is_kernel || S->kfn->is_tile ? "kernel" : "function";
-}
-
-/* Reports that the kernel being lowered crossed a size limit (limits.h), at
- * `loc`, with a note at each call its code is inlined through; lowering of
- * the kernel stops (expr() gives errors from here on, silently). */
-static void size_error(sema *S, oxb_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void size_error(sema *S, oxb_loc loc, const char *fmt, ...) {
-  if (S->too_big)
-    return;
-  S->too_big = true;
-  oxb_str msg = {0};
-  va_list ap;
-  va_start(ap, fmt);
-  oxb_str_vaddf(&msg, fmt, ap);
-  va_end(ap);
-  if (oxs_error(S, loc, "%s", msg.buf))
-    for (int i = S->nframes - 1; i >= 0; i--)
-      if (S->frames[i].fn != S->kfn) /* (a function checked on its own is frame 0) */
-        oxb_note_at(S->d, S->frames[i].call, "in '%s', inlined at this call", S->frames[i].fn->name);
-  oxb_str_free(&msg);
-}
-
-static void unbind_to(sema *S, int n);
-
-void oxs_begin(sema *S, const oxf_fn *fn, oxi_kernel *k) {
-  S->k = k;
-  S->kfn = fn;
-  S->at = fn->loc;
-  unbind_to(S, 0);
-  S->nfacts = S->nloops = S->nframes = S->nrel = 0;
-  S->ncalls = 0;
-  S->unsafe_depth = 0;
-  S->too_big = S->source_full; /* past the source's limit, nothing more is lowered */
-}
-
-/* Checks the kernel's size after an instruction or a loop was made for the
- * construct at `loc`. */
-static void check_size(sema *S, oxb_loc loc) {
-  const oxi_kernel *k = S->k;
-  if (S->emitted > OXF_MAX_SOURCE_INSTRS && !S->source_full) {
-    size_error(S, loc, "the kernels of this source are too large together: more than %d IR "
-                       "instructions, the compiler's limit", OXF_MAX_SOURCE_INSTRS);
-    S->source_full = true;
-  } else if (k->ninstrs > OXF_MAX_KERNEL_INSTRS) {
-    size_error(S, loc, "%s '%s' is too large: more than %d IR instructions, the compiler's limit "
-                       "(device functions are inlined at each call, and grid_stride copies its "
-                       "loop body)", unit_name(S), S->kfn->name, OXF_MAX_KERNEL_INSTRS);
-  } else if (k->nloops > OXF_MAX_KERNEL_LOOPS) {
-    size_error(S, loc, "%s '%s' has more than %d loops, the compiler's limit (counting the loops "
-                       "of inlined functions, and three for each grid_stride loop)",
-               unit_name(S), S->kfn->name, OXF_MAX_KERNEL_LOOPS);
-  } else if ((int64_t)k->nloops * k->ninstrs > OXF_MAX_LOOP_WORK) {
-    size_error(S, loc, "%s '%s' has too many loops for its size: %d loops in %d IR instructions, "
-                       "and the compiler's limit on loops times instructions is %d (counting "
-                       "inlined functions, and three loops for each grid_stride loop)",
-               unit_name(S), S->kfn->name, k->nloops, k->ninstrs, OXF_MAX_LOOP_WORK);
-  }
-}
-
-static oxi_instr *emit(sema *S, oxi_op op, oxi_type t) {
-  oxi_instr *in = oxi_emit(S->m, S->k, S->cur, op, t);
-  in->line = S->at.line;
-  in->col = S->at.col;
-  S->emitted++;
-  check_size(S, S->at);
-  return in;
-}
-
-/* Counts a loop just made for the construct at `loc`. */
-static void count_loop(sema *S, oxb_loc loc) {
-  S->k->nloops++;
-  check_size(S, loc);
-}
-
-static oxi_block *new_block(sema *S) { return oxi_block_new(S->m, S->k); }
-
-/* After a terminator, code that follows is unreachable; it still goes into a
- * block of its own so that the IR stays well formed. */
-static void set_block(sema *S, oxi_block *b) { S->cur = b; }
-
-static bool terminated(sema *S) { return oxi_terminator(S->cur) != NULL; }
-
-static void br(sema *S, oxi_block *to) {
-  if (terminated(S))
-    return;
-  oxi_instr *in = emit(S, OXI_BR, OXI_VOID);
-  in->target[0] = to;
-}
-
-static void condbr(sema *S, oxi_instr *c, oxi_block *t, oxi_block *f) {
-  if (terminated(S))
-    return;
-  oxi_instr *in = emit(S, OXI_CONDBR, OXI_VOID);
-  in->ops[0] = c;
-  in->nops = 1;
-  in->target[0] = t;
-  in->target[1] = f;
-}
-
-static void ensure_open(sema *S) {
-  if (terminated(S))
-    set_block(S, new_block(S));
-}
-
-static oxi_instr *const_int(sema *S, oxi_type t, uint64_t v) {
-  ensure_open(S);
-  oxi_instr *in = emit(S, OXI_CONST, t);
-  in->imm = v;
-  return in;
-}
-
-static oxi_instr *const_float(sema *S, oxi_type t, double v) {
-  ensure_open(S);
-  oxi_instr *in = emit(S, OXI_CONST, t);
-  in->fimm = v;
-  return in;
-}
-
-static bool elementwise(oxi_op op) {
-  return op == OXI_BIN || op == OXI_CMP || op == OXI_NEG || op == OXI_NOT || op == OXI_CAST ||
-         op == OXI_SELECT || op == OXI_MATH;
-}
-
-/* Elementwise ops take the tile shape of their operands (which oxs_tile_unify
- * made one shape); scalars have none. */
-static oxi_instr *op1(sema *S, oxi_op op, int sub, oxi_type t, oxi_instr *a) {
-  ensure_open(S);
-  oxi_instr *in = emit(S, op, t);
-  in->sub = sub;
-  in->ops[0] = a;
-  in->nops = 1;
-  if (elementwise(op))
-    in->tshape = a->tshape;
-  return in;
-}
-
-static oxi_instr *op2(sema *S, oxi_op op, int sub, oxi_type t, oxi_instr *a, oxi_instr *b) {
-  oxi_instr *in = op1(S, op, sub, t, a);
-  in->ops[1] = b;
-  in->nops = 2;
-  if (elementwise(op) && !in->tshape)
-    in->tshape = b->tshape;
-  return in;
-}
-
-static oxi_instr *cast_to(sema *S, oxi_instr *v, oxi_type t) {
-  if (v->type == t)
-    return v;
-  return op1(S, OXI_CAST, 0, t, v);
-}
-
-static oxi_instr *sreg(sema *S, int which) {
-  ensure_open(S);
-  oxi_instr *in = emit(S, OXI_SREG, OX_U32);
-  in->sub = which;
-  return in;
-}
-
-static oxi_instr *sreg64(sema *S, int which) { return cast_to(S, sreg(S, which), OX_U64); }
-
-static oxi_instr *var_get(sema *S, int slot) {
-  ensure_open(S);
-  oxi_instr *in = emit(S, OXI_VAR_GET, oxi_slot_type(S->k, slot));
-  in->index = slot;
-  return in;
-}
-
-static void var_set(sema *S, int slot, oxi_instr *v) {
-  ensure_open(S);
-  oxi_instr *in = emit(S, OXI_VAR_SET, OXI_VOID);
-  in->index = slot;
-  in->ops[0] = v;
-  in->nops = 1;
-}
-
-/* -------------------------------------------------------------- bindings */
-
-/* Bindings form a stack (sema.binds); a scope ends by popping back to where it
- * began (unbind_to). So that a lookup need not scan the stack (a source of
- * many names would take quadratic time), each name has a record holding the
- * index of its latest binding, and each binding the index of the one of the
- * same name it hides. */
-struct name_rec {
-  const char *name;
-  int top; /* index of the latest binding of the name, -1 if none */
-};
-
-static uint64_t name_hash(const char *s) {
-  uint64_t h = 1469598103934665603u; /* FNV-1a */
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 1099511628211u;
-  return h;
-}
-
-/* The record of `name`; created if `create`, else NULL when there is none. */
-static name_rec *name_find(sema *S, const char *name, bool create) {
-  if (create && (S->nnames + 1) * 2 > S->capnames) { /* grow to keep probes short */
-    int cap = S->capnames ? S->capnames * 2 : 64;
-    name_rec **t = oxb_alloc(S->a, sizeof(name_rec *) * (size_t)cap);
-    for (int i = 0; i < S->capnames; i++) {
-      name_rec *r = S->names[i];
-      if (!r)
-        continue;
-      size_t j = (size_t)name_hash(r->name) & (size_t)(cap - 1);
-      while (t[j])
-        j = (j + 1) & (size_t)(cap - 1);
-      t[j] = r;
-    }
-    S->names = t;
-    S->capnames = cap;
-  }
-  if (!S->capnames)
-    return NULL;
-  size_t mask = (size_t)(S->capnames - 1);
-  for (size_t j = (size_t)name_hash(name) & mask;; j = (j + 1) & mask) {
-    name_rec *r = S->names[j];
-    if (r && !strcmp(r->name, name))
-      return r;
-    if (!r) {
-      if (!create)
-        return NULL;
-      r = oxb_alloc(S->a, sizeof *r);
-      r->name = name;
-      r->top = -1;
-      S->names[j] = r;
-      S->nnames++;
-      return r;
-    }
-  }
-}
-
-/* Makes binding b (on the stack, b->name set) findable by its name. */
-static void name_link(sema *S, binding *b) {
-  name_rec *r = name_find(S, b->name, true);
-  b->rec = r;
-  int *at = &r->top; /* the chain stays ordered by index: later bindings hide b */
-  while (*at > b->idx)
-    at = &S->binds[*at]->shadow;
-  b->shadow = *at;
-  *at = b->idx;
-}
-
-static binding *bind(sema *S, bkind kind, const char *name, oxb_loc loc) {
-  if (S->nbinds == S->capbinds) {
-    S->capbinds = S->capbinds ? S->capbinds * 2 : 64;
-    binding **nb = oxb_alloc(S->a, sizeof(binding *) * (size_t)S->capbinds);
-    if (S->nbinds)
-      memcpy(nb, S->binds, sizeof(binding *) * (size_t)S->nbinds);
-    S->binds = nb;
-  }
-  binding *b = oxb_alloc(S->a, sizeof *b);
-  b->kind = kind;
-  b->name = name;
-  b->loc = loc;
-  b->idx = S->nbinds;
-  b->shadow = -1;
-  S->binds[S->nbinds++] = b;
-  if (name)
-    name_link(S, b);
-  return b;
-}
-
-/* Names binding b, made without a name (a fresh witness, shared array or
- * partition that a 'let' binds). */
-static void name_binding(sema *S, binding *b, const char *name) {
-  assert(!b->rec);
-  b->name = name;
-  if (b->idx < S->nbinds && S->binds[b->idx] == b) /* (else its scope has ended: not findable) */
-    name_link(S, b);
-}
-
-/* Ends the scopes of the bindings from index n on. */
-static void unbind_to(sema *S, int n) {
-  while (S->nbinds > n) {
-    binding *b = S->binds[--S->nbinds];
-    if (b->rec) {
-      assert(b->rec->top == b->idx); /* the latest of its name: later ones are gone */
-      b->rec->top = b->shadow;
-    }
-  }
-}
-
-static binding *lookup(sema *S, const char *name) {
-  int base = S->nframes ? S->frames[S->nframes - 1].base : 0;
-  name_rec *r = name_find(S, name, false);
-  /* below the frame's base: the caller's, not visible in an inlined function */
-  return r && r->top >= base ? S->binds[r->top] : NULL;
-}
-
-static void push_fact(sema *S, binding *w, oxi_mem mem) {
-  if (S->nfacts == S->capfacts) {
-    S->capfacts = S->capfacts ? S->capfacts * 2 : 16;
-    fact *nf = oxb_alloc(S->a, sizeof(fact) * (size_t)S->capfacts);
-    if (S->nfacts)
-      memcpy(nf, S->facts, sizeof(fact) * (size_t)S->nfacts);
-    S->facts = nf;
-  }
-  S->facts[S->nfacts].w = w;
-  S->facts[S->nfacts].mem = mem;
-  S->nfacts++;
-}
-
-/* Is w < len(mem) proven here: by a dominating get_mut guard on mem, or on a
- * slice whose length the launch contract bounds by mem's? */
-static bool proven(sema *S, binding *w, oxi_mem mem) {
-  for (int i = 0; i < S->nfacts; i++) {
-    fact *f = &S->facts[i];
-    if (f->w != w)
-      continue;
-    if (f->mem.kind == mem.kind && f->mem.index == mem.index)
-      return true;
-    if (f->mem.kind == OXI_MEM_PARAM && mem.kind == OXI_MEM_PARAM)
-      for (int r = 0; r < S->nrel; r++)
-        if (S->rel_ge[r][0] == mem.index && S->rel_ge[r][1] == f->mem.index)
-          return true;
-  }
-  return false;
-}
-
-/* ------------------------------------------------------------- type names */
-
-static const char *vdesc(sema *S, val v) {
-  switch (v.k) {
-  case V_SCALAR: return oxi_type_name(v.v->type);
-  case V_TILE: {
-    oxb_str s = {0};
-    oxb_str_addf(&s, "a tile of %s, shape %s", oxi_type_name(v.v->type),
-                 oxs_shape_text(S, v.v->tshape));
-    const char *r = oxb_strndup(S->a, s.buf, s.len);
-    oxb_str_free(&s);
-    return r;
-  }
-  case V_PART: return "a partition of a tensor";
-  case V_WITNESS: return "a thread-index witness";
-  case V_MEM:
-    switch (v.b->mkind) {
-    case OXF_TY_SLICE: return "a read-only slice";
-    case OXF_TY_MUTSLICE: return "a mutable slice";
-    case OXF_TY_ATOMIC: return "an atomic slice";
-    case OXF_TY_DISJOINT: return "a DisjointSlice";
-    case OXF_TY_SHARED: return "a shared array";
-    case OXF_TY_TENSOR: return "a tensor (&Tensor)";
-    case OXF_TY_MUTTENSOR: return "an output tile (&mut Tensor)";
-    case OXF_TY_ATOMICTENSOR: return "an atomic tensor (&Tensor<Atomic<T>, ..>)";
-    default: return "memory";
-    }
-  case V_OPTION: return "an Option (from get_mut)";
-  case V_MUTREF: return "a mutable reference";
-  case V_UNIT: return "()";
-  default: return "an invalid value";
-  }
-}
-
-static bool is_numeric(oxi_type t) { return oxi_is_int(t) || oxi_is_float(t); }
 
 /* ---------------------------------------------------------- expressions */
 
@@ -446,7 +44,7 @@ static oxi_instr *operand(sema *S, const oxf_node *n, oxi_type hint, const char 
                    "usize (a plain number, which cannot index a DisjointSlice)",
         what, v.b->name ? v.b->name : "i");
   } else if (v.k != V_ERR && v.k != V_NEVER) {
-    ERR(S, n->loc, "expected a number or bool for %s, found %s", what, vdesc(S, v));
+    ERR(S, n->loc, "expected a number or bool for %s, found %s", what, oxs_vdesc(S, v));
   }
   return NULL;
 }
@@ -477,21 +75,21 @@ static bool context_typed(const sema *S, const oxf_node *n) {
  * literal reach the magnitude of the type's minimum (-128i8). */
 static val literal(sema *S, const oxf_node *n, oxi_type hint, bool negated) {
   if (n->kind == OXF_BOOL)
-    return scalar(const_int(S, OX_BOOL, n->ival));
+    return oxs_value(oxs_const_int(S, OX_BOOL, n->ival));
   if (n->kind == OXF_FLOAT) {
     oxi_type t = n->suffix ? n->suffix - 1 : (oxi_is_float(hint) ? hint : OX_F64);
-    return scalar(const_float(S, t, n->fval));
+    return oxs_value(oxs_const_float(S, t, n->fval));
   }
-  oxi_type t = n->suffix ? n->suffix - 1 : (is_numeric(hint) ? hint : OX_I32);
+  oxi_type t = n->suffix ? n->suffix - 1 : (oxs_is_numeric(hint) ? hint : OX_I32);
   if (oxi_is_float(t))
-    return scalar(const_float(S, t, (double)n->ival));
+    return oxs_value(oxs_const_float(S, t, (double)n->ival));
   int bits = (int)ox_dtype_size((ox_dtype)t) * 8;
   uint64_t max = oxi_is_signed(t) ? ((uint64_t)1 << (bits - 1)) - !negated
                                   : (bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1);
   if (n->ival > max)
     ERR(S, n->loc, "literal %s%llu does not fit in %s", negated ? "-" : "",
         (unsigned long long)n->ival, oxi_type_name(t));
-  return scalar(const_int(S, t, n->ival));
+  return oxs_value(oxs_const_int(S, t, n->ival));
 }
 
 /* Binary operators. */
@@ -505,23 +103,23 @@ static val binary(sema *S, const oxf_node *n, oxi_type hint) {
       ERR(S, n->lhs->loc, "'%s' needs bool operands, found %s", oxf_op_name(op), oxi_type_name(l->type));
     if (!l || l->type != OX_BOOL)
       return VERR;
-    var_set(S, slot, l);
-    oxi_block *rhs_b = new_block(S), *done = new_block(S);
+    oxs_var_set(S, slot, l);
+    oxi_block *rhs_b = oxs_new_block(S), *done = oxs_new_block(S);
     if (op == OXF_OP_LAND)
-      condbr(S, l, rhs_b, done);
+      oxs_condbr(S, l, rhs_b, done);
     else
-      condbr(S, l, done, rhs_b);
-    set_block(S, rhs_b);
+      oxs_condbr(S, l, done, rhs_b);
+    oxs_set_block(S, rhs_b);
     oxi_instr *r = scalar_expr(S, n->rhs, OX_BOOL, "a logical operand");
     if (r && r->type != OX_BOOL) {
       ERR(S, n->rhs->loc, "'%s' needs bool operands, found %s", oxf_op_name(op), oxi_type_name(r->type));
       r = NULL;
     }
     if (r)
-      var_set(S, slot, r);
-    br(S, done);
-    set_block(S, done);
-    return r ? scalar(var_get(S, slot)) : VERR;
+      oxs_var_set(S, slot, r);
+    oxs_br(S, done);
+    oxs_set_block(S, done);
+    return r ? oxs_value(oxs_var_get(S, slot)) : VERR;
   }
   bool cmp = op >= OXF_OP_EQ && op <= OXF_OP_GE;
   bool shift = op == OXF_OP_SHL || op == OXF_OP_SHR;
@@ -543,11 +141,11 @@ static val binary(sema *S, const oxf_node *n, oxi_type hint) {
           oxi_type_name(t), oxi_type_name(r->type));
       return VERR;
     }
-    r = cast_to(S, r, t); /* Rust allows any integer type as the shift amount */
+    r = oxs_cast_to(S, r, t); /* Rust allows any integer type as the shift amount */
     oxi_instr *ops[2] = {l, r};
     if (!oxs_tile_unify(S, n->loc, ops, 2))
       return VERR;
-    return scalar(op2(S, OXI_BIN, op == OXF_OP_SHL ? OXI_SHL : OXI_SHR, t, ops[0], ops[1]));
+    return oxs_value(oxs_op2(S, OXI_BIN, op == OXF_OP_SHL ? OXI_SHL : OXI_SHR, t, ops[0], ops[1]));
   }
   if (l->type != r->type) {
     ERR(S, n->loc, "mismatched types: %s %s %s; convert one side with 'as'", oxi_type_name(l->type),
@@ -567,18 +165,18 @@ static val binary(sema *S, const oxf_node *n, oxi_type hint) {
     }
     if (!oxs_tile_unify(S, n->loc, ops, 2))
       return VERR;
-    return scalar(op2(S, OXI_CMP, op - OXF_OP_EQ, OX_BOOL, ops[0], ops[1]));
+    return oxs_value(oxs_op2(S, OXI_CMP, op - OXF_OP_EQ, OX_BOOL, ops[0], ops[1]));
   }
   static const int map[] = {0, OXI_ADD, OXI_SUB, OXI_MUL, OXI_DIV, OXI_REM, OXI_AND, OXI_OR, OXI_XOR};
   assert(op >= OXF_OP_ADD && op <= OXF_OP_XOR);
   bool bitwise = op == OXF_OP_AND || op == OXF_OP_OR || op == OXF_OP_XOR;
-  if (bitwise ? !(oxi_is_int(t) || t == OX_BOOL) : !is_numeric(t)) {
+  if (bitwise ? !(oxi_is_int(t) || t == OX_BOOL) : !oxs_is_numeric(t)) {
     ERR(S, n->loc, "'%s' is not defined for %s", oxf_op_name(op), oxi_type_name(t));
     return VERR;
   }
   if (!oxs_tile_unify(S, n->loc, ops, 2))
     return VERR;
-  return scalar(op2(S, OXI_BIN, map[op], t, ops[0], ops[1]));
+  return oxs_value(oxs_op2(S, OXI_BIN, map[op], t, ops[0], ops[1]));
 }
 
 static val unary(sema *S, const oxf_node *n, oxi_type hint) {
@@ -588,12 +186,12 @@ static val unary(sema *S, const oxf_node *n, oxi_type hint) {
       return v;
     if (v.k != V_MUTREF) {
       ERR(S, n->loc, "only the reference bound by 'if let Some(x) = s.get_mut(i)' can be "
-                     "dereferenced, found %s", vdesc(S, v));
+                     "dereferenced, found %s", oxs_vdesc(S, v));
       return VERR;
     }
-    oxi_instr *in = op1(S, OXI_LOAD, 0, v.b->type, v.b->v);
+    oxi_instr *in = oxs_op1(S, OXI_LOAD, 0, v.b->type, v.b->v);
     in->mem = v.b->mem;
-    return scalar(in);
+    return oxs_value(in);
   }
   if (n->op == OXF_OP_NEG && (n->lhs->kind == OXF_INT || n->lhs->kind == OXF_FLOAT)) {
     /* fold "-literal" so that i32::MIN and friends can be written */
@@ -617,13 +215,13 @@ static val unary(sema *S, const oxf_node *n, oxi_type hint) {
       ERR(S, n->loc, "cannot negate a value of type %s", oxi_type_name(a->type));
       return VERR;
     }
-    return scalar(op1(S, OXI_NEG, 0, a->type, a));
+    return oxs_value(oxs_op1(S, OXI_NEG, 0, a->type, a));
   }
   if (oxi_is_float(a->type)) {
     ERR(S, n->loc, "'!' needs a bool or an integer, found %s", oxi_type_name(a->type));
     return VERR;
   }
-  return scalar(op1(S, OXI_NOT, 0, a->type, a));
+  return oxs_value(oxs_op1(S, OXI_NOT, 0, a->type, a));
 }
 
 static oxi_type type_of(const oxf_typeexpr *t) { return t->elem; }
@@ -643,18 +241,18 @@ static val cast(sema *S, const oxf_node *n) {
     ERR(S, n->loc, "cannot cast %s as bool; compare with zero instead", oxi_type_name(a->type));
     return VERR;
   }
-  return scalar(cast_to(S, a, t));
+  return oxs_value(oxs_cast_to(S, a, t));
 }
 
 /* mem[idx] with a bounds check unless proven or unsafe. */
 static oxi_instr *mem_access(sema *S, oxi_op op, binding *mb, oxi_instr *idx, binding *w,
                              oxb_loc loc, const char *what) {
-  ensure_open(S);
-  oxi_instr *in = emit(S, op, op == OXI_STORE ? OXI_VOID : mb->type);
+  oxs_ensure_open(S);
+  oxi_instr *in = oxs_append(S, op, op == OXI_STORE ? OXI_VOID : mb->type);
   in->mem = mb->mem;
   in->ops[0] = idx;
   in->nops = 1;
-  bool skip = S->unsafe_depth > 0 || (w && proven(S, w, mb->mem));
+  bool skip = S->unsafe_depth > 0 || (w && oxs_proven(S, w, mb->mem));
   if (!skip) {
     oxi_site *site = oxb_alloc(S->a, sizeof *site);
     site->line = loc.line;
@@ -663,10 +261,10 @@ static oxi_instr *mem_access(sema *S, oxi_op op, binding *mb, oxi_instr *idx, bi
     oxb_vec_push(S->a, &S->k->sites, site);
     in->check = S->k->sites.len;
     if (S->k->sites.len > OXF_MAX_KERNEL_CHECKS)
-      size_error(S, loc, "%s '%s' has more than %d bounds-checked accesses, the compiler's limit "
+      oxs_size_error(S, loc, "%s '%s' has more than %d bounds-checked accesses, the compiler's limit "
                          "(counting those of inlined functions; a launch contract or a "
                          "get_mut guard proves accesses in bounds, and those need no check)",
-                 unit_name(S), S->kfn->name, OXF_MAX_KERNEL_CHECKS);
+                 oxs_unit_name(S), S->kfn->name, OXF_MAX_KERNEL_CHECKS);
   }
   return in;
 }
@@ -701,7 +299,7 @@ static oxi_instr *index_value(sema *S, const oxf_node *n, binding **w) {
   if (v.k == V_ERR)
     return NULL;
   if (v.k != V_SCALAR) {
-    ERR(S, n->loc, "an index must be usize, found %s", vdesc(S, v));
+    ERR(S, n->loc, "an index must be usize, found %s", oxs_vdesc(S, v));
     return NULL;
   }
   if (v.v->type != OX_U64) {
@@ -717,7 +315,7 @@ static val index_read(sema *S, const oxf_node *n) {
   if (base.k == V_ERR)
     return VERR;
   if (base.k != V_MEM) {
-    ERR(S, n->loc, "cannot index %s", vdesc(S, base));
+    ERR(S, n->loc, "cannot index %s", oxs_vdesc(S, base));
     return VERR;
   }
   binding *mb = base.b;
@@ -740,7 +338,7 @@ static val index_read(sema *S, const oxf_node *n) {
   oxi_instr *idx = index_value(S, n->rhs, &w);
   if (!idx)
     return VERR;
-  return scalar(mem_access(S, OXI_LOAD, mb, idx, w, n->lhs->loc, access_text(S, n)));
+  return oxs_value(mem_access(S, OXI_LOAD, mb, idx, w, n->lhs->loc, access_text(S, n)));
 }
 
 /* ------------------------------------------------------------- builtins */
@@ -807,15 +405,15 @@ static val math_call(sema *S, const oxf_node *n, int fi, const oxf_node *const *
   if (!oxs_tile_unify(S, n->loc, v, nargs))
     return VERR;
   if (fn == OXI_M_ABS && oxi_is_int(t) && !oxi_is_signed(t))
-    return scalar(v[0]);
-  ensure_open(S);
-  oxi_instr *in = emit(S, OXI_MATH, t);
+    return oxs_value(v[0]);
+  oxs_ensure_open(S);
+  oxi_instr *in = oxs_append(S, OXI_MATH, t);
   in->sub = fn;
   for (int i = 0; i < nargs; i++)
     in->ops[i] = v[i];
   in->nops = nargs;
   in->tshape = v[0]->tshape;
-  return scalar(in);
+  return oxs_value(in);
 }
 
 static int find_math(const char *name) {
@@ -827,21 +425,21 @@ static int find_math(const char *name) {
 
 /* Global linear thread index: unique per thread of the grid. */
 static oxi_instr *linear_index(sema *S) {
-  oxi_instr *tx = sreg64(S, OXI_SREG_TID_X), *ty = sreg64(S, OXI_SREG_TID_Y),
-            *tz = sreg64(S, OXI_SREG_TID_Z);
-  oxi_instr *nx = sreg64(S, OXI_SREG_NTID_X), *ny = sreg64(S, OXI_SREG_NTID_Y),
-            *nz = sreg64(S, OXI_SREG_NTID_Z);
-  oxi_instr *bx = sreg64(S, OXI_SREG_CTAID_X), *by = sreg64(S, OXI_SREG_CTAID_Y),
-            *bz = sreg64(S, OXI_SREG_CTAID_Z);
-  oxi_instr *gx = sreg64(S, OXI_SREG_NCTAID_X), *gy = sreg64(S, OXI_SREG_NCTAID_Y);
-  oxi_instr *tid = op2(S, OXI_BIN, OXI_ADD, OX_U64, tx,
-                       op2(S, OXI_BIN, OXI_MUL, OX_U64, nx,
-                           op2(S, OXI_BIN, OXI_ADD, OX_U64, ty, op2(S, OXI_BIN, OXI_MUL, OX_U64, ny, tz))));
-  oxi_instr *bid = op2(S, OXI_BIN, OXI_ADD, OX_U64, bx,
-                       op2(S, OXI_BIN, OXI_MUL, OX_U64, gx,
-                           op2(S, OXI_BIN, OXI_ADD, OX_U64, by, op2(S, OXI_BIN, OXI_MUL, OX_U64, gy, bz))));
-  oxi_instr *tpb = op2(S, OXI_BIN, OXI_MUL, OX_U64, nx, op2(S, OXI_BIN, OXI_MUL, OX_U64, ny, nz));
-  return op2(S, OXI_BIN, OXI_ADD, OX_U64, op2(S, OXI_BIN, OXI_MUL, OX_U64, bid, tpb), tid);
+  oxi_instr *tx = oxs_sreg64(S, OXI_SREG_TID_X), *ty = oxs_sreg64(S, OXI_SREG_TID_Y),
+            *tz = oxs_sreg64(S, OXI_SREG_TID_Z);
+  oxi_instr *nx = oxs_sreg64(S, OXI_SREG_NTID_X), *ny = oxs_sreg64(S, OXI_SREG_NTID_Y),
+            *nz = oxs_sreg64(S, OXI_SREG_NTID_Z);
+  oxi_instr *bx = oxs_sreg64(S, OXI_SREG_CTAID_X), *by = oxs_sreg64(S, OXI_SREG_CTAID_Y),
+            *bz = oxs_sreg64(S, OXI_SREG_CTAID_Z);
+  oxi_instr *gx = oxs_sreg64(S, OXI_SREG_NCTAID_X), *gy = oxs_sreg64(S, OXI_SREG_NCTAID_Y);
+  oxi_instr *tid = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, tx,
+                       oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, nx,
+                           oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, ty, oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, ny, tz))));
+  oxi_instr *bid = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, bx,
+                       oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, gx,
+                           oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, by, oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, gy, bz))));
+  oxi_instr *tpb = oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, nx, oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, ny, nz));
+  return oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, bid, tpb), tid);
 }
 
 /* thread::index_block(): the block's linear index, held only by the block's
@@ -849,18 +447,18 @@ static oxi_instr *linear_index(sema *S) {
  * so that one thread per block owns the block's output element. */
 static val block_witness(sema *S, const oxf_node *n) {
   argc(S, n, 0, "thread::index_block");
-  binding *w = bind(S, B_WITNESS, NULL, n->loc);
-  oxi_instr *bx = sreg64(S, OXI_SREG_CTAID_X), *by = sreg64(S, OXI_SREG_CTAID_Y),
-            *bz = sreg64(S, OXI_SREG_CTAID_Z);
-  oxi_instr *gx = sreg64(S, OXI_SREG_NCTAID_X), *gy = sreg64(S, OXI_SREG_NCTAID_Y);
-  oxi_instr *bid = op2(S, OXI_BIN, OXI_ADD, OX_U64, bx,
-                       op2(S, OXI_BIN, OXI_MUL, OX_U64, gx,
-                           op2(S, OXI_BIN, OXI_ADD, OX_U64, by, op2(S, OXI_BIN, OXI_MUL, OX_U64, gy, bz))));
-  oxi_instr *t = op2(S, OXI_BIN, OXI_OR, OX_U32, sreg(S, OXI_SREG_TID_X),
-                     op2(S, OXI_BIN, OXI_OR, OX_U32, sreg(S, OXI_SREG_TID_Y), sreg(S, OXI_SREG_TID_Z)));
-  oxi_instr *first = op2(S, OXI_CMP, OXI_EQ, OX_BOOL, t, const_int(S, OX_U32, 0));
-  oxi_instr *none = const_int(S, OX_U64, UINT64_MAX);
-  oxi_instr *sel = emit(S, OXI_SELECT, OX_U64);
+  binding *w = oxs_bind(S, B_WITNESS, NULL, n->loc);
+  oxi_instr *bx = oxs_sreg64(S, OXI_SREG_CTAID_X), *by = oxs_sreg64(S, OXI_SREG_CTAID_Y),
+            *bz = oxs_sreg64(S, OXI_SREG_CTAID_Z);
+  oxi_instr *gx = oxs_sreg64(S, OXI_SREG_NCTAID_X), *gy = oxs_sreg64(S, OXI_SREG_NCTAID_Y);
+  oxi_instr *bid = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, bx,
+                       oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, gx,
+                           oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, by, oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, gy, bz))));
+  oxi_instr *t = oxs_op2(S, OXI_BIN, OXI_OR, OX_U32, oxs_sreg(S, OXI_SREG_TID_X),
+                     oxs_op2(S, OXI_BIN, OXI_OR, OX_U32, oxs_sreg(S, OXI_SREG_TID_Y), oxs_sreg(S, OXI_SREG_TID_Z)));
+  oxi_instr *first = oxs_op2(S, OXI_CMP, OXI_EQ, OX_BOOL, t, oxs_const_int(S, OX_U32, 0));
+  oxi_instr *none = oxs_const_int(S, OX_U64, UINT64_MAX);
+  oxi_instr *sel = oxs_append(S, OXI_SELECT, OX_U64);
   sel->ops[0] = first;
   sel->ops[1] = bid;
   sel->ops[2] = none;
@@ -870,7 +468,7 @@ static val block_witness(sema *S, const oxf_node *n) {
 }
 
 static val make_witness(sema *S, const oxf_node *n, bool two_d) {
-  binding *w = bind(S, B_WITNESS, NULL, n->loc);
+  binding *w = oxs_bind(S, B_WITNESS, NULL, n->loc);
   if (!two_d) {
     w->v = linear_index(S);
     return (val){V_WITNESS, NULL, w, NULL};
@@ -885,24 +483,24 @@ static val make_witness(sema *S, const oxf_node *n, bool two_d) {
         oxi_type_name(width->type));
     return VERR;
   }
-  oxi_instr *row = op2(S, OXI_BIN, OXI_ADD, OX_U64,
-                       op2(S, OXI_BIN, OXI_MUL, OX_U64, sreg64(S, OXI_SREG_CTAID_Y), sreg64(S, OXI_SREG_NTID_Y)),
-                       sreg64(S, OXI_SREG_TID_Y));
-  oxi_instr *col = op2(S, OXI_BIN, OXI_ADD, OX_U64,
-                       op2(S, OXI_BIN, OXI_MUL, OX_U64, sreg64(S, OXI_SREG_CTAID_X), sreg64(S, OXI_SREG_NTID_X)),
-                       sreg64(S, OXI_SREG_TID_X));
+  oxi_instr *row = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64,
+                       oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, oxs_sreg64(S, OXI_SREG_CTAID_Y), oxs_sreg64(S, OXI_SREG_NTID_Y)),
+                       oxs_sreg64(S, OXI_SREG_TID_Y));
+  oxi_instr *col = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64,
+                       oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, oxs_sreg64(S, OXI_SREG_CTAID_X), oxs_sreg64(S, OXI_SREG_NTID_X)),
+                       oxs_sreg64(S, OXI_SREG_TID_X));
   /* Valid only when this thread's (row, col) names a unique element: col < width,
    * row * width + col does not wrap, and z is 0 (threads differing only in z would
    * share the element). Otherwise the witness is u64::MAX, which no get_mut accepts. */
-  oxi_instr *zero = const_int(S, OX_U64, 0);
-  oxi_instr *ok = op2(S, OXI_CMP, OXI_LT, OX_BOOL, col, width);
-  oxi_instr *lim = op2(S, OXI_BIN, OXI_DIV, OX_U64, const_int(S, OX_U64, UINT64_MAX), width);
-  ok = op2(S, OXI_BIN, OXI_AND, OX_BOOL, ok, op2(S, OXI_CMP, OXI_LT, OX_BOOL, row, lim));
-  oxi_instr *z = op2(S, OXI_BIN, OXI_OR, OX_U64, sreg64(S, OXI_SREG_TID_Z), sreg64(S, OXI_SREG_CTAID_Z));
-  ok = op2(S, OXI_BIN, OXI_AND, OX_BOOL, ok, op2(S, OXI_CMP, OXI_EQ, OX_BOOL, z, zero));
-  oxi_instr *lin = op2(S, OXI_BIN, OXI_ADD, OX_U64, op2(S, OXI_BIN, OXI_MUL, OX_U64, row, width), col);
-  oxi_instr *none = const_int(S, OX_U64, UINT64_MAX);
-  oxi_instr *sel = emit(S, OXI_SELECT, OX_U64);
+  oxi_instr *zero = oxs_const_int(S, OX_U64, 0);
+  oxi_instr *ok = oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, col, width);
+  oxi_instr *lim = oxs_op2(S, OXI_BIN, OXI_DIV, OX_U64, oxs_const_int(S, OX_U64, UINT64_MAX), width);
+  ok = oxs_op2(S, OXI_BIN, OXI_AND, OX_BOOL, ok, oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, row, lim));
+  oxi_instr *z = oxs_op2(S, OXI_BIN, OXI_OR, OX_U64, oxs_sreg64(S, OXI_SREG_TID_Z), oxs_sreg64(S, OXI_SREG_CTAID_Z));
+  ok = oxs_op2(S, OXI_BIN, OXI_AND, OX_BOOL, ok, oxs_op2(S, OXI_CMP, OXI_EQ, OX_BOOL, z, zero));
+  oxi_instr *lin = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, row, width), col);
+  oxi_instr *none = oxs_const_int(S, OX_U64, UINT64_MAX);
+  oxi_instr *sel = oxs_append(S, OXI_SELECT, OX_U64);
   sel->ops[0] = ok;
   sel->ops[1] = lin;
   sel->ops[2] = none;
@@ -992,7 +590,7 @@ static val shared_new(sema *S, const oxf_node *n) {
   sh->offset = off;
   S->k->shared_bytes = off + sh->count * (int64_t)es;
   oxb_vec_push(S->a, &S->k->shared, sh);
-  binding *b = bind(S, B_MEM, NULL, n->loc);
+  binding *b = oxs_bind(S, B_MEM, NULL, n->loc);
   b->mem.kind = OXI_MEM_SHARED;
   b->mem.index = S->k->shared.len - 1;
   b->mkind = OXF_TY_SHARED;
@@ -1032,8 +630,8 @@ static val call(sema *S, const oxf_node *n, oxi_type hint) {
     return shared_new(S, n);
   if ((in_thread || bare) && !strcmp(base, "sync_threads")) {
     argc(S, n, 0, name);
-    ensure_open(S);
-    emit(S, OXI_BARRIER, OXI_VOID);
+    oxs_ensure_open(S);
+    oxs_append(S, OXI_BARRIER, OXI_VOID);
     S->k->uses_sync = true;
     return VUNIT;
   }
@@ -1041,17 +639,17 @@ static val call(sema *S, const oxf_node *n, oxi_type hint) {
     for (size_t i = 0; i < OXB_COUNT(sregs); i++)
       if (!strcmp(base, sregs[i].name)) {
         argc(S, n, 0, name);
-        return scalar(sreg(S, sregs[i].sreg));
+        return oxs_value(oxs_sreg(S, sregs[i].sreg));
       }
   }
   if (in_warp) {
     if (!strcmp(base, "lane_id")) {
       argc(S, n, 0, name);
-      return scalar(sreg(S, OXI_SREG_LANEID));
+      return oxs_value(oxs_sreg(S, OXI_SREG_LANEID));
     }
     if (!strcmp(base, "size")) {
       argc(S, n, 0, name);
-      return scalar(const_int(S, OX_U32, 32));
+      return oxs_value(oxs_const_int(S, OX_U32, 32));
     }
     static const char *const shfl[] = {"shuffle", "shuffle_up", "shuffle_down", "shuffle_xor"};
     for (int mode = 0; mode < 4; mode++)
@@ -1073,7 +671,7 @@ static val call(sema *S, const oxf_node *n, oxi_type hint) {
           return VERR;
         }
         S->k->uses_sync = true;
-        return scalar(op2(S, OXI_SHFL, mode, v->type, v, a));
+        return oxs_value(oxs_op2(S, OXI_SHFL, mode, v->type, v, a));
       }
     static const char *const votes[] = {"all", "any", "ballot"};
     for (int mode = 0; mode < 3; mode++)
@@ -1088,7 +686,7 @@ static val call(sema *S, const oxf_node *n, oxi_type hint) {
           return VERR;
         }
         S->k->uses_sync = true;
-        return scalar(op1(S, OXI_VOTE, mode, mode == 2 ? OX_U32 : OX_BOOL, p));
+        return oxs_value(oxs_op1(S, OXI_VOTE, mode, mode == 2 ? OX_U32 : OX_BOOL, p));
       }
   }
   if (bare || !strncmp(name, "math::", 6)) {
@@ -1126,9 +724,9 @@ static val call_fn(sema *S, const oxf_node *n, const oxf_fn *fn, oxi_type hint) 
     return VERR;
   }
   if (++S->ncalls > OXF_MAX_INLINED_CALLS) {
-    size_error(S, n->loc, "%s '%s' inlines more than %d device-function calls, the compiler's "
+    oxs_size_error(S, n->loc, "%s '%s' inlines more than %d device-function calls, the compiler's "
                           "limit (each call is a copy of the function's body)",
-               unit_name(S), S->kfn->name, OXF_MAX_INLINED_CALLS);
+               oxs_unit_name(S), S->kfn->name, OXF_MAX_INLINED_CALLS);
     return VERR;
   }
   if (n->args.len != fn->params.len) {
@@ -1185,7 +783,7 @@ static val call_fn(sema *S, const oxf_node *n, const oxf_fn *fn, oxi_type hint) 
         ERR(S, an->loc, "argument '%s' of '%s' must be %s of %s%s, found %s", p->name, fn->name,
             p->type->kind == OXF_TY_SLICE ? "a slice" : "a shared array",
             ox_dtype_name(p->type->elem),
-            p->type->kind == OXF_TY_SHARED ? " with the declared length" : "", vdesc(S, v));
+            p->type->kind == OXF_TY_SHARED ? " with the declared length" : "", oxs_vdesc(S, v));
         ok = false;
         continue;
       }
@@ -1223,7 +821,7 @@ known:;
   frame *f = &S->frames[S->nframes];
   f->fn = fn;
   f->call = call;
-  f->exit = new_block(S);
+  f->exit = oxs_new_block(S);
   f->ret_type = fn->ret && fn->ret->kind == OXF_TY_SCALAR ? fn->ret->elem : OXI_VOID;
   if (fn->ret && fn->ret->kind != OXF_TY_SCALAR && fn->ret->kind != OXF_TY_UNIT) {
     ERR(S, fn->ret->loc, "device functions return a scalar or nothing");
@@ -1235,7 +833,7 @@ known:;
   f->loop_base = S->nloops;
   S->nframes++;
   for (int i = 0; i < fn->params.len; i++) {
-    binding *b = bind(S, argb[i]->kind, argb[i]->name, argb[i]->loc), keep = *b;
+    binding *b = oxs_bind(S, argb[i]->kind, argb[i]->name, argb[i]->loc), keep = *b;
     *b = *argb[i];
     b->rec = keep.rec; /* its place on the stack stays */
     b->idx = keep.idx;
@@ -1247,19 +845,19 @@ known:;
       ERR(S, fn->body->value ? fn->body->value->loc : fn->loc, "'%s' returns %s, found %s",
           fn->name, oxi_type_name(f->ret_type), oxi_type_name(body.v->type));
     else
-      var_set(S, f->ret_slot, body.v);
-  } else if (f->ret_slot >= 0 && body.k != V_NEVER && body.k != V_ERR && !terminated(S)) {
+      oxs_var_set(S, f->ret_slot, body.v);
+  } else if (f->ret_slot >= 0 && body.k != V_NEVER && body.k != V_ERR && !oxs_terminated(S)) {
     ERR(S, fn->loc, "'%s' must return a %s on every path", fn->name, oxi_type_name(f->ret_type));
   }
-  br(S, f->exit);
-  set_block(S, f->exit);
+  oxs_br(S, f->exit);
+  oxs_set_block(S, f->exit);
   S->nframes--;
-  unbind_to(S, saved_nbinds);
+  oxs_unbind_to(S, saved_nbinds);
   S->nfacts = saved_facts;
   S->nloops = saved_loops;
   if (f->ret_slot < 0)
     return VUNIT;
-  return scalar(var_get(S, f->ret_slot));
+  return oxs_value(oxs_var_get(S, f->ret_slot));
 }
 
 /* recv.method(args) */
@@ -1277,7 +875,7 @@ static val method(sema *S, const oxf_node *n, oxi_type hint) {
     }
     /* The receiver is already evaluated: pass it through a synthetic node-free
      * path by binding it to a temporary name. */
-    binding *tmp = bind(S, B_VALUE, "\x01recv", n->loc);
+    binding *tmp = oxs_bind(S, B_VALUE, "\x01recv", n->loc);
     tmp->v = recv.v;
     tmp->type = recv.v->type;
     oxf_node *rn = oxb_alloc(S->a, sizeof *rn);
@@ -1288,7 +886,7 @@ static val method(sema *S, const oxf_node *n, oxi_type hint) {
     for (int i = 0; i < n->args.len; i++)
       args[i + 1] = n->args.items[i];
     val r = math_call(S, n, fi, args, n->args.len + 1, recv.v->type);
-    unbind_to(S, S->nbinds - 1);
+    oxs_unbind_to(S, S->nbinds - 1);
     return r;
   }
   if (recv.k == V_WITNESS) {
@@ -1299,7 +897,7 @@ static val method(sema *S, const oxf_node *n, oxi_type hint) {
         ERR(S, n->loc, "'%s()' exists only on witnesses from thread::index_2d", name);
         return VERR;
       }
-      return scalar(!strcmp(name, "get") ? w->v : !strcmp(name, "row") ? w->row : w->col);
+      return oxs_value(!strcmp(name, "get") ? w->v : !strcmp(name, "row") ? w->row : w->col);
     }
     ERR(S, n->loc, "a thread-index witness has methods get(), row() and col(), not '%s'", name);
     return VERR;
@@ -1309,26 +907,26 @@ static val method(sema *S, const oxf_node *n, oxi_type hint) {
                            recv.b->mkind == OXF_TY_ATOMICTENSOR)))
     return oxs_tile_method(S, n, recv, hint);
   if (recv.k != V_MEM) {
-    ERR(S, n->loc, "%s has no method '%s'", vdesc(S, recv), name);
+    ERR(S, n->loc, "%s has no method '%s'", oxs_vdesc(S, recv), name);
     return VERR;
   }
   binding *mb = recv.b;
   if (!strcmp(name, "len")) {
     argc(S, n, 0, name);
     if (mb->mkind == OXF_TY_SHARED)
-      return scalar(const_int(S, OX_U64, (uint64_t)((oxi_shared *)S->k->shared.items[mb->mem.index])->count));
-    ensure_open(S); /* code after a return or break is still checked */
-    oxi_instr *in = emit(S, OXI_LEN, OX_U64);
+      return oxs_value(oxs_const_int(S, OX_U64, (uint64_t)((oxi_shared *)S->k->shared.items[mb->mem.index])->count));
+    oxs_ensure_open(S); /* code after a return or break is still checked */
+    oxi_instr *in = oxs_append(S, OXI_LEN, OX_U64);
     in->mem = mb->mem;
-    return scalar(in);
+    return oxs_value(in);
   }
   if (!strcmp(name, "get_mut")) {
     if (mb->mkind != OXF_TY_DISJOINT) {
       if (mb->name)
         ERR(S, n->loc, "get_mut exists on DisjointSlice outputs only; '%s' is %s", mb->name,
-            vdesc(S, recv));
+            oxs_vdesc(S, recv));
       else
-        ERR(S, n->loc, "get_mut exists on DisjointSlice outputs only, not on %s", vdesc(S, recv));
+        ERR(S, n->loc, "get_mut exists on DisjointSlice outputs only, not on %s", oxs_vdesc(S, recv));
       return VERR;
     }
     if (!argc(S, n, 1, name))
@@ -1340,7 +938,7 @@ static val method(sema *S, const oxf_node *n, oxi_type hint) {
       ERR(S, ((oxf_node *)n->args.items[0])->loc,
           "get_mut takes a thread-index witness from thread::index_1d() or thread::index_2d(), "
           "found %s: a computed index could let two threads write one element",
-          vdesc(S, w));
+          oxs_vdesc(S, w));
       return VERR;
     }
     return (val){V_OPTION, NULL, mb, w.b};
@@ -1357,7 +955,7 @@ static val method(sema *S, const oxf_node *n, oxi_type hint) {
       continue;
     if (mb->mkind != OXF_TY_ATOMIC && mb->mkind != OXF_TY_SHARED) {
       ERR(S, n->loc, "atomics work on &[Atomic<T>] parameters and shared arrays; '%s' is %s",
-          mb->name ? mb->name : "this", vdesc(S, recv));
+          mb->name ? mb->name : "this", oxs_vdesc(S, recv));
       return VERR;
     }
     if (!argc(S, n, atomics[i].nargs, name))
@@ -1395,9 +993,9 @@ static val method(sema *S, const oxf_node *n, oxi_type hint) {
       in->ops[2] = vals[1];
       in->nops = 3;
     }
-    return scalar(in);
+    return oxs_value(in);
   }
-  ERR(S, n->loc, "%s has no method '%s'", vdesc(S, recv), name);
+  ERR(S, n->loc, "%s has no method '%s'", oxs_vdesc(S, recv), name);
   return VERR;
 }
 
@@ -1442,12 +1040,12 @@ bool oxs_type_constant(const char *name, oxi_type *t, uint64_t *imm, double *fim
 }
 
 static val name_ref(sema *S, const oxf_node *n) {
-  binding *b = lookup(S, n->name);
+  binding *b = oxs_lookup(S, n->name);
   oxi_type ct;
   uint64_t cimm;
   double cf;
   if (!b && oxs_type_constant(n->name, &ct, &cimm, &cf)) /* f32::NEG_INFINITY, u32::MAX, ... */
-    return scalar(oxi_is_float(ct) ? const_float(S, ct, cf) : const_int(S, ct, cimm));
+    return oxs_value(oxi_is_float(ct) ? oxs_const_float(S, ct, cf) : oxs_const_int(S, ct, cimm));
   const char *sep = strstr(n->name, "::");
   ox_dtype dt;
   if (!b && sep && oxf_scalar_named(n->name, (size_t)(sep - n->name), &dt)) {
@@ -1468,11 +1066,11 @@ static val name_ref(sema *S, const oxf_node *n) {
   if (b->poisoned)
     return VERR;
   if (b->is_generic)
-    return scalar(const_int(S, b->type, (uint64_t)b->gval));
+    return oxs_value(oxs_const_int(S, b->type, (uint64_t)b->gval));
   switch (b->kind) {
-  case B_VALUE: return scalar(b->v);
+  case B_VALUE: return oxs_value(b->v);
   case B_SLOT: {
-    oxi_instr *v = var_get(S, b->slot);
+    oxi_instr *v = oxs_var_get(S, b->slot);
     v->tshape = b->tile; /* a `let mut` tile */
     return oxs_value(v);
   }
@@ -1545,7 +1143,7 @@ typedef struct join {
 } join;
 
 static void join_value(sema *S, join *j, val v, oxb_loc loc) {
-  if (v.k == V_NEVER || v.k == V_ERR || terminated(S))
+  if (v.k == V_NEVER || v.k == V_ERR || oxs_terminated(S))
     return;
   if (v.k == V_SCALAR) {
     if (j->slot < 0) {
@@ -1557,7 +1155,7 @@ static void join_value(sema *S, join *j, val v, oxb_loc loc) {
           oxi_type_name(v.v->type));
       return;
     }
-    var_set(S, j->slot, v.v);
+    oxs_var_set(S, j->slot, v.v);
     j->has_value = true;
   } else if (v.k == V_TILE) {
     if (!j->tile)
@@ -1565,7 +1163,7 @@ static void join_value(sema *S, join *j, val v, oxb_loc loc) {
                   "use select(c, a, b), or store in each branch");
     j->tile = true;
   } else if (v.k != V_UNIT) {
-    ERR(S, loc, "an 'if' branch cannot give %s", vdesc(S, v));
+    ERR(S, loc, "an 'if' branch cannot give %s", oxs_vdesc(S, v));
   }
 }
 
@@ -1575,7 +1173,7 @@ static val finish_join(sema *S, join *j, bool both_branches, bool all_never) {
   if (all_never)
     return VNEVER;
   if (j->slot >= 0 && j->has_value && both_branches)
-    return scalar(var_get(S, j->slot));
+    return oxs_value(oxs_var_get(S, j->slot));
   return VUNIT;
 }
 
@@ -1587,22 +1185,22 @@ static val if_expr(sema *S, const oxf_node *n, oxi_type hint) {
     c = NULL;
   }
   if (!c)
-    c = const_int(S, OX_BOOL, 0); /* keep checking the branches */
-  oxi_block *tb = new_block(S), *fb = new_block(S), *done = new_block(S);
-  condbr(S, c, tb, n->els ? fb : done);
+    c = oxs_const_int(S, OX_BOOL, 0); /* keep checking the branches */
+  oxi_block *tb = oxs_new_block(S), *fb = oxs_new_block(S), *done = oxs_new_block(S);
+  oxs_condbr(S, c, tb, n->els ? fb : done);
   join j = {-1, OXI_VOID, false};
-  set_block(S, tb);
+  oxs_set_block(S, tb);
   val tv = block_expr(S, n->then, hint);
   join_value(S, &j, tv, n->then->loc);
-  br(S, done);
+  oxs_br(S, done);
   val ev = VUNIT;
-  set_block(S, fb);
+  oxs_set_block(S, fb);
   if (n->els) {
     ev = expr(S, n->els, j.slot >= 0 ? j.type : hint);
     join_value(S, &j, ev, n->els->loc);
   }
-  br(S, done);
-  set_block(S, done);
+  oxs_br(S, done);
+  oxs_set_block(S, done);
   if (!n->els && tv.k == V_SCALAR) {
     ERR(S, n->then->value ? n->then->value->loc : n->loc,
         "an 'if' without 'else' cannot give a value; add ';' or an 'else' branch");
@@ -1617,41 +1215,41 @@ static val if_let(sema *S, const oxf_node *n, oxi_type hint) {
     return VERR;
   if (o.k != V_OPTION) {
     ERR(S, n->lhs->loc, "'if let Some(%s) = ...' needs an Option from get_mut, found %s", n->name,
-        vdesc(S, o));
+        oxs_vdesc(S, o));
     return VERR;
   }
   binding *mb = o.b, *w = o.w;
-  oxi_block *tb = new_block(S), *fb = new_block(S), *done = new_block(S);
-  if (proven(S, w, mb->mem)) {
-    br(S, tb); /* always Some: the enclosing loop bounds the witness */
+  oxi_block *tb = oxs_new_block(S), *fb = oxs_new_block(S), *done = oxs_new_block(S);
+  if (oxs_proven(S, w, mb->mem)) {
+    oxs_br(S, tb); /* always Some: the enclosing loop bounds the witness */
   } else {
-    ensure_open(S);
-    oxi_instr *len = emit(S, OXI_LEN, OX_U64);
+    oxs_ensure_open(S);
+    oxi_instr *len = oxs_append(S, OXI_LEN, OX_U64);
     len->mem = mb->mem;
-    oxi_instr *ok = op2(S, OXI_CMP, OXI_LT, OX_BOOL, w->v, len);
-    condbr(S, ok, tb, n->els ? fb : done);
+    oxi_instr *ok = oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, w->v, len);
+    oxs_condbr(S, ok, tb, n->els ? fb : done);
   }
-  set_block(S, tb);
+  oxs_set_block(S, tb);
   int saved_binds = S->nbinds, saved_facts = S->nfacts;
-  binding *r = bind(S, B_MUTREF, n->name, n->loc);
+  binding *r = oxs_bind(S, B_MUTREF, n->name, n->loc);
   r->mem = mb->mem;
   r->type = mb->type;
   r->v = w->v;
-  push_fact(S, w, mb->mem);
+  oxs_push_fact(S, w, mb->mem);
   join j = {-1, OXI_VOID, false};
   val tv = block_expr(S, n->then, hint);
   join_value(S, &j, tv, n->then->loc);
-  unbind_to(S, saved_binds);
+  oxs_unbind_to(S, saved_binds);
   S->nfacts = saved_facts;
-  br(S, done);
-  set_block(S, fb);
+  oxs_br(S, done);
+  oxs_set_block(S, fb);
   val ev = VUNIT;
   if (n->els) {
     ev = expr(S, n->els, j.slot >= 0 ? j.type : hint);
     join_value(S, &j, ev, n->els->loc);
   }
-  br(S, done);
-  set_block(S, done);
+  oxs_br(S, done);
+  oxs_set_block(S, done);
   return finish_join(S, &j, n->els != NULL, n->els && tv.k == V_NEVER && ev.k == V_NEVER);
 }
 
@@ -1683,13 +1281,13 @@ static val block_expr(sema *S, const oxf_node *n, oxi_type hint) {
     if (v.k == V_OPTION)
       ERR(S, n->value->loc, "the Option from get_mut must be unpacked with 'if let Some(x) = ...'");
     if (v.k == V_WITNESS || v.k == V_MEM || v.k == V_MUTREF || v.k == V_PART) {
-      ERR(S, n->value->loc, "a block cannot give %s", vdesc(S, v));
+      ERR(S, n->value->loc, "a block cannot give %s", oxs_vdesc(S, v));
       v = VERR;
     }
   } else if (never) {
     v = VNEVER;
   }
-  unbind_to(S, saved);
+  oxs_unbind_to(S, saved);
   return v;
 }
 
@@ -1698,7 +1296,7 @@ static val block_expr(sema *S, const oxf_node *n, oxi_type hint) {
 /* Binds the name of a 'let' that had an error, so that its uses raise no
  * "unknown name" or type errors that follow from the first. */
 static void let_poisoned(sema *S, const oxf_node *n) {
-  bind(S, B_VALUE, n->name, n->loc)->poisoned = true;
+  oxs_bind(S, B_VALUE, n->name, n->loc)->poisoned = true;
 }
 
 static void let_stmt(sema *S, const oxf_node *n) {
@@ -1734,7 +1332,7 @@ static void let_stmt(sema *S, const oxf_node *n) {
     if (n->type)
       ERR(S, n->type->loc, "a thread-index witness has no type to annotate; remove ': %s'",
           oxi_type_name(hint));
-    name_binding(S, v.b, n->name);
+    oxs_name_binding(S, v.b, n->name);
     v.b->loc = n->loc;
     return;
   }
@@ -1755,28 +1353,28 @@ static void let_stmt(sema *S, const oxf_node *n) {
       else
         ERR(S, n->init->loc, "expected %s, found %s",
             n->type->kind == OXF_TY_SHARED ? "a SharedArray" : ox_dtype_name(n->type->elem),
-            vdesc(S, v));
+            oxs_vdesc(S, v));
       let_poisoned(S, n);
       return;
     }
-    name_binding(S, v.b, n->name); /* a fresh SharedArray */
+    oxs_name_binding(S, v.b, n->name); /* a fresh SharedArray */
     return;
   }
   if (v.k == V_TILE) {
     if (n->type) {
-      ERR(S, n->init->loc, "expected %s, found %s", ox_dtype_name(n->type->elem), vdesc(S, v));
+      ERR(S, n->init->loc, "expected %s, found %s", ox_dtype_name(n->type->elem), oxs_vdesc(S, v));
       let_poisoned(S, n);
       return;
     }
     /* a `let mut` tile lives in a slot of its dtype whose values carry its
      * shape; the tile lowering gives it one slot per element a thread holds */
-    binding *b = bind(S, n->is_mut ? B_SLOT : B_VALUE, n->name, n->loc);
+    binding *b = oxs_bind(S, n->is_mut ? B_SLOT : B_VALUE, n->name, n->loc);
     b->type = v.v->type;
     if (n->is_mut) {
       b->tile = v.v->tshape;
       b->is_mut = true;
       b->slot = oxi_slot_new(S->m, S->k, b->type);
-      var_set(S, b->slot, v.v);
+      oxs_var_set(S, b->slot, v.v);
     } else {
       b->v = v.v;
     }
@@ -1795,18 +1393,18 @@ static void let_stmt(sema *S, const oxf_node *n) {
       let_poisoned(S, n);
       return;
     }
-    name_binding(S, v.b, n->name); /* a fresh partition */
+    oxs_name_binding(S, v.b, n->name); /* a fresh partition */
     v.b->loc = n->loc;
     return;
   }
   if (v.k == V_OPTION || v.k == V_MUTREF) {
     ERR(S, n->init->loc, "%s cannot be stored in a variable; write 'if let Some(x) = "
-                         "s.get_mut(i) { *x = ...; }'", vdesc(S, v));
+                         "s.get_mut(i) { *x = ...; }'", oxs_vdesc(S, v));
     let_poisoned(S, n);
     return;
   }
   if (v.k != V_SCALAR) {
-    ERR(S, n->init->loc, "cannot bind %s to a variable", vdesc(S, v));
+    ERR(S, n->init->loc, "cannot bind %s to a variable", oxs_vdesc(S, v));
     let_poisoned(S, n);
     return;
   }
@@ -1820,13 +1418,13 @@ static void let_stmt(sema *S, const oxf_node *n) {
     return;
   }
   if (n->is_mut) {
-    binding *b = bind(S, B_SLOT, n->name, n->loc);
+    binding *b = oxs_bind(S, B_SLOT, n->name, n->loc);
     b->type = v.v->type;
     b->slot = oxi_slot_new(S->m, S->k, b->type);
     b->is_mut = true;
-    var_set(S, b->slot, v.v);
+    oxs_var_set(S, b->slot, v.v);
   } else {
-    binding *b = bind(S, B_VALUE, n->name, n->loc);
+    binding *b = oxs_bind(S, B_VALUE, n->name, n->loc);
     b->v = v.v;
     b->type = v.v->type;
   }
@@ -1836,7 +1434,7 @@ static void let_stmt(sema *S, const oxf_node *n) {
 static bool compound_ok(sema *S, const oxf_node *n, oxi_type t) {
   bool shift = n->op == OXF_OP_SHL || n->op == OXF_OP_SHR;
   bool bitwise = n->op >= OXF_OP_AND && n->op <= OXF_OP_SHR;
-  if (bitwise ? oxi_is_int(t) || (t == OX_BOOL && !shift) : is_numeric(t))
+  if (bitwise ? oxi_is_int(t) || (t == OX_BOOL && !shift) : oxs_is_numeric(t))
     return true;
   ERR(S, n->loc, "'%s=' is not defined for %s", oxf_op_name(n->op), oxi_type_name(t));
   return false;
@@ -1849,7 +1447,7 @@ static void tile_assign(sema *S, const oxf_node *n, binding *b) {
   if (!v)
     return;
   if (n->op) {
-    oxi_instr *old = var_get(S, b->slot);
+    oxi_instr *old = oxs_var_get(S, b->slot);
     old->tshape = b->tile;
     if (n->op > OXF_OP_REM) {
       ERR(S, n->loc, "'%s=' on a tile: only += -= *= /= %%= are defined", oxf_op_name(n->op));
@@ -1866,7 +1464,7 @@ static void tile_assign(sema *S, const oxf_node *n, binding *b) {
     if (!oxs_tile_unify_to(S, n->rhs->loc, ops, 2, b->tile))
       return;
     static const int map[] = {0, OXI_ADD, OXI_SUB, OXI_MUL, OXI_DIV, OXI_REM};
-    v = op2(S, OXI_BIN, map[n->op], b->type, ops[0], ops[1]);
+    v = oxs_op2(S, OXI_BIN, map[n->op], b->type, ops[0], ops[1]);
   } else {
     if (v->type != b->type) {
       ERR(S, n->rhs->loc, "'%s' is a tile of %s, found %s%s; convert with 'as %s'", n->lhs->name,
@@ -1886,7 +1484,7 @@ static void tile_assign(sema *S, const oxf_node *n, binding *b) {
       return;
     }
   }
-  var_set(S, b->slot, v);
+  oxs_var_set(S, b->slot, v);
 }
 
 static void assign(sema *S, const oxf_node *n) {
@@ -1906,7 +1504,7 @@ static void assign(sema *S, const oxf_node *n) {
     if (!v)
       return;
     if (n->op) {
-      oxi_instr *old = op1(S, OXI_LOAD, 0, rb->type, rb->v);
+      oxi_instr *old = oxs_op1(S, OXI_LOAD, 0, rb->type, rb->v);
       old->mem = rb->mem;
       if (v->type != rb->type) {
         ERR(S, n->rhs->loc, "mismatched types: %s %s= %s", oxi_type_name(rb->type),
@@ -1917,14 +1515,14 @@ static void assign(sema *S, const oxf_node *n) {
         return;
       static const int map[] = {0, OXI_ADD, OXI_SUB, OXI_MUL, OXI_DIV, OXI_REM, OXI_AND, OXI_OR,
                                 OXI_XOR, OXI_SHL, OXI_SHR};
-      v = op2(S, OXI_BIN, map[n->op], rb->type, old, v);
+      v = oxs_op2(S, OXI_BIN, map[n->op], rb->type, old, v);
     }
     if (v->type != rb->type) {
       ERR(S, n->rhs->loc, "the element type is %s, found %s; convert with 'as %s'",
           oxi_type_name(rb->type), oxi_type_name(v->type), oxi_type_name(rb->type));
       return;
     }
-    oxi_instr *st = op2(S, OXI_STORE, 0, OXI_VOID, rb->v, v);
+    oxi_instr *st = oxs_op2(S, OXI_STORE, 0, OXI_VOID, rb->v, v);
     st->mem = rb->mem;
     return;
   }
@@ -1934,7 +1532,7 @@ static void assign(sema *S, const oxf_node *n) {
     if (base.k == V_ERR)
       return;
     if (base.k != V_MEM) {
-      ERR(S, l->loc, "cannot index %s", vdesc(S, base));
+      ERR(S, l->loc, "cannot index %s", oxs_vdesc(S, base));
       return;
     }
     binding *mb = base.b;
@@ -1972,7 +1570,7 @@ static void assign(sema *S, const oxf_node *n) {
     }
     if (rv.k != V_SCALAR) {
       if (rv.k != V_ERR)
-        ERR(S, n->rhs->loc, "cannot store %s", vdesc(S, rv));
+        ERR(S, n->rhs->loc, "cannot store %s", oxs_vdesc(S, rv));
       return;
     }
     oxi_instr *v = rv.v;
@@ -1988,7 +1586,7 @@ static void assign(sema *S, const oxf_node *n) {
       oxi_instr *old = mem_access(S, OXI_LOAD, mb, idx, w, l->lhs->loc, what);
       static const int map[] = {0, OXI_ADD, OXI_SUB, OXI_MUL, OXI_DIV, OXI_REM, OXI_AND, OXI_OR,
                                 OXI_XOR, OXI_SHL, OXI_SHR};
-      v = op2(S, OXI_BIN, map[n->op], mb->type, old, v);
+      v = oxs_op2(S, OXI_BIN, map[n->op], mb->type, old, v);
     }
     if (v->type != mb->type) {
       ERR(S, n->rhs->loc, "the element type is %s, found %s; convert with 'as %s'",
@@ -2004,7 +1602,7 @@ static void assign(sema *S, const oxf_node *n) {
     ERR(S, l->loc, "cannot assign to this expression");
     return;
   }
-  binding *b = lookup(S, l->name);
+  binding *b = oxs_lookup(S, l->name);
   if (!b) {
     ERR(S, l->loc, "unknown name '%s'", l->name);
     return;
@@ -2037,10 +1635,10 @@ static void assign(sema *S, const oxf_node *n) {
   if (!v)
     return;
   if (n->op) {
-    oxi_instr *old = var_get(S, b->slot);
+    oxi_instr *old = oxs_var_get(S, b->slot);
     bool shift = n->op == OXF_OP_SHL || n->op == OXF_OP_SHR;
     if (shift && oxi_is_int(v->type))
-      v = cast_to(S, v, b->type);
+      v = oxs_cast_to(S, v, b->type);
     if (v->type != b->type) {
       ERR(S, n->rhs->loc, "mismatched types: %s %s= %s", oxi_type_name(b->type), oxf_op_name(n->op),
           oxi_type_name(v->type));
@@ -2049,18 +1647,18 @@ static void assign(sema *S, const oxf_node *n) {
     static const int map[] = {0, OXI_ADD, OXI_SUB, OXI_MUL, OXI_DIV, OXI_REM, OXI_AND, OXI_OR,
                               OXI_XOR, OXI_SHL, OXI_SHR};
     bool bitwise = n->op >= OXF_OP_AND && n->op <= OXF_OP_SHR;
-    if (bitwise ? !(oxi_is_int(b->type) || (b->type == OX_BOOL && !shift)) : !is_numeric(b->type)) {
+    if (bitwise ? !(oxi_is_int(b->type) || (b->type == OX_BOOL && !shift)) : !oxs_is_numeric(b->type)) {
       ERR(S, n->loc, "'%s=' is not defined for %s", oxf_op_name(n->op), oxi_type_name(b->type));
       return;
     }
-    v = op2(S, OXI_BIN, map[n->op], b->type, old, v);
+    v = oxs_op2(S, OXI_BIN, map[n->op], b->type, old, v);
   }
   if (v->type != b->type) {
     ERR(S, n->rhs->loc, "'%s' is %s, found %s; convert with 'as %s'", l->name,
         oxi_type_name(b->type), oxi_type_name(v->type), oxi_type_name(b->type));
     return;
   }
-  var_set(S, b->slot, v);
+  oxs_var_set(S, b->slot, v);
 }
 
 static void loop_body(sema *S, const oxf_node *body, oxi_block *brk, oxi_block *cont) {
@@ -2080,14 +1678,14 @@ static void loop_body(sema *S, const oxf_node *body, oxi_block *brk, oxi_block *
 static void stride_copy(sema *S, const oxf_node *n, oxi_instr *iv, binding *bound, oxi_block *done,
                         oxi_block *cont) {
   int saved = S->nbinds, saved_facts = S->nfacts;
-  binding *w = bind(S, B_WITNESS, n->name, n->loc);
+  binding *w = oxs_bind(S, B_WITNESS, n->name, n->loc);
   w->v = iv;
   if (bound)
-    push_fact(S, w, bound->mem);
+    oxs_push_fact(S, w, bound->mem);
   loop_body(S, n->body, done, cont);
   S->nfacts = saved_facts;
-  unbind_to(S, saved);
-  br(S, cont);
+  oxs_unbind_to(S, saved);
+  oxs_br(S, cont);
 }
 
 /* for i in thread::grid_stride(n): i is a witness for each of the elements
@@ -2116,107 +1714,107 @@ static void grid_stride_for(sema *S, const oxf_node *n) {
   /* grid_stride(x.len()): every witness of the loop is below x's length */
   binding *bound = NULL;
   if (arg->kind == OXF_METHOD && !strcmp(arg->name, "len") && arg->lhs->kind == OXF_NAME) {
-    binding *b = lookup(S, arg->lhs->name);
+    binding *b = oxs_lookup(S, arg->lhs->name);
     if (b && b->kind == B_MEM && b->mem.kind == OXI_MEM_PARAM)
       bound = b;
   }
   enum { CHUNK = 4 };
   oxi_instr *me = linear_index(S);
-  oxi_instr *step = op2(S, OXI_BIN, OXI_MUL, OX_U64,
-                        op2(S, OXI_BIN, OXI_MUL, OX_U64,
-                            op2(S, OXI_BIN, OXI_MUL, OX_U64, sreg64(S, OXI_SREG_NTID_X), sreg64(S, OXI_SREG_NTID_Y)),
-                            sreg64(S, OXI_SREG_NTID_Z)),
-                        op2(S, OXI_BIN, OXI_MUL, OX_U64,
-                            op2(S, OXI_BIN, OXI_MUL, OX_U64, sreg64(S, OXI_SREG_NCTAID_X), sreg64(S, OXI_SREG_NCTAID_Y)),
-                            sreg64(S, OXI_SREG_NCTAID_Z)));
+  oxi_instr *step = oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64,
+                        oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64,
+                            oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, oxs_sreg64(S, OXI_SREG_NTID_X), oxs_sreg64(S, OXI_SREG_NTID_Y)),
+                            oxs_sreg64(S, OXI_SREG_NTID_Z)),
+                        oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64,
+                            oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, oxs_sreg64(S, OXI_SREG_NCTAID_X), oxs_sreg64(S, OXI_SREG_NCTAID_Y)),
+                            oxs_sreg64(S, OXI_SREG_NCTAID_Z)));
   /* No element index reaches 2^63 (tensors are smaller) and the launch keeps the
    * grid's thread count below 2^63: with the limit clamped to 2^63, c + step
    * cannot wrap, so the loops need no overflow exit. */
-  oxi_instr *clamp = emit(S, OXI_MATH, OX_U64);
+  oxi_instr *clamp = oxs_append(S, OXI_MATH, OX_U64);
   clamp->sub = OXI_M_MIN;
   clamp->ops[0] = lim;
-  clamp->ops[1] = const_int(S, OX_U64, (uint64_t)1 << 63);
+  clamp->ops[1] = oxs_const_int(S, OX_U64, (uint64_t)1 << 63);
   clamp->nops = 2;
   /* const_int above was placed after `clamp`: move clamp to the end */
   S->cur->instrs.items[S->cur->instrs.len - 2] = S->cur->instrs.items[S->cur->instrs.len - 1];
   S->cur->instrs.items[S->cur->instrs.len - 1] = clamp;
   lim = clamp;
-  oxi_instr *chunks = op2(S, OXI_BIN, OXI_DIV, OX_U64, lim, const_int(S, OX_U64, CHUNK));
+  oxi_instr *chunks = oxs_op2(S, OXI_BIN, OXI_DIV, OX_U64, lim, oxs_const_int(S, OX_U64, CHUNK));
   oxi_instr *aligned = NULL;
   for (int p = 0; p < S->k->params.len; p++) {
     oxi_param *prm = S->k->params.items[p];
     if (prm->kind == OXI_P_SCALAR || prm->kind == OXI_P_ATOMIC)
       continue;
-    ensure_open(S);
-    oxi_instr *a = emit(S, OXI_ALIGNED, OX_BOOL);
+    oxs_ensure_open(S);
+    oxi_instr *a = oxs_append(S, OXI_ALIGNED, OX_BOOL);
     a->mem.kind = OXI_MEM_PARAM;
     a->mem.index = p;
     a->imm = 16;
-    aligned = aligned ? op2(S, OXI_BIN, OXI_AND, OX_BOOL, aligned, a) : a;
+    aligned = aligned ? oxs_op2(S, OXI_BIN, OXI_AND, OX_BOOL, aligned, a) : a;
   }
   int slot = oxi_slot_new(S->m, S->k, OX_U64);
-  oxi_block *done = new_block(S), *tail = new_block(S);
-  oxi_block *pre[2] = {new_block(S), new_block(S)};
+  oxi_block *done = oxs_new_block(S), *tail = oxs_new_block(S);
+  oxi_block *pre[2] = {oxs_new_block(S), oxs_new_block(S)};
   if (aligned)
-    condbr(S, aligned, pre[0], pre[1]);
+    oxs_condbr(S, aligned, pre[0], pre[1]);
   else
-    br(S, pre[1]);
+    oxs_br(S, pre[1]);
   for (int version = 0; version < 2; version++) {
-    set_block(S, pre[version]);
+    oxs_set_block(S, pre[version]);
     if (version == 0) /* every slice is 16-byte aligned here */
       for (int p = 0; p < S->k->params.len; p++) {
         oxi_param *prm = S->k->params.items[p];
         if (prm->kind == OXI_P_SCALAR || prm->kind == OXI_P_ATOMIC)
           continue;
-        oxi_instr *a = emit(S, OXI_ALIGNED, OX_BOOL);
+        oxi_instr *a = oxs_append(S, OXI_ALIGNED, OX_BOOL);
         a->mem.kind = OXI_MEM_PARAM;
         a->mem.index = p;
         a->imm = 16;
-        op1(S, OXI_ASSUME, 0, OXI_VOID, a);
+        oxs_op1(S, OXI_ASSUME, 0, OXI_VOID, a);
       }
-    var_set(S, slot, me);
-    oxi_block *head = new_block(S), *body = new_block(S);
-    count_loop(S, n->loc);
-    br(S, head);
-    set_block(S, head);
-    oxi_instr *c = var_get(S, slot);
-    condbr(S, op2(S, OXI_CMP, OXI_LT, OX_BOOL, c, chunks), body, tail);
-    set_block(S, body);
-    oxi_instr *base = op2(S, OXI_BIN, OXI_MUL, OX_U64, c, const_int(S, OX_U64, CHUNK));
+    oxs_var_set(S, slot, me);
+    oxi_block *head = oxs_new_block(S), *body = oxs_new_block(S);
+    oxs_count_loop(S, n->loc);
+    oxs_br(S, head);
+    oxs_set_block(S, head);
+    oxi_instr *c = oxs_var_get(S, slot);
+    oxs_condbr(S, oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, c, chunks), body, tail);
+    oxs_set_block(S, body);
+    oxi_instr *base = oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, c, oxs_const_int(S, OX_U64, CHUNK));
     for (int k = 0; k < CHUNK; k++) {
-      oxi_instr *iv = k ? op2(S, OXI_BIN, OXI_ADD, OX_U64, base, const_int(S, OX_U64, (uint64_t)k)) : base;
-      oxi_block *next = new_block(S);
+      oxi_instr *iv = k ? oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, base, oxs_const_int(S, OX_U64, (uint64_t)k)) : base;
+      oxi_block *next = oxs_new_block(S);
       stride_copy(S, n, iv, bound, done, next);
-      set_block(S, next);
+      oxs_set_block(S, next);
     }
-    oxi_instr *adv = op2(S, OXI_BIN, OXI_ADD, OX_U64, var_get(S, slot), step);
+    oxi_instr *adv = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, oxs_var_get(S, slot), step);
     adv->nuw = true;
-    var_set(S, slot, adv);
-    br(S, head);
+    oxs_var_set(S, slot, adv);
+    oxs_br(S, head);
   }
   /* the last lim % 4 elements: element 4 * chunks + t to the thread whose
    * index is t modulo the grid's thread count (a grid may have one thread) */
-  set_block(S, tail);
-  var_set(S, slot, me);
-  oxi_block *thead = new_block(S), *last = new_block(S), *tnext = new_block(S);
-  br(S, thead);
-  set_block(S, thead);
-  oxi_instr *t = var_get(S, slot);
-  oxi_instr *e = op2(S, OXI_BIN, OXI_ADD, OX_U64,
-                     op2(S, OXI_BIN, OXI_MUL, OX_U64, chunks, const_int(S, OX_U64, CHUNK)), t);
-  oxi_instr *in_tail = op2(S, OXI_BIN, OXI_AND, OX_BOOL,
-                           op2(S, OXI_CMP, OXI_LT, OX_BOOL, t, const_int(S, OX_U64, CHUNK)),
-                           op2(S, OXI_CMP, OXI_LT, OX_BOOL, e, lim));
-  condbr(S, in_tail, last, done);
-  count_loop(S, n->loc);
-  set_block(S, last);
+  oxs_set_block(S, tail);
+  oxs_var_set(S, slot, me);
+  oxi_block *thead = oxs_new_block(S), *last = oxs_new_block(S), *tnext = oxs_new_block(S);
+  oxs_br(S, thead);
+  oxs_set_block(S, thead);
+  oxi_instr *t = oxs_var_get(S, slot);
+  oxi_instr *e = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64,
+                     oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, chunks, oxs_const_int(S, OX_U64, CHUNK)), t);
+  oxi_instr *in_tail = oxs_op2(S, OXI_BIN, OXI_AND, OX_BOOL,
+                           oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, t, oxs_const_int(S, OX_U64, CHUNK)),
+                           oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, e, lim));
+  oxs_condbr(S, in_tail, last, done);
+  oxs_count_loop(S, n->loc);
+  oxs_set_block(S, last);
   stride_copy(S, n, e, bound, done, tnext);
-  set_block(S, tnext);
-  oxi_instr *tadv = op2(S, OXI_BIN, OXI_ADD, OX_U64, var_get(S, slot), step);
+  oxs_set_block(S, tnext);
+  oxi_instr *tadv = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, oxs_var_get(S, slot), step);
   tadv->nuw = true;
-  var_set(S, slot, tadv);
-  br(S, thead);
-  set_block(S, done);
+  oxs_var_set(S, slot, tadv);
+  oxs_br(S, thead);
+  oxs_set_block(S, done);
 }
 
 static void for_stmt(sema *S, const oxf_node *n) {
@@ -2263,42 +1861,42 @@ static void for_stmt(sema *S, const oxf_node *n) {
   }
   /* for i in lo..hi: the loop counter is a slot; `i` inside is an immutable copy */
   int slot = oxi_slot_new(S->m, S->k, t);
-  var_set(S, slot, lo);
-  oxi_block *head = new_block(S), *body = new_block(S), *latch = new_block(S), *done = new_block(S);
-  br(S, head);
-  set_block(S, head);
-  oxi_instr *iv = var_get(S, slot);
-  condbr(S, op2(S, OXI_CMP, OXI_LT, OX_BOOL, iv, hi), body, done);
-  set_block(S, body);
+  oxs_var_set(S, slot, lo);
+  oxi_block *head = oxs_new_block(S), *body = oxs_new_block(S), *latch = oxs_new_block(S), *done = oxs_new_block(S);
+  oxs_br(S, head);
+  oxs_set_block(S, head);
+  oxi_instr *iv = oxs_var_get(S, slot);
+  oxs_condbr(S, oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, iv, hi), body, done);
+  oxs_set_block(S, body);
   int saved = S->nbinds;
-  binding *b = bind(S, B_VALUE, n->name, n->loc);
-  b->v = var_get(S, slot);
+  binding *b = oxs_bind(S, B_VALUE, n->name, n->loc);
+  b->v = oxs_var_get(S, slot);
   b->type = t;
-  count_loop(S, n->loc);
+  oxs_count_loop(S, n->loc);
   loop_body(S, n->body, done, latch);
-  unbind_to(S, saved);
-  br(S, latch);
-  set_block(S, latch);
+  oxs_unbind_to(S, saved);
+  oxs_br(S, latch);
+  oxs_set_block(S, latch);
   /* i += step while i + step < hi. The distance hi - i is taken in 64 bits
    * (exact as unsigned, since i < hi), so a step larger than the type's range
    * ends the loop instead of being truncated or wrapping. A zero step (not a
    * constant: that is a compile error) ends the loop after one iteration,
    * where Rust would panic. */
   oxi_type wt = oxi_is_signed(t) ? OX_I64 : OX_U64;
-  oxi_instr *cur = var_get(S, slot);
-  oxi_instr *cur64 = cast_to(S, cur, wt);
-  oxi_instr *rem = cast_to(S, op2(S, OXI_BIN, OXI_SUB, wt, cast_to(S, hi, wt), cur64), OX_U64);
-  oxi_instr *inc = step ? step : const_int(S, OX_U64, 1);
-  oxi_instr *stop = op2(S, OXI_CMP, OXI_GE, OX_BOOL, inc, rem);
+  oxi_instr *cur = oxs_var_get(S, slot);
+  oxi_instr *cur64 = oxs_cast_to(S, cur, wt);
+  oxi_instr *rem = oxs_cast_to(S, oxs_op2(S, OXI_BIN, OXI_SUB, wt, oxs_cast_to(S, hi, wt), cur64), OX_U64);
+  oxi_instr *inc = step ? step : oxs_const_int(S, OX_U64, 1);
+  oxi_instr *stop = oxs_op2(S, OXI_CMP, OXI_GE, OX_BOOL, inc, rem);
   if (step)
-    stop = op2(S, OXI_BIN, OXI_OR, OX_BOOL, stop,
-               op2(S, OXI_CMP, OXI_EQ, OX_BOOL, inc, const_int(S, OX_U64, 0)));
-  oxi_block *store = new_block(S);
-  condbr(S, stop, done, store);
-  set_block(S, store);
-  var_set(S, slot, cast_to(S, op2(S, OXI_BIN, OXI_ADD, wt, cur64, cast_to(S, inc, wt)), t));
-  br(S, head);
-  set_block(S, done);
+    stop = oxs_op2(S, OXI_BIN, OXI_OR, OX_BOOL, stop,
+               oxs_op2(S, OXI_CMP, OXI_EQ, OX_BOOL, inc, oxs_const_int(S, OX_U64, 0)));
+  oxi_block *store = oxs_new_block(S);
+  oxs_condbr(S, stop, done, store);
+  oxs_set_block(S, store);
+  oxs_var_set(S, slot, oxs_cast_to(S, oxs_op2(S, OXI_BIN, OXI_ADD, wt, cur64, oxs_cast_to(S, inc, wt)), t));
+  oxs_br(S, head);
+  oxs_set_block(S, done);
 }
 
 static void stmt_at(sema *S, const oxf_node *n);
@@ -2314,36 +1912,36 @@ static void stmt(sema *S, const oxf_node *n) {
 }
 
 static void stmt_at(sema *S, const oxf_node *n) {
-  ensure_open(S);
+  oxs_ensure_open(S);
   switch (n->kind) {
   case OXF_LET: let_stmt(S, n); return;
   case OXF_ASSIGN: assign(S, n); return;
   case OXF_EXPR: expr(S, n->lhs, OXI_VOID); return;
   case OXF_WHILE: {
-    oxi_block *head = new_block(S), *body = new_block(S), *done = new_block(S);
-    br(S, head);
-    set_block(S, head);
+    oxi_block *head = oxs_new_block(S), *body = oxs_new_block(S), *done = oxs_new_block(S);
+    oxs_br(S, head);
+    oxs_set_block(S, head);
     oxi_instr *c = scalar_expr(S, n->cond, OX_BOOL, "a condition");
     if (c && c->type != OX_BOOL) {
       ERR(S, n->cond->loc, "a condition must be bool, found %s", oxi_type_name(c->type));
       c = NULL;
     }
-    condbr(S, c ? c : const_int(S, OX_BOOL, 0), body, done);
-    set_block(S, body);
-    count_loop(S, n->loc);
+    oxs_condbr(S, c ? c : oxs_const_int(S, OX_BOOL, 0), body, done);
+    oxs_set_block(S, body);
+    oxs_count_loop(S, n->loc);
     loop_body(S, n->body, done, head);
-    br(S, head);
-    set_block(S, done);
+    oxs_br(S, head);
+    oxs_set_block(S, done);
     return;
   }
   case OXF_LOOP: {
-    oxi_block *body = new_block(S), *done = new_block(S);
-    br(S, body);
-    set_block(S, body);
-    count_loop(S, n->loc);
+    oxi_block *body = oxs_new_block(S), *done = oxs_new_block(S);
+    oxs_br(S, body);
+    oxs_set_block(S, body);
+    oxs_count_loop(S, n->loc);
     loop_body(S, n->body, done, body);
-    br(S, body);
-    set_block(S, done);
+    oxs_br(S, body);
+    oxs_set_block(S, done);
     return;
   }
   case OXF_FOR: for_stmt(S, n); return;
@@ -2355,7 +1953,7 @@ static void stmt_at(sema *S, const oxf_node *n) {
       return;
     }
     loopctx *l = &S->loops[S->nloops - 1];
-    br(S, n->kind == OXF_BREAK ? l->brk : l->cont);
+    oxs_br(S, n->kind == OXF_BREAK ? l->brk : l->cont);
     return;
   }
   case OXF_RETURN: {
@@ -2374,12 +1972,12 @@ static void stmt_at(sema *S, const oxf_node *n) {
               oxi_type_name(v->type));
           return;
         }
-        var_set(S, f->ret_slot, v);
+        oxs_var_set(S, f->ret_slot, v);
       } else if (f->ret_slot >= 0) {
         ERR(S, n->loc, "'%s' must return a %s", f->fn->name, oxi_type_name(f->ret_type));
         return;
       }
-      br(S, f->exit);
+      oxs_br(S, f->exit);
       return;
     }
     if (n->lhs) {
@@ -2389,7 +1987,7 @@ static void stmt_at(sema *S, const oxf_node *n) {
                                        "DisjointSlice outputs");
       return;
     }
-    emit(S, OXI_RET, OXI_VOID);
+    oxs_append(S, OXI_RET, OXI_VOID);
     return;
   }
   default: expr(S, n, OXI_VOID); return;
@@ -2398,26 +1996,10 @@ static void stmt_at(sema *S, const oxf_node *n) {
 
 /* ------------------------------------------------- for tile.c and check.c */
 
-val oxs_value(oxi_instr *v) { return scalar(v); }
 val oxs_expr(sema *S, const oxf_node *n, oxi_type hint) { return expr(S, n, hint); }
 val oxs_block_expr(sema *S, const oxf_node *n, oxi_type hint) { return block_expr(S, n, hint); }
 oxi_instr *oxs_operand(sema *S, const oxf_node *n, oxi_type hint, const char *what, bool tiles) {
   return operand(S, n, hint, what, tiles);
 }
 bool oxs_untyped_literal(const oxf_node *n) { return untyped_literal(n); }
-oxi_instr *oxs_emit(sema *S, oxi_op op, oxi_type t) {
-  ensure_open(S);
-  return emit(S, op, t);
-}
-oxi_instr *oxs_const_int(sema *S, oxi_type t, uint64_t v) { return const_int(S, t, v); }
-binding *oxs_bind(sema *S, bkind kind, const char *name, oxb_loc loc) {
-  return bind(S, kind, name, loc);
-}
-binding *oxs_lookup(sema *S, const char *name) { return lookup(S, name); }
-const char *oxs_vdesc(sema *S, val v) { return vdesc(S, v); }
-oxi_instr *oxs_cast_to(sema *S, oxi_instr *v, oxi_type t) { return cast_to(S, v, t); }
 val oxs_inline_body(sema *S, const oxf_fn *fn, binding **argb, oxb_loc call) { return inline_body(S, fn, argb, call); }
-oxi_instr *oxs_op1(sema *S, oxi_op op, int sub, oxi_type t, oxi_instr *a) { return op1(S, op, sub, t, a); }
-oxi_instr *oxs_op2(sema *S, oxi_op op, int sub, oxi_type t, oxi_instr *a, oxi_instr *b) {
-  return op2(S, op, sub, t, a, b);
-}

@@ -1,7 +1,8 @@
 /*
- * sema.h - what the two halves of semantic analysis share: sema.c (the
- * language as a whole, SIMT kernels, device functions) and tile.c (#[tile]
- * kernels: tensors, tiles, their ops). Internal to core/front; prefix oxs_.
+ * sema.h - what the parts of semantic analysis share: build.c (errors, IR
+ * emission, bindings), sema.c (the language as a whole, SIMT kernels, device
+ * functions), tile.c (#[tile] kernels: tensors, tiles, their ops) and check.c
+ * (the program kernel by kernel). Internal to core/front; prefix oxs_.
  */
 #ifndef OXIDE_SEMA_H
 #define OXIDE_SEMA_H
@@ -122,16 +123,59 @@ typedef struct sema {
   binding *out; /* its first &mut Tensor parameter: tile_id/num_tiles refer to it */
 } sema;
 
+/* ---- build.c: errors, size limits, emitting IR, bindings, facts */
+
 /* Reports an error once per location and message (code checked several times
  * would repeat it). Returns whether it reported. */
 bool oxs_error(sema *S, oxb_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #define ERR(S, loc, ...) oxs_error((S), (loc), __VA_ARGS__)
-
+/* Reports a size limit (limits.h) crossed at `loc`, once for the kernel, with
+ * the chain of inlined calls that led there; lowers nothing more of it. */
+void oxs_size_error(sema *S, oxb_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "kernel 'k'" or "device function 'f'": what is being checked. */
+const char *oxs_unit_name(sema *S);
 /* Starts checking kernel (or device function) `fn` into `k`: per-kernel state reset. */
 void oxs_begin(sema *S, const oxf_fn *fn, oxi_kernel *k);
-
-/* ---- sema.c, for tile.c */
 val oxs_value(oxi_instr *v); /* V_TILE if v has a tile shape, else V_SCALAR */
+bool oxs_is_numeric(oxi_type t);
+const char *oxs_vdesc(sema *S, val v); /* what a value is, for messages */
+
+/* Emits into the current block (opening a new one after a terminator). */
+oxi_instr *oxs_emit(sema *S, oxi_op op, oxi_type t);
+/* The same into the current block, which must be open (oxs_ensure_open). */
+oxi_instr *oxs_append(sema *S, oxi_op op, oxi_type t);
+/* Counts a loop of the kernel being checked at `loc` (the loop limit). */
+void oxs_count_loop(sema *S, oxb_loc loc);
+oxi_block *oxs_new_block(sema *S);
+void oxs_set_block(sema *S, oxi_block *b); /* continues in b */
+bool oxs_terminated(sema *S);              /* the current block has its terminator */
+void oxs_br(sema *S, oxi_block *to);       /* unless terminated */
+void oxs_condbr(sema *S, oxi_instr *c, oxi_block *t, oxi_block *f);
+void oxs_ensure_open(sema *S); /* a new block after a terminator (code after return) */
+oxi_instr *oxs_const_int(sema *S, oxi_type t, uint64_t v);
+oxi_instr *oxs_const_float(sema *S, oxi_type t, double v);
+/* A unary / binary operation `op` (`sub`: its kind) of type t; an elementwise one takes its
+ * operands' tile shape. */
+oxi_instr *oxs_op1(sema *S, oxi_op op, int sub, oxi_type t, oxi_instr *a);
+oxi_instr *oxs_op2(sema *S, oxi_op op, int sub, oxi_type t, oxi_instr *a, oxi_instr *b);
+oxi_instr *oxs_cast_to(sema *S, oxi_instr *v, oxi_type t); /* v converted to t (no-op if it is t) */
+oxi_instr *oxs_sreg(sema *S, int which);   /* a special register (u32) */
+oxi_instr *oxs_sreg64(sema *S, int which); /* ... widened to u64 */
+oxi_instr *oxs_var_get(sema *S, int slot);
+void oxs_var_set(sema *S, int slot, oxi_instr *v);
+
+/* Binds `name` (in the current scope) as a new binding of `kind`. */
+binding *oxs_bind(sema *S, bkind kind, const char *name, oxb_loc loc);
+/* Gives binding b (made without one) the name `name`, hiding earlier ones. */
+void oxs_name_binding(sema *S, binding *b, const char *name);
+void oxs_unbind_to(sema *S, int n); /* ends the scopes down to n bindings */
+binding *oxs_lookup(sema *S, const char *name); /* the visible binding of `name`, or NULL */
+/* Records that witness w is in bounds of `mem` (until its scope ends). */
+void oxs_push_fact(sema *S, binding *w, oxi_mem mem);
+/* Whether witness w is known in bounds of `mem` here. */
+bool oxs_proven(sema *S, binding *w, oxi_mem mem);
+
+/* ---- sema.c, for tile.c and check.c */
 /* Reports parameter i of `fn` if an earlier one has its name. */
 void oxs_check_param_name(sema *S, const oxf_fn *fn, int i);
 /* Reports parameter p if it is tf32 (a compute type that no tensor, slice or
@@ -148,20 +192,9 @@ bool oxs_untyped_literal(const oxf_node *n);
  * floats), and for floats INFINITY, NEG_INFINITY, NAN and EPSILON. Sets its
  * type and value (imm for integers, fimm for floats); false if it is none. */
 bool oxs_type_constant(const char *name, oxi_type *t, uint64_t *imm, double *fimm);
-/* Emits into the current block (opening a new one after a terminator). */
-oxi_instr *oxs_emit(sema *S, oxi_op op, oxi_type t);
-oxi_instr *oxs_const_int(sema *S, oxi_type t, uint64_t v);
-oxi_instr *oxs_cast_to(sema *S, oxi_instr *v, oxi_type t); /* v converted to t (no-op if it is t) */
-/* A unary / binary operation `op` (`sub`: its kind) of type t; an elementwise one takes its
- * operands' tile shape. */
-oxi_instr *oxs_op1(sema *S, oxi_op op, int sub, oxi_type t, oxi_instr *a);
-oxi_instr *oxs_op2(sema *S, oxi_op op, int sub, oxi_type t, oxi_instr *a, oxi_instr *b);
 /* Checks device function fn's body, inlined at `call` with its parameters
  * bound to argb; its value (none for a unit function). */
 val oxs_inline_body(sema *S, const oxf_fn *fn, binding **argb, oxb_loc call);
-binding *oxs_bind(sema *S, bkind kind, const char *name, oxb_loc loc);
-binding *oxs_lookup(sema *S, const char *name); /* the visible binding of `name`, or NULL */
-const char *oxs_vdesc(sema *S, val v);
 
 /* ---- tile.c */
 /* Checks and lowers #[tile] function `fn` into a new kernel of S->m, its const
