@@ -337,6 +337,7 @@ static void check_alone(sema *S, const oxf_fn *fn) {
 
 bool oxf_check(oxb_arena *a, oxb_diags *d, const oxf_program *p, oxi_module *m) {
   sema S = {0};
+  S.stmt = oxs_stmt;
   S.a = a;
   S.d = d;
   S.prog = p;
@@ -396,6 +397,7 @@ bool oxf_check(oxb_arena *a, oxb_diags *d, const oxf_program *p, oxi_module *m) 
 bool oxf_check_tile(oxb_arena *a, oxb_diags *d, const oxf_program *p, const oxf_fn *fn,
                     const int64_t *generics, oxi_module *m) {
   sema S = {0};
+  S.stmt = oxs_stmt;
   S.a = a;
   S.d = d;
   S.prog = p;

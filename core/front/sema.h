@@ -121,6 +121,9 @@ typedef struct sema {
    * builtins are not */
   bool is_tile;
   binding *out; /* its first &mut Tensor parameter: tile_id/num_tiles refer to it */
+  /* checks and lowers statement n: oxs_stmt (stmt.c), set by check.c, so that sema.c's
+     expressions reach statements (blocks) without sema.c and stmt.c calling each other */
+  void (*stmt)(struct sema *S, const oxf_node *n);
 } sema;
 
 /* ---- build.c: errors, size limits, emitting IR, bindings, facts */
@@ -195,6 +198,25 @@ bool oxs_type_constant(const char *name, oxi_type *t, uint64_t *imm, double *fim
 /* Checks device function fn's body, inlined at `call` with its parameters
  * bound to argb; its value (none for a unit function). */
 val oxs_inline_body(sema *S, const oxf_fn *fn, binding **argb, oxb_loc call);
+
+/* Arguments of call n: exactly `want`, else an error naming `name`. */
+bool oxs_argc(sema *S, const oxf_node *n, int want, const char *name);
+/* A scalar; reports `what` otherwise and returns NULL. */
+oxi_instr *oxs_scalar_expr(sema *S, const oxf_node *n, oxi_type hint, const char *what);
+/* The text of index expression n ("a[i]"), for bounds-check messages. */
+const char *oxs_access_text(sema *S, const oxf_node *n);
+/* An index: a usize scalar, or a witness (*w, which may prove the access). */
+oxi_instr *oxs_index_value(sema *S, const oxf_node *n, binding **w);
+/* A load or store `op` of memory binding mb at idx, bounds-checked (the
+ * check reports `what` at `loc`) unless witness w is proven in bounds or the
+ * code is unsafe. */
+oxi_instr *oxs_mem_access(sema *S, oxi_op op, binding *mb, oxi_instr *idx, binding *w, oxb_loc loc,
+                          const char *what);
+/* The thread's linear index in the grid (u64). */
+oxi_instr *oxs_linear_index(sema *S);
+
+/* ---- stmt.c */
+void oxs_stmt(sema *S, const oxf_node *n);
 
 /* ---- tile.c */
 /* Checks and lowers #[tile] function `fn` into a new kernel of S->m, its const
