@@ -1246,6 +1246,17 @@ int main(int argc, char **argv) {
     test_matmul(mm_wg, OX_BF16, tiles[2], "mm_wg", big, 2);
     test_matmul(mm_wg16, OX_F16, tiles[3], "mm_wg16", mm_cases, nmm);
     test_matmul(mm_wg16, OX_F16, tiles[0], "mm_wg16", big, 2);
+    /* more tiles than the GPU holds blocks at once (504 of 64 x 64, 144 of 128 x 256): on sm_90
+       each persistent block runs several, its copies running on into its next tile's first K
+       tiles when K has 2 or more (K of 1, 2 and 4 tiles of 64; edges cut) */
+    static const mm_case many_tiles[] = {{1500, 1300, 64, ALIGNED}, {1500, 1300, 100, UNALIGNED},
+                                         {2000, 2100, 200, ALIGNED}, {1950, 2050, 129, UNALIGNED}};
+    if (!strcmp(d, "cuda")) { /* (the CPU runs them too, slowly: once is enough there) */
+      test_matmul(mm_wg, OX_BF16, tiles[1], "mm_wg", many_tiles, 2);
+      test_matmul(mm_wg, OX_BF16, tiles[2], "mm_wg", many_tiles + 2, 2);
+    } else {
+      test_matmul(mm_wg, OX_BF16, tiles[1], "mm_wg", many_tiles + 1, 1);
+    }
   }
   if (mm_wrap) { /* 16 and 6 K tiles: one wrong guess each, after right ones (TMA on sm_90) */
     static const mm_case wrap[] = {{300, 520, 1000, ALIGNED}, {130, 260, 333, ALIGNED}, {130, 260, 333, UNALIGNED}};

@@ -32,6 +32,7 @@ typedef struct oxa_spec {
   oxi_module irm;
   const oxi_kernel *ir;
   CUfunction cu_fn;
+  int resident;    /* persistent kernels (oxi_kernel.persistent): blocks an SM holds at once */
   oxr_cpu_kernel cpu;
   oxa_code code;
   struct oxa_spec *next;

@@ -151,13 +151,20 @@ static ox_status specialize(oxa_kernel *k, const int64_t *gen, uint64_t facts, o
       n += snprintf(extra + n, sizeof extra - (size_t)n, " %lld", (long long)gen[g]);
     /* the lowering's own choices too (they follow from the device, which the key holds, but a
        mismatch between cached code and the shared memory the launch passes would be fatal) */
-    snprintf(extra + n, sizeof extra - (size_t)n, " facts %llx block %d shared %lld", (unsigned long long)facts,
-             ki->block[0], (long long)ki->shared_bytes);
+    snprintf(extra + n, sizeof extra - (size_t)n, " facts %llx block %d shared %lld persistent %d",
+             (unsigned long long)facts, ki->block[0], (long long)ki->shared_bytes, ki->persistent);
     int from_cache;
     s = oxa_build(m->dev, &sp->irm, m->text, extra, &m->opts, &sp->code, &from_cache);
   }
   if (!s)
     s = oxa_entry(m->dev, &sp->code, ki, &sp->cu_fn, &sp->cpu);
+  if (!s && ki->persistent) { /* the grid is what fits at once (launch_with) */
+    int b = 0;
+    if (oxr_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor &&
+        oxr_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&b, sp->cu_fn, ki->block[0], oxa_dynamic_shared(ki)))
+      b = 0;
+    sp->resident = b > 0 ? b : 1;
+  }
   if (s) {
     if (sp) {
       oxa_code_free(m->dev, &sp->code);
@@ -332,6 +339,14 @@ static ox_status launch_with(oxa_kernel *k, oxr_stream *s, const ox_launch_confi
                          "zero launch config",
                          ki->name, (unsigned long long)grid[0], (unsigned long long)grid[1],
                          (unsigned long long)grid[2], block[0]);
+  if (ki->persistent) { /* its blocks loop over the tiles: as many as are resident at once, at most */
+    uint64_t tiles = grid[0] * grid[1] * grid[2], most = (uint64_t)sp->resident * (uint64_t)s->dev->multiprocessors;
+    if (tiles > UINT32_MAX) /* (the kernel numbers its tiles in 32 bits: lower.c, tile_ids) */
+      return oxb_set_error(OX_ERR_LAUNCH, "kernel '%s': the output partition has %llu tiles, more than 2^32 - 1",
+                           ki->name, (unsigned long long)tiles);
+    grid[0] = tiles < most ? tiles : most;
+    grid[1] = grid[2] = 1;
+  }
   if (!run)
     return OX_OK;
   uint64_t vals[OXI_MAX_PARAM_VALUES];

@@ -300,6 +300,9 @@ typedef struct oxi_kernel {
   oxb_vec requires;  /* oxi_requires* */
   bool uses_sync;    /* barriers or warp operations: threads must run together */
   bool is_tile;      /* a #[tile] kernel: holds tile ops until the tile lowering */
+  bool persistent;   /* (lowered tile kernels) each block loops over the output's tiles, from
+                        blockIdx.x in steps of gridDim.x: launch at most the blocks that are
+                        resident at once, in one grid row */
   /* for the size limits (front/limits.h): instructions made (oxi_emit counts
    * them, placed or not) and loops made (their makers count them) */
   int ninstrs, nloops;

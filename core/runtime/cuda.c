@@ -71,6 +71,7 @@ static const cu_sym cu_syms[] = {
     SYM(cuModuleGetFunction, "cuModuleGetFunction"),
     SYM(cuFuncGetAttribute, "cuFuncGetAttribute"),
     SYM(cuFuncSetAttribute, "cuFuncSetAttribute"),
+    SYM_OPT(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
     SYM(cuLaunchKernel, "cuLaunchKernel"),
     SYM(cuLinkCreate, "cuLinkCreate_v2"),
     SYM(cuLinkAddData, "cuLinkAddData_v2"),

@@ -185,6 +185,8 @@ typedef struct oxr_cu_api {
   CUresult (*cuModuleGetFunction)(CUfunction *f, CUmodule m, const char *name);
   CUresult (*cuFuncGetAttribute)(int *value, CUfunction_attribute attr, CUfunction f);
   CUresult (*cuFuncSetAttribute)(CUfunction f, CUfunction_attribute attr, int value);
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *blocks, CUfunction f, int block_size, /* optional */
+                                                          size_t dynamic_shared);
   CUresult (*cuLaunchKernel)(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
                              unsigned int bx, unsigned int by, unsigned int bz,
                              unsigned int shared_bytes, CUstream s, void **params, void **extra);

@@ -202,11 +202,35 @@ static const oxi_instr *staged_tile(const oxt_lowerer *L, const oxi_instr *in, i
 
 /* Tile coordinates `c` (A's two, then those of the tile B is staged from)
  * moved `j` steps along K: A's column of tiles, and B's row, or its column
- * when B is K-major (staged from an [N, K] tile). */
-static void along_k(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, oxi_instr *j, oxi_instr **out) {
-  int kb = L->kmajor[in->id] ? 3 : 2;
+ * when B is K-major (staged from an [N, K] tile). A persistent block's
+ * (lower.c) steps go on past A's last K tile (kt of them) to the first ones
+ * of the block's next tile: A's row of tiles and B's column move by the
+ * difference between the next tile's ids and this one's. A step wraps only
+ * from inside, and only when kt is at least the S - 2 steps that copies run
+ * ahead (j <= S - 2), so that at most one wrap lies within them: j steps at
+ * once give what j steps one by one give, which the ring's guesses need. */
+static void along_k(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, int64_t j, oxi_instr **out) {
+  int kb = L->kmajor[in->id] ? 3 : 2, nb = 5 - kb;
+  oxi_instr *step = oxt_u64(L, (uint64_t)j);
   for (int i = 0; i < 4; i++)
-    out[i] = i == 1 || i == kb ? oxt_bin(L, OXI_ADD, OX_U64, c[i], j) : c[i];
+    out[i] = i == 1 || i == kb ? oxt_bin(L, OXI_ADD, OX_U64, c[i], step) : c[i];
+  if (!L->persist || !j)
+    return;
+  const oxi_instr *a = in->ops[0];
+  int64_t bk = a->tshape->dims[1];
+  oxi_instr *kt = oxt_bin(L, OXI_SHR, OX_U64,
+                      oxt_bin(L, OXI_ADD, OX_U64, oxt_param_info(L, OXI_DIM, a->mem.index, 1), oxt_u64(L, (uint64_t)(bk - 1))),
+                      oxt_u64(L, (uint64_t)oxt_log2i(bk)));
+  oxi_instr *wrap = oxt_bin(L, OXI_AND, OX_BOOL, oxt_bin(L, OXT_LT, OX_U64, c[1], kt),
+                        oxt_bin(L, 100 + OXI_LE, OX_U64, kt, out[1]));
+  wrap = oxt_bin(L, OXI_AND, OX_BOOL, wrap,
+             oxt_bin(L, 100 + OXI_LE, OX_U64, oxt_u64(L, (uint64_t)(L->pipe[in->id].stages - 2)), kt));
+  oxi_instr *d0 = oxt_get_slot(L, L->tile_slot + 1), *d1 = oxt_get_slot(L, L->tile_slot + 2);
+  for (int i = 0; i < 4; i++) {
+    oxi_instr *moved = i == 1 || i == kb ? oxt_bin(L, OXI_SUB, OX_U64, out[i], kt)
+                       : oxt_bin(L, OXI_ADD, OX_U64, out[i], i == 0 ? d0 : i == nb ? d1 : oxt_u64(L, 0));
+    out[i] = oxt_pick(L, wrap, moved, out[i]);
+  }
 }
 
 /* Copies the operands of the call `ahead` calls after this one (at
@@ -215,11 +239,11 @@ static void along_k(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, ox
 static void prefetch(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, oxi_instr *r, int ahead, oxi_mem m,
                      int S) {
   oxt_staging g = staging_of(L, in);
-  oxi_instr *j = oxt_u64(L, (uint64_t)ahead);
-  oxi_instr *ring = oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, r, j), oxt_u64(L, (uint64_t)S));
+  oxi_instr *ring = oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, r, oxt_u64(L, (uint64_t)ahead)),
+                        oxt_u64(L, (uint64_t)S));
   oxi_instr *at = oxt_bin(L, OXI_MUL, OX_U64, ring, oxt_u64(L, (uint64_t)g.area));
   oxi_instr *nc[4];
-  along_k(L, in, c, j, nc);
+  along_k(L, in, c, ahead, nc);
   copy_async(L, in->ops[0], nc, m, at, g.pa);
   copy_async(L, staged_tile(L, in, 1), nc + 2, m, oxt_bin(L, OXI_ADD, OX_U64, at, oxt_u64(L, (uint64_t)g.bat)), g.pb);
   oxt_emit(L, OXI_CP_COMMIT, OXI_VOID);
@@ -281,7 +305,7 @@ static void tma_prefetch(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *
   oxt_phase_wait(L, L->pipe[in->id].slot + 7, bar_addr(L, in, stage, true), stage);
   oxi_instr *at = oxt_bin(L, OXI_MUL, OX_U64, stage, oxt_u64(L, (uint64_t)g.area));
   oxi_instr *nc[4];
-  along_k(L, in, c, oxt_u64(L, (uint64_t)ahead), nc);
+  along_k(L, in, c, ahead, nc);
   oxi_instr *bar = bar_addr(L, in, stage, false);
   oxt_mbar_expect(L, bar, g.area * es);
   oxt_tma_boxes(L, L->pipe[in->id].map[0], in->ops[0], m, at, nc, bar);
@@ -444,7 +468,7 @@ static void pipeline_advance(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, int
   t->imm = 1;
   oxt_set_slot(L, slot, t);
   oxi_instr *nc[4];
-  along_k(L, in, c, oxt_u64(L, 1), nc);
+  along_k(L, in, c, 1, nc);
   for (int i = 0; i < 4; i++)
     oxt_set_slot(L, slot + 1 + i, nc[i]);
   oxt_set_slot(L, slot + 5, oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, ps->r, oxt_u64(L, 1)), oxt_u64(L, (uint64_t)S)));

@@ -31,6 +31,20 @@
 #define MAX_PER_THREAD 64 /* elements of one tile per thread, to stay in registers */
 #define OXT_CPU_BLOCK_MAX ((int64_t)256 << 20) /* bytes of tile values a CPU block may hold */
 
+static void next_tile(oxt_lowerer *L);
+
+/* Before the block exits: no copy may land after it has given its shared
+ * memory back, nor a wgmma read it. */
+static void before_exit(oxt_lowerer *L) {
+  if (!L->pipelined && !L->early && !L->tloads)
+    return;
+  oxi_instr *w = oxt_emit(L, OXI_CP_WAIT, OXI_VOID);
+  w->imm = 0;
+  oxt_pipelines_end(L);
+  if (L->wg)
+    oxt_wg_sync(L, NULL, 2, 0);
+}
+
 static void lower_instr(oxt_lowerer *L, const oxi_instr *in) {
   if (L->serial) {
     oxt_serial_instr(L, in);
@@ -72,14 +86,11 @@ static void lower_instr(oxt_lowerer *L, const oxi_instr *in) {
   case OXI_T_ID: L->sval[in->id] = oxt_tile_id(L, in->mem.index, in->index); return;
   case OXI_T_COUNT: L->sval[in->id] = oxt_tile_count(L, in->mem.index, in->index); return;
   case OXI_RET:
-    if (L->pipelined || L->early || L->tloads) { /* no copy may land after the block has given its shared
-                                                    memory back */
-      oxi_instr *w = oxt_emit(L, OXI_CP_WAIT, OXI_VOID);
-      w->imm = 0;
-      oxt_pipelines_end(L);
-      if (L->wg) /* nor a wgmma read it */
-        oxt_wg_sync(L, NULL, 2, 0);
+    if (L->persist) {
+      next_tile(L);
+      return;
     }
+    before_exit(L);
     break;
   default: break;
   }
@@ -175,58 +186,111 @@ static void choose_layouts(oxt_lowerer *L) {
   }
 }
 
-/* Whether the pipelined kernel being lowered runs its blocks in grouped order
- * (group_tiles). Measured on the H200 (TFLOP/s at 8192^3, grouped vs plain):
- * mma.sync 128 x 128 x 64, 373 vs 349; wgmma 128 x 256 x 64, 545 vs 640;
- * wgmma 128 x 128 x 64, 436 vs 476; wgmma 128 x 128 x 32, 445 vs 312. So
- * wgmma kernels group only when a pipelined dot's K tile is under 64. Every
- * group size from 2 to 64 (64: whole columns first) gave the same figures
- * within 2%, so what matters is whether consecutive blocks share a B tile
- * (grouped) or an A tile (plain), not L2 reuse by a wave; why is not
- * understood. */
-static bool grouped_order(const oxt_lowerer *L) {
-  if (!L->wg)
-    return true;
-  for (int bi = 0; bi < L->k->blocks.len; bi++) {
-    const oxi_block *b = L->k->blocks.items[bi];
-    for (int ii = 0; ii < b->instrs.len; ii++) {
-      const oxi_instr *in = b->instrs.items[ii];
-      if (in->op == OXI_T_DOT && L->pipe[in->id].stages && in->ops[0]->tshape->dims[1] < 64)
-        return true;
-    }
-  }
-  return false;
+/* The ids (row, column) of tile l of a gy x gx grid of tiles, in grouped
+ * order, for kernels with a pipelined dot (a matmul). Blocks run in launch
+ * order, and in row-major order one wave of blocks covers a few rows of
+ * tiles and every column, so it reads all of B from memory and the next wave
+ * reads it again. Grouped, consecutive tiles walk down a group of G rows of
+ * tiles before moving one column right, so a wave covers a square-ish patch
+ * whose A rows and B columns stay in L2. Any order is correct: each block
+ * owns the tile its ids name, and every use of the ids (loads, the store)
+ * sees the same. In 32 bits (a launch has fewer than 2^32 tiles: the grid's
+ * limits, and launch_with for persistent blocks): ptxas makes a 64-bit
+ * division a call, and the driver's compiler serializes the wgmmas of a
+ * kernel with a call (C7509). That once made grouped order look 15-25%
+ * slower than row-major order for wgmma kernels; measured without the call
+ * on the H200 (128 x 256 x 64, persistent), grouped is 2-4% faster at 4096^3
+ * and 8192^3. */
+static void tile_ids(oxt_lowerer *L, oxi_instr *l, oxi_instr *gx, oxi_instr *gy, oxi_instr **out) {
+  const uint64_t G = 8; /* rows of tiles in a group: +7% at 8192^3 (mma.sync), as much as 16 */
+  l = oxt_cast(L, l, OX_U32);
+  gx = oxt_cast(L, gx, OX_U32);
+  gy = oxt_cast(L, gy, OX_U32);
+  oxi_instr *g = oxt_cast(L, oxt_u64(L, G), OX_U32);
+  oxi_instr *per_group = oxt_bin(L, OXI_MUL, OX_U32, gx, g);
+  oxi_instr *first = oxt_bin(L, OXI_MUL, OX_U32, oxt_bin(L, OXI_DIV, OX_U32, l, per_group), g);
+  oxi_instr *rows = oxt_combine(L, OXI_MIN, OX_U32, oxt_bin(L, OXI_SUB, OX_U32, gy, first), g);
+  oxi_instr *in = oxt_bin(L, OXI_REM, OX_U32, l, per_group);
+  out[0] = oxt_cast(L, oxt_bin(L, OXI_ADD, OX_U32, first, oxt_bin(L, OXI_REM, OX_U32, in, rows)), OX_U64);
+  out[1] = oxt_cast(L, oxt_bin(L, OXI_DIV, OX_U32, in, rows), OX_U64);
 }
 
-/* Tile ids of a rank-2 partition in grouped order, for kernels with a
- * pipelined dot (a matmul) when grouped_order says so: blocks run in launch order, blockIdx.x fastest,
- * and in plain order one wave of blocks covers a few rows of tiles and every
- * column, so it reads all of B from memory and the next wave reads it again.
- * Grouped, consecutive blocks walk down a group of G rows of tiles before
- * moving one column right, so a wave covers a square-ish patch whose A rows
- * and B columns stay in L2. Any order is correct: each block owns the tile
- * its ids name, and every use of the ids (loads, the store) sees the same. */
-static void group_tiles(oxt_lowerer *L) {
-  const int G = 8; /* rows of tiles in a group: +7% at 8192^3 on the H200, as much as 16 */
+/* An output tile parameter of kernel k if every one has rank 2 (the tile
+ * ids the lowering makes are for all of them), else -1. */
+static int rank2_output(const oxi_kernel *k) {
   int out = -1;
-  for (int i = 0; i < L->k->params.len; i++) {
-    const oxi_param *p = L->k->params.items[i];
+  for (int i = 0; i < k->params.len; i++) {
+    const oxi_param *p = k->params.items[i];
     if (p->kind == OXI_P_TILE && p->rank != 2)
-      return; /* its ids come from the grid as is: keep one order for all */
+      return -1;
     if (p->kind == OXI_P_TILE)
       out = i;
   }
-  if (out < 0)
-    return;
+  return out;
+}
+
+/* The output tile parameter of a kernel whose blocks can loop over its tiles
+ * (persistent blocks), or -1. For kernels on wgmma whose every dot is a
+ * pipeline fed by TMA (a matmul) and whose outputs are rank-2 partitions:
+ * the pipelines' state (rings, mbarrier phases) then carries from one tile to
+ * the next, so the copies for a block's next tile are in flight while it
+ * finishes this one (dot.c's guesses run on past the last K tile), and a
+ * block does not pay for filling its pipeline and initializing its mbarriers
+ * again. Not with TMA loads of their own (tma.c) or cp.async copies, whose
+ * state is per tile. */
+static int persistent_output(const oxt_lowerer *L) {
+  if (!L->wg || L->tloads || !L->pipelined)
+    return -1;
+  int out = rank2_output(L->k);
+  for (int bi = 0; out >= 0 && bi < L->k->blocks.len; bi++) {
+    const oxi_block *b = L->k->blocks.items[bi];
+    for (int ii = 0; ii < b->instrs.len; ii++) {
+      const oxi_instr *in = b->instrs.items[ii];
+      if (in->op == OXI_T_DOT && !L->pipe[in->id].bars)
+        return -1;
+    }
+  }
+  return out;
+}
+
+/* The start of a persistent block's loop over tiles (persistent_output): its
+ * tile index starts at blockIdx.x; the head leaves for the exit past the last
+ * tile; the body starts with the tile's ids and the next tile's (for dot.c's
+ * guesses), then the kernel's own code, whose returns go on to the next tile
+ * (next_tile). */
+static void begin_tiles(oxt_lowerer *L) {
+  int out = L->persist - 1;
+  L->tile_slot = oxi_slot_new(L->m, L->nk, OX_U64);
+  for (int i = 0; i < 2; i++)
+    oxi_slot_new(L->m, L->nk, OX_U64);
+  oxt_set_slot(L, L->tile_slot, oxt_sreg64(L, OXI_SREG_CTAID_X));
+  L->tiles_head = oxi_block_new(L->m, L->nk);
+  L->tiles_exit = oxi_block_new(L->m, L->nk);
+  oxt_end_if(L, L->tiles_head);
+  oxi_instr *l = oxt_get_slot(L, L->tile_slot);
   oxi_instr *gx = oxt_tile_count(L, out, 1), *gy = oxt_tile_count(L, out, 0);
-  oxi_instr *l = oxt_bin(L, OXI_ADD, OX_U64, oxt_sreg64(L, OXI_SREG_CTAID_X),
-                     oxt_bin(L, OXI_MUL, OX_U64, oxt_sreg64(L, OXI_SREG_CTAID_Y), gx));
-  oxi_instr *per_group = oxt_bin(L, OXI_MUL, OX_U64, gx, oxt_u64(L, (uint64_t)G));
-  oxi_instr *first = oxt_bin(L, OXI_MUL, OX_U64, oxt_bin(L, OXI_DIV, OX_U64, l, per_group), oxt_u64(L, (uint64_t)G));
-  oxi_instr *rows = oxt_combine(L, OXI_MIN, OX_U64, oxt_bin(L, OXI_SUB, OX_U64, gy, first), oxt_u64(L, (uint64_t)G));
-  oxi_instr *in = oxt_bin(L, OXI_REM, OX_U64, l, per_group);
-  L->grouped[0] = oxt_bin(L, OXI_ADD, OX_U64, first, oxt_bin(L, OXI_REM, OX_U64, in, rows));
-  L->grouped[1] = oxt_bin(L, OXI_DIV, OX_U64, in, rows);
+  oxi_block *body = oxi_block_new(L->m, L->nk);
+  oxi_instr *more = oxt_bin(L, OXT_LT, OX_U64, l, oxt_bin(L, OXI_MUL, OX_U64, gx, gy));
+  oxi_instr *br = oxt_emit(L, OXI_CONDBR, OXI_VOID);
+  br->ops[0] = more;
+  br->nops = 1;
+  br->target[0] = body;
+  br->target[1] = L->tiles_exit;
+  L->cur = body;
+  oxi_instr *next[2];
+  tile_ids(L, l, gx, gy, L->grouped);
+  tile_ids(L, oxt_bin(L, OXI_ADD, OX_U64, l, oxt_sreg64(L, OXI_SREG_NCTAID_X)), gx, gy, next);
+  for (int i = 0; i < 2; i++)
+    oxt_set_slot(L, L->tile_slot + 1 + i, oxt_bin(L, OXI_SUB, OX_U64, next[i], L->grouped[i]));
+}
+
+/* A return of a persistent block's kernel code: on to its next tile. */
+static void next_tile(oxt_lowerer *L) {
+  oxt_wg_sync(L, NULL, 2, 0); /* no wgmma in flight into the next tile's code */
+  oxt_set_slot(L, L->tile_slot,
+               oxt_bin(L, OXI_ADD, OX_U64, oxt_get_slot(L, L->tile_slot), oxt_sreg64(L, OXI_SREG_NCTAID_X)));
+  oxi_instr *br = oxt_emit(L, OXI_BR, OXI_VOID);
+  br->target[0] = L->tiles_head;
 }
 
 /* Threads per block: from the largest tile, so that each thread holds a few
@@ -393,8 +457,6 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
     L.commits = 0;
     if (bi == 0) { /* blocks are (T, 1, 1): the thread's index is tid.x */
       L.t = oxt_sreg64(&L, OXI_SREG_TID_X);
-      if (L.pipelined && grouped_order(&L))
-        group_tiles(&L);
       for (int i = 0; i < k->params.len; i++) /* contiguous16 tensors start 16-byte aligned */
         if (((oxi_param *)k->params.items[i])->contiguous16) {
           oxi_instr *a = oxt_emit(&L, OXI_ALIGNED, OX_BOOL);
@@ -406,12 +468,30 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
           as->nops = 1;
         }
       oxt_pipelines_begin(&L);
+      L.persist = persistent_output(&L) + 1;
+      if (L.persist) {
+        begin_tiles(&L);
+      } else if (L.pipelined) {
+        int out = rank2_output(k);
+        if (out >= 0) {
+          oxi_instr *gx = oxt_tile_count(&L, out, 1), *gy = oxt_tile_count(&L, out, 0);
+          oxi_instr *l = oxt_bin(&L, OXI_ADD, OX_U64, oxt_sreg64(&L, OXI_SREG_CTAID_X),
+                                 oxt_bin(&L, OXI_MUL, OX_U64, oxt_sreg64(&L, OXI_SREG_CTAID_Y), gx));
+          tile_ids(&L, l, gx, gy, L.grouped);
+        }
+      }
     }
     const oxi_block *b = k->blocks.items[bi];
     for (int ii = 0; ii < b->instrs.len && !st; ii++) {
       lower_instr(&L, b->instrs.items[ii]);
       st = check_size(&L, b->instrs.items[ii], others);
     }
+  }
+  if (!st && L.persist) { /* past the last tile */
+    L.cur = L.tiles_exit;
+    before_exit(&L);
+    oxt_emit(&L, OXI_RET, OXI_VOID);
+    nk->persistent = true;
   }
   free(L.sval);
   free(L.tval);
@@ -469,6 +549,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   k->shared = nk->shared;
   k->shared_bytes = nk->shared_bytes;
   k->uses_sync = nk->uses_sync;
+  k->persistent = nk->persistent;
   k->is_tile = false;
   k->block[0] = L.T;
   k->block[1] = k->block[2] = 1;

@@ -59,7 +59,13 @@ typedef struct oxt_lowerer {
   int64_t shared_limit; /* bytes of shared memory a block may have */
   bool serial;         /* the CPU: one thread a block, tile values in buffers (s_ functions) */
   int *buf;            /* serial: old value id -> its buffer's shared array + 1 */
-  oxi_instr *grouped[2]; /* rank-2 tile ids in grouped order (group_tiles), or NULL */
+  oxi_instr *grouped[2]; /* rank-2 tile ids made by the lowering (grouped order, or a persistent
+                          block's current tile), or NULL: from the block's index */
+  int persist;         /* persistent blocks (oxi_kernel.persistent, lower.c): the output tile
+                          parameter + 1; 0: one block a tile */
+  int tile_slot;       /* ... the slot of the block's current tile (linear index), and after it
+                          two slots: the next tile's ids minus this one's (u64, wrapping) */
+  oxi_block *tiles_head, *tiles_exit; /* ... the loop over tiles: its head, and the kernel's exit */
   int **tslots;        /* old slot -> its new slots, one per element a thread holds */
   oxi_instr **vacc;    /* old value id -> its accumulator registers (vf32) as wgmma left them,
                           maybe still being written (dot_wg); oxt_held() gives their elements */
