@@ -2,8 +2,13 @@
  * cores (mma.sync, and wgmma on sm_90) and of tf32 kernels, is accepted by
  * ptxas (from the CUDA toolkit) for sm_80 and sm_90 (as sm_90a, which Oxide
  * targets on sm_90 devices). Without ptxas the test fails, unless
- * OXIDE_NO_PTXAS=1 says the machine has no CUDA toolkit on purpose. */
+ * OXIDE_NO_PTXAS=1 says the machine has no CUDA toolkit on purpose. On a
+ * machine with an sm_90 GPU the sm_90a PTX also goes through the driver's
+ * compiler, which the runtime uses, and whose info log must not say that it
+ * serialized wgmmas (it reports causes that the toolkit's ptxas does not). */
 #include <dirent.h>
+#include <dlfcn.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -115,6 +120,47 @@ static void look_tf32(const char *name, int sm, const char *ptx) {
   CHECK(strstr(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16") != NULL, "%s: no ldmatrix for tf32 A", name);
 }
 
+/* The info log of the CUDA driver's compiler for `ptx` (into log), or 0 if
+ * no sm_90 GPU and driver are here. The driver API is declared by hand: the
+ * test needs no CUDA headers. */
+static int driver_checked; /* kernels the driver's compiler took */
+static int driver_log(const char *ptx, char *log, size_t n) {
+  static void *lib;
+  static int state; /* 0: not tried, 1: usable, 2: not */
+  if (!state) {
+    state = 2;
+    lib = dlopen("libcuda.so.1", RTLD_NOW);
+    int dev = 0, major = 0, count = 0;
+    void *ctx = NULL;
+    if (lib && !((int (*)(unsigned))dlsym(lib, "cuInit"))(0) &&
+        !((int (*)(int *))dlsym(lib, "cuDeviceGetCount"))(&count) && count > 0 &&
+        !((int (*)(int *, int))dlsym(lib, "cuDeviceGet"))(&dev, 0) &&
+        !((int (*)(int *, int, int))dlsym(lib, "cuDeviceGetAttribute"))(&major, 75, dev) && major == 9 &&
+        !((int (*)(void **, int))dlsym(lib, "cuDevicePrimaryCtxRetain"))(&ctx, dev) &&
+        !((int (*)(void *))dlsym(lib, "cuCtxSetCurrent"))(ctx))
+      state = 1;
+  }
+  if (state != 1)
+    return 0;
+  /* CU_JIT_INFO_LOG_BUFFER, its size, CU_JIT_LOG_VERBOSE */
+  int opts[3] = {3, 4, 12};
+  void *vals[3] = {log, (void *)(uintptr_t)(n - 1), (void *)(uintptr_t)1};
+  void *link = NULL, *image = NULL;
+  size_t size = 0;
+  log[0] = 0;
+  int r = ((int (*)(unsigned, int *, void **, void **))dlsym(lib, "cuLinkCreate_v2"))(3, opts, vals, &link);
+  if (!r) /* CU_JIT_INPUT_PTX */
+    r = ((int (*)(void *, int, void *, size_t, const char *, unsigned, int *, void **))dlsym(lib, "cuLinkAddData_v2"))(
+        link, 1, (void *)ptx, strlen(ptx) + 1, "ptx_test.ptx", 0, NULL, NULL);
+  if (!r)
+    r = ((int (*)(void *, void **, size_t *))dlsym(lib, "cuLinkComplete"))(link, &image, &size);
+  CHECK(r == 0, "the driver could not compile the PTX (CUresult %d): %s", r, log);
+  if (link)
+    ((int (*)(void *))dlsym(lib, "cuLinkDestroy"))(link);
+  driver_checked++;
+  return 1;
+}
+
 /* Emits `text` as PTX for sm_80 and sm_90 and has ptxas assemble it; calls
  * `look` on each PTX for the caller's own checks. */
 static void check_ptx_with(const char *ptxas, const char *name, const char *text, int contiguous,
@@ -155,6 +201,8 @@ static void check_ptx_with(const char *ptxas, const char *name, const char *text
     /* ptxas's info C7514-C7520: it made each wgmma wait for the one before
        (dot.c and target_cuda.c say what brings that on) */
     CHECK(!strstr(out, "instructions are serialized"), "ptxas serialized the wgmmas of %s:\n%s", name, out);
+    if (archs[i] == 90 && driver_log(ptx, out, sizeof out))
+      CHECK(!strstr(out, "serialized"), "the driver's compiler serialized the wgmmas of %s:\n%s", name, out);
     unlink(tmp);
     ox_free(ptx);
   }
@@ -311,5 +359,7 @@ int main(void) {
   }
   closedir(d);
   CHECK(files >= 5, "only %d example kernels found in %s", files, dir);
+  printf("ptx_test: %d sm_90a kernels through the driver's compiler too%s\n", driver_checked,
+         driver_checked ? "" : " (no sm_90 GPU here)");
   return test_done("ptx_test");
 }
