@@ -85,8 +85,10 @@ oxi_instr *oxt_tile_id(oxt_lowerer *L, int param, int axis) {
   oxi_instr *z = oxt_sreg64(L, OXI_SREG_CTAID_Z);
   if (p->rank < 4)
     return z;
-  oxi_instr *g1 = oxt_tile_count(L, param, 1); /* rank 4: z = axis0 * tiles(axis1) + axis1 */
-  return axis == 1 ? oxt_bin(L, OXI_REM, OX_U64, z, g1) : oxt_bin(L, OXI_DIV, OX_U64, z, g1);
+  /* rank 4: z = axis0 * tiles(axis1) + axis1, split in 32 bits (z < 2^16): a 64-bit division is
+     a call, which serializes a kernel's wgmmas (lower.c, tile_ids) */
+  oxi_instr *z32 = oxt_cast(L, z, OX_U32), *g1 = oxt_cast(L, oxt_tile_count(L, param, 1), OX_U32);
+  return oxt_cast(L, oxt_bin(L, axis == 1 ? OXI_REM : OXI_DIV, OX_U32, z32, g1), OX_U64);
 }
 
 oxi_instr *oxt_mapped(oxt_lowerer *L, const oxi_instr *old) {
