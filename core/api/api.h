@@ -16,6 +16,8 @@
 
 #define OXA_MAX_PARAMS OXI_MAX_PARAMS
 #define OXA_MAX_GENERICS 8
+/* What ox_version() returns (module.c); tune.c keys its choices with it too. */
+#define OXA_VERSION "0.1.0 (LLVM " OXIDE_LLVM_VERSION ")"
 
 /* Compiled code loaded on a device: a CUDA module or host code in a JIT. */
 typedef struct oxa_code {
@@ -101,11 +103,6 @@ static inline unsigned oxa_dynamic_shared(const oxi_kernel *ki) {
  * destroyed, or it is not a kernel handle). */
 oxa_kernel *oxa_kernel_get(const char *fn, ox_kernel h);
 
-/* The tensors of a launch of `k`: tens[i] is argument i's tensor (NULL for a
- * scalar or a NULL tensor). An argument count out of range, NULL args, or a
- * tensor handle that is not live is an error. */
-ox_status oxa_arg_tensors(const oxa_kernel *k, const ox_arg *args, int nargs, oxr_tensor **tens);
-
 /* The compiled-kernel cache (cache.c): artifacts by key (64 hex digits) and
  * kind (`ext`: "cubin" or "o"), in memory and in the user's cache directory.
  * Nothing here fails: an unusable directory or a damaged, foreign or unsafe
@@ -125,17 +122,25 @@ void oxa_cache_drop(const char *key, const char *ext, const char *why);
  * `oxide doctor`. */
 void oxa_cache_report(oxb_str *out);
 
+/* ---- args.c: a launch's arguments */
+/* The tensors of a launch of `k`: tens[i] is argument i's tensor (NULL for a
+ * scalar or a NULL tensor). An argument count out of range, NULL args, or a
+ * tensor handle that is not live is an error. */
+ox_status oxa_arg_tensors(const oxa_kernel *k, const ox_arg *args, int nargs, oxr_tensor **tens);
+/* The bits of a scalar launch argument as the kernel expects them. */
+void oxa_scalar_bits(const ox_arg *a, uint64_t *slot);
 /* Refuses a launch whose mutable argument shares memory with another. */
 ox_status oxa_check_overlap(const oxi_kernel *ki, oxr_tensor *const *tens, int nargs);
+/* A parameter kind as the source writes it ("&mut [T]"), for errors. */
+const char *oxa_pkind_name(oxi_pkind k);
+/* Whether a parameter of kind k is written by the kernel. */
+bool oxa_mutable_kind(oxi_pkind k);
 
 /* Checks (and with `run`, queues) a launch of `k` on `s` with the
  * arguments' tensors `tens` (oxa_arg_tensors): the body of ox_launch_check
  * and ox_launch. */
 ox_status oxa_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, const ox_arg *args,
                      int nargs, oxr_tensor *const *tens, bool run);
-
-/* The bits of a scalar launch argument as the kernel expects them. */
-void oxa_scalar_bits(const ox_arg *a, uint64_t *slot);
 
 /* Checks (and with `run`, queues) a launch of tile kernel `k`: binds its
  * generics from the output partitions, specializes it on first use. */

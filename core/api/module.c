@@ -541,9 +541,7 @@ int ox_kernel_is_unsafe(ox_kernel h) {
 
 int ox_abi_version(void) { return OX_ABI_VERSION; }
 
-const char *ox_version(void) {
-  return "0.1.0 (LLVM " OXIDE_LLVM_VERSION ")";
-}
+const char *ox_version(void) { return OXA_VERSION; }
 
 /* ----------------------------------------------------------------- emit */
 

@@ -28,7 +28,7 @@ void oxa_tune_key(const oxa_kernel *k, const ox_arg *args, int nargs, oxr_tensor
   oxb_hasher h;
   oxb_hash_init(&h);
   oxb_hash_str(&h, TUNE_MAGIC);
-  oxb_hash_str(&h, ox_version());
+  oxb_hash_str(&h, OXA_VERSION);
   oxb_hash_str(&h, m->text);
   oxb_hash_str(&h, k->ir->name);
   oxb_hash_str(&h, m->dev->name);

@@ -1226,10 +1226,7 @@ ox_status oxl_cg_module(cg_t *C) {
     C->scalars = calloc((size_t)n, sizeof(LLVMValueRef));
     C->dims = calloc((size_t)n, sizeof *C->dims);
     C->strides = calloc((size_t)n, sizeof *C->strides);
-    if (C->opt->target == OXL_CUDA)
-      oxl_cg_kernel_cuda(C);
-    else
-      oxl_cg_kernel_cpu(C);
+    C->kernel(C);
     free(C->ptrs);
     free(C->lens);
     free(C->scalars);

@@ -29,6 +29,9 @@ struct cg_t {
   const oxi_module *m;
   const oxl_options *opt;
   const cg_hooks *hooks;
+  /* generates the entry points of C->k: the target's oxl_cg_kernel_*, set by
+     emit.c, so that codegen.c and the targets (which call its body) do not call each other */
+  void (*kernel)(cg_t *C);
   const oxi_kernel *k; /* the kernel being generated */
   LLVMValueRef fn;     /* the function its body goes into */
   LLVMValueRef fail_fn;

@@ -38,10 +38,6 @@ const char *oxl_target_id(oxl_target t) {
   return t == OXL_CUDA ? "llvm " OXIDE_LLVM_VERSION " nvptx64 +ptx80" : host_id;
 }
 
-void oxl_cpu_entry_name(const oxi_kernel *k, char *buf, size_t n) {
-  snprintf(buf, n, "%s.%s", k->name, k->uses_sync ? "thread" : "block");
-}
-
 static LLVMTargetMachineRef make_tm(const oxl_options *opt, char *triple_out, size_t n) {
   LLVMCodeGenOptLevel lvl = opt->opt_level >= 3   ? LLVMCodeGenLevelAggressive
                             : opt->opt_level == 2 ? LLVMCodeGenLevelDefault
@@ -104,6 +100,7 @@ ox_status oxl_generate(const oxi_module *m, const oxl_options *opt, oxl_output k
   bool cpu = opt->target == OXL_CPU;
   if (cpu) /* collects frame sizes; also keeps LLVM from printing or exiting on its own */
     LLVMContextSetDiagnosticHandler(C.ctx, oxl_cpu_diagnostic, &C);
+  C.kernel = cpu ? oxl_cg_kernel_cpu : oxl_cg_kernel_cuda;
   ox_status st = oxl_cg_module(&C);
   if (st == OX_OK) {
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();

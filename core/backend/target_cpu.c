@@ -118,6 +118,10 @@ static void load_args(cg_t *C, LLVMValueRef args, LLVMTypeRef *types, int n, LLV
   }
 }
 
+void oxl_cpu_entry_name(const oxi_kernel *k, char *buf, size_t n) {
+  snprintf(buf, n, "%s.%s", k->name, k->uses_sync ? "thread" : "block");
+}
+
 void oxl_cg_kernel_cpu(cg_t *C) {
   const oxi_kernel *k = C->k;
   C->hooks = &cpu_hooks;

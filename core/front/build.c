@@ -1,10 +1,11 @@
 /* build.c - what semantic analysis works with (sema.c, tile.c, check.c):
  * errors reported once, the size limits, IR emitted into the current block
  * (blocks, branches, constants, operations, casts, slots), name bindings in
- * scopes, and the facts that prove bounds checks away. Calls nothing of
- * sema.c. */
+ * scopes, the facts that prove bounds checks away, shapes as text. Calls
+ * nothing of the files that use it. */
 #include "front/sema.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -410,4 +411,13 @@ bool oxs_is_numeric(oxi_type t) { return oxi_is_int(t) || oxi_is_float(t); }
 oxi_instr *oxs_emit(sema *S, oxi_op op, oxi_type t) {
   oxs_ensure_open(S);
   return oxs_append(S, op, t);
+}
+
+const char *oxs_shape_text(sema *S, const oxi_tshape *s) {
+  char buf[128];
+  int n = snprintf(buf, sizeof buf, "[");
+  for (int d = 0; s && d < s->rank && n < (int)sizeof buf - 24; d++)
+    n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%lld", d ? ", " : "", (long long)s->dims[d]);
+  snprintf(buf + n, sizeof buf - (size_t)n, "]");
+  return oxb_strndup(S->a, buf, strlen(buf));
 }

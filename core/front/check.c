@@ -338,6 +338,9 @@ static void check_alone(sema *S, const oxf_fn *fn) {
 bool oxf_check(oxb_arena *a, oxb_diags *d, const oxf_program *p, oxi_module *m) {
   sema S = {0};
   S.stmt = oxs_stmt;
+  S.tile_call = oxs_tile_call;
+  S.tile_method = oxs_tile_method;
+  S.tile_unify = oxs_tile_unify;
   S.a = a;
   S.d = d;
   S.prog = p;
@@ -398,6 +401,9 @@ bool oxf_check_tile(oxb_arena *a, oxb_diags *d, const oxf_program *p, const oxf_
                     const int64_t *generics, oxi_module *m) {
   sema S = {0};
   S.stmt = oxs_stmt;
+  S.tile_call = oxs_tile_call;
+  S.tile_method = oxs_tile_method;
+  S.tile_unify = oxs_tile_unify;
   S.a = a;
   S.d = d;
   S.prog = p;

@@ -17,7 +17,8 @@
  * calls); statements are stmt.c's, reached through S->stmt; what both build
  * with (IR emission, bindings, facts) is build.c's. #[tile] kernels go
  * through the same code (tiles are values with a tile shape); what is theirs
- * alone is in tile.c. check.c drives them, a kernel at a time, and checks
+ * alone is in tile.c, reached through S->tile_call, S->tile_method and
+ * S->tile_unify (tile.c calls this file's expressions). check.c drives them, a kernel at a time, and checks
  * kernel signatures and launch contracts. */
 #include "front/sema.h"
 
@@ -145,7 +146,7 @@ static val binary(sema *S, const oxf_node *n, oxi_type hint) {
     }
     r = oxs_cast_to(S, r, t); /* Rust allows any integer type as the shift amount */
     oxi_instr *ops[2] = {l, r};
-    if (!oxs_tile_unify(S, n->loc, ops, 2))
+    if (!S->tile_unify(S, n->loc, ops, 2))
       return VERR;
     return oxs_value(oxs_op2(S, OXI_BIN, op == OXF_OP_SHL ? OXI_SHL : OXI_SHR, t, ops[0], ops[1]));
   }
@@ -165,7 +166,7 @@ static val binary(sema *S, const oxf_node *n, oxi_type hint) {
       ERR(S, n->loc, "bool values can only be compared with == and !=");
       return VERR;
     }
-    if (!oxs_tile_unify(S, n->loc, ops, 2))
+    if (!S->tile_unify(S, n->loc, ops, 2))
       return VERR;
     return oxs_value(oxs_op2(S, OXI_CMP, op - OXF_OP_EQ, OX_BOOL, ops[0], ops[1]));
   }
@@ -176,7 +177,7 @@ static val binary(sema *S, const oxf_node *n, oxi_type hint) {
     ERR(S, n->loc, "'%s' is not defined for %s", oxf_op_name(op), oxi_type_name(t));
     return VERR;
   }
-  if (!oxs_tile_unify(S, n->loc, ops, 2))
+  if (!S->tile_unify(S, n->loc, ops, 2))
     return VERR;
   return oxs_value(oxs_op2(S, OXI_BIN, map[op], t, ops[0], ops[1]));
 }
@@ -404,7 +405,7 @@ static val math_call(sema *S, const oxf_node *n, int fi, const oxf_node *const *
         oxi_type_name(t));
     return VERR;
   }
-  if (!oxs_tile_unify(S, n->loc, v, nargs))
+  if (!S->tile_unify(S, n->loc, v, nargs))
     return VERR;
   if (fn == OXI_M_ABS && oxi_is_int(t) && !oxi_is_signed(t))
     return oxs_value(v[0]);
@@ -616,7 +617,7 @@ static val call(sema *S, const oxf_node *n, oxi_type hint) {
       return VERR;
     }
     bool handled = false;
-    val v = oxs_tile_call(S, n, hint, &handled);
+    val v = S->tile_call(S, n, hint, &handled);
     if (handled)
       return v;
   }
@@ -907,7 +908,7 @@ static val method(sema *S, const oxf_node *n, oxi_type hint) {
   if (recv.k == V_PART ||
       (recv.k == V_MEM && (recv.b->mkind == OXF_TY_TENSOR || recv.b->mkind == OXF_TY_MUTTENSOR ||
                            recv.b->mkind == OXF_TY_ATOMICTENSOR)))
-    return oxs_tile_method(S, n, recv, hint);
+    return S->tile_method(S, n, recv, hint);
   if (recv.k != V_MEM) {
     ERR(S, n->loc, "%s has no method '%s'", oxs_vdesc(S, recv), name);
     return VERR;

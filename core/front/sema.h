@@ -124,6 +124,11 @@ typedef struct sema {
   /* checks and lowers statement n: oxs_stmt (stmt.c), set by check.c, so that sema.c's
      expressions reach statements (blocks) without sema.c and stmt.c calling each other */
   void (*stmt)(struct sema *S, const oxf_node *n);
+  /* the tile calls, methods and broadcasting (tile.c), set by check.c for the same reason:
+     tile.c checks their arguments with sema.c's expressions */
+  val (*tile_call)(struct sema *S, const oxf_node *n, oxi_type hint, bool *handled);
+  val (*tile_method)(struct sema *S, const oxf_node *n, val recv, oxi_type hint);
+  bool (*tile_unify)(struct sema *S, oxb_loc loc, oxi_instr **ops, int n);
 } sema;
 
 /* ---- build.c: errors, size limits, emitting IR, bindings, facts */
@@ -177,6 +182,9 @@ binding *oxs_lookup(sema *S, const char *name); /* the visible binding of `name`
 void oxs_push_fact(sema *S, binding *w, oxi_mem mem);
 /* Whether witness w is known in bounds of `mem` here. */
 bool oxs_proven(sema *S, binding *w, oxi_mem mem);
+
+/* "[128, 64]", in the arena. */
+const char *oxs_shape_text(sema *S, const oxi_tshape *s);
 
 /* ---- sema.c, for tile.c and check.c */
 /* Reports parameter i of `fn` if an earlier one has its name. */
@@ -233,7 +241,5 @@ bool oxs_tile_unify_to(sema *S, oxb_loc loc, oxi_instr **ops, int n, const oxi_t
 val oxs_tile_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled);
 /* Methods of tensor parameters and partitions. */
 val oxs_tile_method(sema *S, const oxf_node *n, val recv, oxi_type hint);
-/* "[128, 64]", in the arena. */
-const char *oxs_shape_text(sema *S, const oxi_tshape *s);
 
 #endif

@@ -25,15 +25,6 @@
 
 /* ----------------------------------------------------------------- shapes */
 
-const char *oxs_shape_text(sema *S, const oxi_tshape *s) {
-  char buf[128];
-  int n = snprintf(buf, sizeof buf, "[");
-  for (int d = 0; s && d < s->rank && n < (int)sizeof buf - 24; d++)
-    n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%lld", d ? ", " : "", (long long)s->dims[d]);
-  snprintf(buf + n, sizeof buf - (size_t)n, "]");
-  return oxb_strndup(S->a, buf, strlen(buf));
-}
-
 static bool same_shape(const oxi_tshape *a, const oxi_tshape *b) {
   if (a->rank != b->rank)
     return false;
