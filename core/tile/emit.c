@@ -114,16 +114,20 @@ oxi_instr *oxt_clone(oxt_lowerer *L, const oxi_instr *in) {
   return c;
 }
 
+void oxt_branch(oxt_lowerer *L, oxi_instr *cond, oxi_block *yes, oxi_block *no) {
+  oxi_instr *br = oxt_emit(L, OXI_CONDBR, OXI_VOID);
+  br->ops[0] = cond;
+  br->nops = 1;
+  br->target[0] = yes;
+  br->target[1] = no;
+  L->cur = yes;
+}
+
 /* Runs `then` (a load or a store) only when `cond` holds: splits the block. */
 oxi_block *oxt_begin_if(oxt_lowerer *L, oxi_instr *cond, oxi_block **join) {
   oxi_block *then = oxi_block_new(L->m, L->nk);
   *join = oxi_block_new(L->m, L->nk);
-  oxi_instr *br = oxt_emit(L, OXI_CONDBR, OXI_VOID);
-  br->ops[0] = cond;
-  br->nops = 1;
-  br->target[0] = then;
-  br->target[1] = *join;
-  L->cur = then;
+  oxt_branch(L, cond, then, *join);
   return then;
 }
 
@@ -252,13 +256,7 @@ oxi_instr *oxt_begin_loop(oxt_lowerer *L, oxt_counted_loop *lp, oxi_instr *first
   lp->head = oxi_block_new(L->m, L->nk);
   lp->done = oxi_block_new(L->m, L->nk);
   oxt_end_if(L, lp->head);
-  oxi_instr *more = oxt_bin(L, OXT_LT, OX_U64, oxt_get_slot(L, lp->slot), oxt_u64(L, (uint64_t)count));
-  oxi_instr *br = oxt_emit(L, OXI_CONDBR, OXI_VOID);
-  br->ops[0] = more;
-  br->nops = 1;
-  br->target[0] = body;
-  br->target[1] = lp->done;
-  L->cur = body;
+  oxt_branch(L, oxt_bin(L, OXT_LT, OX_U64, oxt_get_slot(L, lp->slot), oxt_u64(L, (uint64_t)count)), body, lp->done);
   return oxt_get_slot(L, lp->slot);
 }
 

@@ -269,14 +269,8 @@ static void begin_tiles(oxt_lowerer *L) {
   oxt_end_if(L, L->tiles_head);
   oxi_instr *l = oxt_get_slot(L, L->tile_slot);
   oxi_instr *gx = oxt_tile_count(L, out, 1), *gy = oxt_tile_count(L, out, 0);
-  oxi_block *body = oxi_block_new(L->m, L->nk);
-  oxi_instr *more = oxt_bin(L, OXT_LT, OX_U64, l, oxt_bin(L, OXI_MUL, OX_U64, gx, gy));
-  oxi_instr *br = oxt_emit(L, OXI_CONDBR, OXI_VOID);
-  br->ops[0] = more;
-  br->nops = 1;
-  br->target[0] = body;
-  br->target[1] = L->tiles_exit;
-  L->cur = body;
+  oxt_branch(L, oxt_bin(L, OXT_LT, OX_U64, l, oxt_bin(L, OXI_MUL, OX_U64, gx, gy)), oxi_block_new(L->m, L->nk),
+             L->tiles_exit);
   oxi_instr *next[2];
   tile_ids(L, l, gx, gy, L->grouped);
   tile_ids(L, oxt_bin(L, OXI_ADD, OX_U64, l, oxt_sreg64(L, OXI_SREG_NCTAID_X)), gx, gy, next);

@@ -129,6 +129,8 @@ oxi_instr *oxt_tile_count(oxt_lowerer *L, int param, int axis);
 oxi_instr *oxt_tile_id(oxt_lowerer *L, int param, int axis);
 oxi_instr *oxt_mapped(oxt_lowerer *L, const oxi_instr *old);
 oxi_instr *oxt_clone(oxt_lowerer *L, const oxi_instr *in);
+/* Ends the current block with a branch on `cond`, and continues in `yes`. */
+void oxt_branch(oxt_lowerer *L, oxi_instr *cond, oxi_block *yes, oxi_block *no);
 oxi_block *oxt_begin_if(oxt_lowerer *L, oxi_instr *cond, oxi_block **join);
 void oxt_end_if(oxt_lowerer *L, oxi_block *join);
 oxi_instr *oxt_load_at(oxt_lowerer *L, const oxi_instr *in, oxi_instr *index);
