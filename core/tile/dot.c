@@ -210,7 +210,7 @@ static const oxi_instr *staged_tile(const oxt_lowerer *L, const oxi_instr *in, i
  * ahead (j <= S - 2), so that at most one wrap lies within them: j steps at
  * once give what j steps one by one give, which the ring's guesses need. */
 static void along_k(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, int64_t j, oxi_instr **out) {
-  int kb = L->kmajor[in->id] ? 3 : 2, nb = 5 - kb;
+  int kb = L->kmajor[in->id] ? 3 : 2;
   oxi_instr *step = oxt_u64(L, (uint64_t)j);
   for (int i = 0; i < 4; i++)
     out[i] = i == 1 || i == kb ? oxt_bin(L, OXI_ADD, OX_U64, c[i], step) : c[i];
@@ -227,8 +227,8 @@ static void along_k(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, in
              oxt_bin(L, 100 + OXI_LE, OX_U64, oxt_u64(L, (uint64_t)(L->pipe[in->id].stages - 2)), kt));
   oxi_instr *d0 = oxt_get_slot(L, L->tile_slot + 1), *d1 = oxt_get_slot(L, L->tile_slot + 2);
   for (int i = 0; i < 4; i++) {
-    oxi_instr *moved = i == 1 || i == kb ? oxt_bin(L, OXI_SUB, OX_U64, out[i], kt)
-                       : oxt_bin(L, OXI_ADD, OX_U64, out[i], i == 0 ? d0 : i == nb ? d1 : oxt_u64(L, 0));
+    oxi_instr *moved = i == 1 || i == kb ? oxt_bin(L, OXI_SUB, OX_U64, out[i], kt) /* the K coordinates */
+                                         : oxt_bin(L, OXI_ADD, OX_U64, out[i], i == 0 ? d0 : d1);
     out[i] = oxt_pick(L, wrap, moved, out[i]);
   }
 }
