@@ -194,8 +194,9 @@ static void choose_layouts(oxt_lowerer *L) {
  * tiles before moving one column right, so a wave covers a square-ish patch
  * whose A rows and B columns stay in L2. Any order is correct: each block
  * owns the tile its ids name, and every use of the ids (loads, the store)
- * sees the same. In 32 bits (a launch has fewer than 2^32 tiles: the grid's
- * limits, and launch_with for persistent blocks): ptxas makes a 64-bit
+ * sees the same. In 32 bits (fewer than 2^32 tiles: a pipelined dot's tile
+ * has at least 16 x 8 elements, so an output in memory has at most 2^31 or
+ * so; launch_with checks it for persistent blocks): ptxas makes a 64-bit
  * division a call, and the driver's compiler serializes the wgmmas of a
  * kernel with a call (C7509). That once made grouped order look 15-25%
  * slower than row-major order for wgmma kernels; measured without the call
