@@ -161,10 +161,11 @@ static void test_math(void) {
       "        else if f == 3 { v.sin() } else if f == 4 { v.cos() } else if f == 5 { v.tanh() }\n"
       "        else if f == 6 { v.exp2() } else if f == 7 { v.log2() } else if f == 8 { v.rsqrt() }\n"
       "        else if f == 9 { v.powf(1.5) } else if f == 10 { v.floor() } else if f == 11 { v.ceil() }\n"
-      "        else if f == 12 { v.abs() } else if f == 13 { v.mul_add(2.0, 1.0) } else { v.min(3.0).max(-3.0) };\n"
+      "        else if f == 12 { v.abs() } else if f == 13 { v.mul_add(2.0, 1.0) }\n"
+      "        else if f == 14 { recip(v) } else { v.min(3.0).max(-3.0) };\n"
       "    if let Some(o) = out.get_mut(i) { *o = r; }\n"
       "}\n");
-  enum { N = 256, F = 15 };
+  enum { N = 256, F = 16 };
   float x[N], out[N * F];
   for (int i = 0; i < N; i++)
     x[i] = 0.01f + 9.0f * (float)i / N; /* positive, so every function is defined */
@@ -173,13 +174,13 @@ static void test_math(void) {
   run(m, "math", N * F / 128, 128, args, 2);
   fetch(to, out);
   static const char *const names[F] = {"sqrt", "exp", "ln", "sin", "cos", "tanh", "exp2", "log2",
-                                       "rsqrt", "powf", "floor", "ceil", "abs", "mul_add", "clamp"};
+                                       "rsqrt", "powf", "floor", "ceil", "abs", "mul_add", "recip", "clamp"};
   /* |got - ref| <= rel * |ref| + abs: the GPU uses PTX's approximate
-   * instructions for exp2/lg2/sin/cos/rsqrt, whose error is absolute near the
-   * zeros of log, sin and cos (about 2^-21 for sin and cos) */
+   * instructions for exp2/lg2/sin/cos/rsqrt/rcp, whose error is absolute near
+   * the zeros of log, sin and cos (about 2^-21 for sin and cos) */
   static const double rel[F] = {1e-6, 2e-6, 2e-6, 2e-6, 2e-6, 2e-6, 2e-6, 2e-6,
-                                2e-6, 4e-6, 0, 0, 0, 1e-7, 0};
-  static const double abs_[F] = {0, 0, 1e-6, 2e-6, 2e-6, 1e-7, 0, 1e-6, 0, 0, 0, 0, 0, 0, 0};
+                                2e-6, 4e-6, 0, 0, 0, 1e-7, 2e-7, 0};
+  static const double abs_[F] = {0, 0, 1e-6, 2e-6, 2e-6, 1e-7, 0, 1e-6, 0, 0, 0, 0, 0, 0, 0, 0};
   for (int f = 0; f < F; f++) {
     double worst = 0;
     for (int i = 0; i < N; i++) {
@@ -199,6 +200,7 @@ static void test_math(void) {
       case 11: r = ceil(v); break;
       case 12: r = fabs(v); break;
       case 13: r = v * 2 + 1; break;
+      case 14: r = 1 / v; break;
       default: r = v > 3 ? 3 : v; break;
       }
       /* in units of the allowed error (plus one float rounding of the result) */

@@ -154,6 +154,9 @@ static LLVMValueRef math_f32_gpu(cg_t *C, int fn, LLVMValueRef *a) {
   case OXI_M_SIN: return ptx_f32(C, "sin.approx.f32", x);
   case OXI_M_COS: return ptx_f32(C, "cos.approx.f32", x);
   case OXI_M_RSQRT: return ptx_f32(C, "rsqrt.approx.f32", x);
+  /* not div.rn.f32, whose slow path is a subroutine call: a call in a function makes the driver
+     serialize all its wgmmas (C7509) */
+  case OXI_M_RECIP: return ptx_f32(C, "rcp.approx.ftz.f32", x);
   default: return NULL;
   }
 }
@@ -245,6 +248,7 @@ static LLVMValueRef math(cg_t *C, const oxi_instr *in) {
     case OXI_M_MAX: r = intrinsic2(C, "maxnum", a[0], a[1]); break;
     case OXI_M_FLOOR: r = intrinsic1(C, "floor", a[0]); break;
     case OXI_M_CEIL: r = intrinsic1(C, "ceil", a[0]); break;
+    case OXI_M_RECIP: r = LLVMBuildFDiv(C->b, fconst(C, ct, 1.0), a[0], ""); break;
     default: assert(!"math"); break;
     }
   }
@@ -899,6 +903,8 @@ static LLVMValueRef wgmma_sync(cg_t *C, const oxi_instr *in) {
   char text[96];
   if (in->sub == 2)
     snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", (int)in->imm);
+  else if (in->sub == 3)
+    snprintf(text, sizeof text, "wgmma.commit_group.sync.aligned;");
   else if (in->sub == 1)
     snprintf(text, sizeof text, "wgmma.commit_group.sync.aligned; wgmma.wait_group.sync.aligned %d;",
              (int)in->imm);

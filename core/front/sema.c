@@ -362,7 +362,7 @@ static const struct {
                 {"tanh", OXI_M_TANH, 1},   {"pow", OXI_M_POW, 2},     {"powf", OXI_M_POW, 2},
                 {"fma", OXI_M_FMA, 3},     {"mul_add", OXI_M_FMA, 3}, {"abs", OXI_M_ABS, 1},
                 {"min", OXI_M_MIN, 2},     {"max", OXI_M_MAX, 2},     {"floor", OXI_M_FLOOR, 1},
-                {"ceil", OXI_M_CEIL, 1}};
+                {"ceil", OXI_M_CEIL, 1},   {"recip", OXI_M_RECIP, 1}};
 
 /* A math function applied to `args` (receiver first for method calls). */
 static val math_call(sema *S, const oxf_node *n, int fi, const oxf_node *const *args, int nargs,

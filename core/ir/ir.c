@@ -90,7 +90,7 @@ const char *oxi_op_name(oxi_op op) {
 const char *oxi_math_name(int m) {
   static const char *const names[] = {"sqrt", "rsqrt", "exp", "exp2", "log",   "log2",
                                       "sin",  "cos",   "tanh", "pow", "fma",   "abs",
-                                      "min",  "max",   "floor", "ceil"};
+                                      "min",  "max",   "floor", "ceil", "recip"};
   _Static_assert(OXB_COUNT(names) == OXI_M_COUNT, "math names");
   return (m >= 0 && m < OXI_M_COUNT) ? names[m] : "?";
 }
@@ -167,8 +167,11 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
   case OXI_UNPACK: case OXI_VSET: oxb_str_addf(o, " %d,", in->index); break;
   case OXI_WGMMA: oxb_str_addf(o, ".m64n%lluk16.%s", (unsigned long long)in->imm, oxi_type_name(in->sub)); break;
   case OXI_WGMMA_SYNC:
-    oxb_str_addf(o, in->sub == 1 ? ".commit.wait %llu%s" : in->sub ? ".wait %llu%s" : ".fence",
-                 (unsigned long long)in->imm, in->nops ? "," : "");
+    if (in->sub == 1 || in->sub == 2)
+      oxb_str_addf(o, in->sub == 1 ? ".commit.wait %llu%s" : ".wait %llu%s", (unsigned long long)in->imm,
+                   in->nops ? "," : "");
+    else
+      oxb_str_addf(o, "%s", in->sub ? (in->nops ? ".commit," : ".commit") : ".fence");
     break;
   default: break;
   }
@@ -703,9 +706,9 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
     break;
   case OXI_WGMMA_SYNC:
     if ((in->nops == 1 ? !oxi_is_vf32(t0) || in->type != t0 : in->nops || in->type != OXI_VOID) ||
-        in->sub < 0 || in->sub > 2 || in->imm > 7)
+        in->sub < 0 || in->sub > 3 || in->imm > 7)
       fail(V, b, in, "wgmma.sync: a vf32 (or nothing) through a fence (0), a commit and a wait (1) or a "
-                     "wait (2) for at most 0 to 7 groups");
+                     "wait (2) for at most 0 to 7 groups, or a commit (3)");
     break;
   case OXI_FENCE_ASYNC:
     if (in->nops || in->type != OXI_VOID || (unsigned)in->sub > 1)

@@ -109,7 +109,7 @@ typedef enum oxi_op {
   OXI_WGMMA_SYNC, /* ops0 (vf32; or none, and no value) after sub 0: wgmma.fence (before the
                      first wgmma that reads registers written since); 1: commit the wgmmas issued
                      since the last commit as a group, then wait until at most `imm` groups are
-                     pending; 2: only wait. Passing the registers through keeps every use of them
+                     pending; 2: only wait; 3: only commit. Passing the registers through keeps every use of them
                      on the right side */
   OXI_FENCE_ASYNC, /* sub 0: fence.proxy.async.shared::cta: this thread's writes to shared memory
                       become visible to the async proxy (which wgmma reads through); sub 1:
@@ -148,7 +148,7 @@ enum {                                                  /* OXI_SREG */
 enum { /* OXI_MATH */
   OXI_M_SQRT, OXI_M_RSQRT, OXI_M_EXP, OXI_M_EXP2, OXI_M_LOG, OXI_M_LOG2, OXI_M_SIN, OXI_M_COS,
   OXI_M_TANH, OXI_M_POW, OXI_M_FMA, OXI_M_ABS, OXI_M_MIN, OXI_M_MAX, OXI_M_FLOOR, OXI_M_CEIL,
-  OXI_M_COUNT
+  OXI_M_RECIP, OXI_M_COUNT
 };
 
 /* Memory a kernel can reach. */

@@ -629,16 +629,35 @@ static oxi_instr *wg_desc(oxt_lowerer *L, oxi_instr *addr, int64_t w, int64_t lb
   return oxt_bin(L, OXI_OR, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, addr, oxt_u64(L, 4)), oxt_u64(L, hi));
 }
 
+const oxi_instr *oxt_staged_load(const oxt_lowerer *L, const oxi_instr *in, int i) {
+  const oxi_instr *x = staged_tile(L, in, i);
+  const oxi_instr *ld = L->direct[x->id] ? load_beneath(x) : NULL;
+  return ld && L->tload[ld->id].stages ? ld : NULL;
+}
+
+bool oxt_dot_deferred(const oxt_lowerer *L, const oxi_instr *in) {
+  if (!L->wg || !L->mma[in->id] || L->pipe[in->id].stages)
+    return false;
+  for (int i = a_in_registers(L, in); i < 2; i++)
+    if (!oxt_staged_load(L, in, i))
+      return false;
+  return true;
+}
+
 /* dot on wgmma (sm_90). The block's warpgroups each compute 64 rows of the
  * [M, N] result (M / 16 warps, L->wg), from A and B staged swizzled: per step
  * of 16 along K, one wgmma.m64nNk16 reads the group's 64 x 16 of A and the
  * 16 x N of B from shared memory through descriptors. The accumulator, N / 2
  * f32 registers a thread, is the mma layout with 16 x N warp tiles. The
- * wgmmas of a call are one group. A pipelined dot leaves it in flight (at
- * most one group pending: the previous call's is done, so its staging area is
- * free for dot_pipeline's copies) and its result is the registers as wgmma
- * leaves them (L->vacc), which the next call accumulates into directly and
- * any other use waits for (oxt_held); otherwise the call waits for its group. */
+ * wgmmas of a call are one group, and the result is the registers as wgmma
+ * leaves them (L->vacc). A pipelined dot leaves its group in flight (at most
+ * one group pending: the previous call's is done, so its staging area is free
+ * for dot_pipeline's copies); the next call accumulates into the registers
+ * directly and any other use waits for them (oxt_held). So does a dot whose
+ * staged operands all are TMA loads (or A in registers), which has no area to
+ * free: a deferred dot (oxt_held waits for it at its uses, and only for it:
+ * an attention's product of probabilities and values runs while the softmax
+ * of the next scores does). Otherwise the call waits for its group. */
 static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
   int64_t M = in->ops[0]->tshape->dims[0], K = in->ops[0]->tshape->dims[1], N = in->ops[1]->tshape->dims[1];
   int n = (int)(N / 2);
@@ -717,17 +736,22 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
     w->nops = acc ? 3 : 2;
     acc = w;
   }
-  acc = oxt_wg_sync(L, acc, 1, pipelined ? 1 : 0);
+  bool deferred = oxt_dot_deferred(L, in);
+  assert(deferred == (!pipelined && !cur));
+  acc = oxt_wg_sync(L, acc, deferred ? 3 : 1, pipelined ? 1 : 0);
+  L->wg_commits++;
   if (pipelined)
     pipeline_advance(L, in, m, L->pipe[in->id].slot, L->pipe[in->id].stages, &ps);
   L->vacc[in->id] = acc;
-  if (!pipelined) { /* waited for: the elements are ready, and the staging areas free (TMA loads': a
-                       release; the others' after a barrier) */
+  if (deferred) {
+    L->wg_at[in->id] = L->wg_commits;
+    L->wg_block[in->id] = L->block + 1;
+  } else if (!pipelined) { /* waited for: the elements are ready, and the staging areas free (TMA
+                              loads': a release; the others' after a barrier) */
     for (int i = 0; i < 2; i++)
       if (tl[i])
         oxt_tload_release(L, load_beneath(staged_tile(L, in, i)));
-    if (cur)
-      oxt_barrier(L);
+    oxt_barrier(L);
     L->tval[in->id] = oxt_unpack_acc(L, acc);
   }
   L->nk->uses_sync = true;
@@ -911,6 +935,19 @@ void oxt_lower_dot(oxt_lowerer *L, const oxi_instr *in) {
     dot_simple(L, in);
 }
 
+/* How many instructions use x, all as the A operand of a dot (and no other). */
+static int dot_a_uses(const oxi_kernel *k, const oxi_instr *x) {
+  int n = 0;
+  for (int bi = 0; bi < k->blocks.len; bi++) {
+    const oxi_block *b = k->blocks.items[bi];
+    for (int ii = 0; ii < b->instrs.len; ii++) {
+      const oxi_instr *in = b->instrs.items[ii];
+      n += in->op == OXI_T_DOT && in->ops[0] == x && in->ops[1] != x && (in->nops < 3 || in->ops[2] != x);
+    }
+  }
+  return n;
+}
+
 /* Loads whose one use is a tensor-core dot, from a contiguous16 tensor with
  * rows of whole 16-byte pieces: the dot copies them itself (copy_async). A
  * dot in a loop with both operands copied so is pipelined (dot_pipeline): its
@@ -944,7 +981,11 @@ void oxt_choose_direct_loads(oxt_lowerer *L) {
         if (!ld || (ld != x && (!L->wg || uses[ld->id] != 1)))
           continue;
         const oxi_param *p = k->params.items[ld->mem.index];
-        if (p->contiguous16 && uses[x->id] == 1 &&
+        /* A of several wgmma dots (an attention's query tile, in the products of the first key tile
+           and of the loop's): copied once by TMA, outside loops, and read by them all */
+        bool shared_a = L->wg && i == 0 && uses[x->id] > 1 && uses[x->id] == dot_a_uses(k, x) &&
+                        !oxt_in_loop(k, oxt_block_of(k, ld));
+        if (p->contiguous16 && (uses[x->id] == 1 || shared_a) &&
             ld->tshape->dims[ld->tshape->rank - 1] % (16 / (int64_t)ox_dtype_size((ox_dtype)ld->type)) == 0 &&
             ld->imm == 0 && ld->fimm == 0) /* zero padding: what cp.async fills in */
           L->direct[ld->id] = L->direct[x->id] = 1;
@@ -989,7 +1030,9 @@ void oxt_choose_direct_loads(oxt_lowerer *L) {
       const oxi_instr *in = b->instrs.items[ii];
       for (int i = 0; in->op == OXI_T_DOT && L->mma[in->id] && i < 2; i++) {
         const oxi_instr *x = staged_tile(L, in, i);
-        if (L->direct[x->id] && !oxt_tload_choose(L, load_beneath(x), in)) /* else cp.async */
+        if (!L->direct[x->id] || L->tload[load_beneath(x)->id].stages) /* (a shared A: made for its first dot) */
+          continue;
+        if (!oxt_tload_choose(L, load_beneath(x), in)) /* else cp.async */
           L->dot_of[load_beneath(x)->id] = in;
       }
     }

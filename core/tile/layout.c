@@ -102,7 +102,45 @@ oxi_instr **oxt_held(oxt_lowerer *L, const oxi_instr *old) {
   assert(old->id >= 0 && (L->tval[old->id] || L->vacc[old->id]));
   if (L->tval[old->id])
     return L->tval[old->id];
-  return oxt_unpack_acc(L, oxt_wg_sync(L, L->vacc[old->id], 2, 0));
+  if (L->ready[old->id])
+    return oxt_unpack_acc(L, L->vacc[old->id]);
+  return oxt_unpack_acc(L, oxt_wg_sync(L, L->vacc[old->id], 2, oxt_wg_pending(L, old)));
+}
+
+/* Groups complete in the order they were committed, so a result is complete
+ * when at most the groups committed after it are pending. Those of its own
+ * old block after it certainly ran (a block is straight-line: no dot sits in
+ * a branch the lowering makes); later blocks' may not have, and count not. */
+int oxt_wg_pending(const oxt_lowerer *L, const oxi_instr *old) {
+  int id = old->id;
+  if (!L->wg_block[id])
+    return 0;
+  int n = L->wg_block[id] == L->block + 1 ? L->wg_commits - L->wg_at[id] : L->wg_after[id];
+  return n < 7 ? n : 7;
+}
+
+void oxt_wg_block_end(oxt_lowerer *L) {
+  for (int id = 0; id <= L->k->next_id; id++)
+    if (L->wg_block[id] == L->block + 1)
+      L->wg_after[id] = L->wg_commits - L->wg_at[id];
+  for (int i = 0; i < L->nwg_sets; i++)
+    oxt_set_slot(L, L->vslot[L->wg_sets[i].slot] - 1,
+                 oxt_wg_sync(L, L->vacc[L->wg_sets[i].val->id], 2, oxt_wg_pending(L, L->wg_sets[i].val)));
+  L->nwg_sets = 0;
+  /* the deferred dots that release their TMA stages here (oxt_release_block), once done */
+  const oxi_kernel *k = L->k;
+  for (int bi = 0; bi < k->blocks.len; bi++) {
+    const oxi_block *b = k->blocks.items[bi];
+    for (int ii = 0; ii < b->instrs.len; ii++) {
+      const oxi_instr *d = b->instrs.items[ii];
+      if (d->op != OXI_T_DOT || L->rel_block[d->id] != L->block + 1 || !L->wg_block[d->id])
+        continue;
+      oxt_wg_sync(L, NULL, 2, oxt_wg_pending(L, d));
+      for (int i = 0; i < 2; i++)
+        if (oxt_staged_load(L, d, i))
+          oxt_tload_release(L, oxt_staged_load(L, d, i));
+    }
+  }
 }
 
 /* The elements of accumulator `acc`, which no wgmma writes any more. */

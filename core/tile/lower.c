@@ -288,6 +288,29 @@ static void next_tile(oxt_lowerer *L) {
   br->target[0] = L->tiles_head;
 }
 
+/* The accumulator slots that may hold registers a wgmma still writes: those
+ * written with a pipelined dot's result, whose group stays in flight across
+ * the loop, or with a read of such a slot (L->slot_busy). Reads of the
+ * others need no wait (a deferred dot's result is waited for before it is
+ * stored, oxt_wg_block_end). */
+static void busy_slots(oxt_lowerer *L) {
+  const oxi_kernel *k = L->k;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int bi = 0; bi < k->blocks.len; bi++) {
+      const oxi_block *b = k->blocks.items[bi];
+      for (int ii = 0; ii < b->instrs.len; ii++) {
+        const oxi_instr *in = b->instrs.items[ii];
+        if (in->op != OXI_VAR_SET || !in->ops[0]->tshape || L->slot_busy[in->index])
+          continue;
+        const oxi_instr *x = in->ops[0];
+        if ((x->op == OXI_T_DOT && L->pipe[x->id].stages) || (x->op == OXI_VAR_GET && L->slot_busy[x->index]))
+          L->slot_busy[in->index] = changed = true;
+      }
+    }
+  }
+}
+
 /* Threads per block: from the largest tile, so that each thread holds a few
  * 16-byte chunks of it and at most MAX_PER_THREAD elements. A dot on tensor
  * cores asks for one warp per 64 x 64 of its result (4 to 8 warps): that warp
@@ -437,11 +460,26 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   L.tslots = calloc(ns, sizeof *L.tslots);
   L.vacc = calloc(nv, sizeof *L.vacc);
   L.vslot = calloc(ns, sizeof *L.vslot);
+  L.wg_at = calloc(nv, sizeof *L.wg_at);
+  L.wg_block = calloc(nv, sizeof *L.wg_block);
+  L.wg_after = calloc(nv, sizeof *L.wg_after);
+  L.ready = calloc(nv, 1);
+  L.slot_busy = calloc(ns, 1);
+  L.rel_block = calloc(nv, sizeof *L.rel_block);
   L.nb = calloc((size_t)k->blocks.len, sizeof *L.nb);
   L.buf = calloc(nv, sizeof *L.buf);
   if (!L.serial) { /* the CPU has one layout, a buffer, and no tensor cores */
     choose_layouts(&L);
     oxt_choose_direct_loads(&L);
+    busy_slots(&L);
+    for (int bi = 0; bi < k->blocks.len; bi++) {
+      const oxi_block *b = k->blocks.items[bi];
+      for (int ii = 0; ii < b->instrs.len; ii++) {
+        const oxi_instr *in = b->instrs.items[ii];
+        if (in->op == OXI_T_DOT && oxt_dot_deferred(&L, in))
+          L.rel_block[in->id] = oxt_release_block(&L, in) + 1;
+      }
+    }
   }
   int user_shared = k->shared.len;
   for (int bi = 0; bi < k->blocks.len; bi++)
@@ -450,6 +488,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
     L.cur = L.nb[bi];
     L.block = bi;
     L.commits = 0;
+    L.wg_commits = 0;
     if (bi == 0) { /* blocks are (T, 1, 1): the thread's index is tid.x */
       L.t = oxt_sreg64(&L, OXI_SREG_TID_X);
       for (int i = 0; i < k->params.len; i++) /* contiguous16 tensors start 16-byte aligned */
@@ -478,6 +517,8 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
     }
     const oxi_block *b = k->blocks.items[bi];
     for (int ii = 0; ii < b->instrs.len && !st; ii++) {
+      if (ii == b->instrs.len - 1)
+        oxt_wg_block_end(&L); /* before the terminator */
       lower_instr(&L, b->instrs.items[ii]);
       st = check_size(&L, b->instrs.items[ii], others);
     }
@@ -505,6 +546,12 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   free(L.tslots);
   free(L.vacc);
   free(L.vslot);
+  free(L.wg_at);
+  free(L.wg_block);
+  free(L.wg_after);
+  free(L.ready);
+  free(L.slot_busy);
+  free(L.rel_block);
   free(L.nb);
   free(L.buf);
   if (st)

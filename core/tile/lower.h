@@ -70,6 +70,22 @@ typedef struct oxt_lowerer {
   oxi_instr **vacc;    /* old value id -> its accumulator registers (vf32) as wgmma left them,
                           maybe still being written (dot_wg); oxt_held() gives their elements */
   int *vslot;          /* old slot -> a vf32 slot + 1: a `let mut` tile held as a wgmma accumulator */
+  /* deferred dots (dot_wg), whose wgmma groups stay in flight until a use waits for them */
+  int wg_commits;      /* wgmma groups committed so far in the old block being lowered */
+  int *wg_at;          /* old value id of a deferred dot's result -> its group's number there */
+  int *wg_block;       /* ... that block's index (old) + 1; 0: not a deferred result */
+  int *wg_after;       /* ... once that block is lowered: the groups it committed after this one */
+  char *ready;         /* old value id of a read of a wgmma accumulator slot -> 1: no wgmma writes
+                          its registers any more (the slot is not busy) */
+  char *slot_busy;     /* old slot -> 1: may hold registers a wgmma still writes (a pipelined dot's) */
+  struct {
+    int slot;
+    const oxi_instr *val;
+  } wg_sets[8];        /* writes of deferred results to accumulator slots in the old block being
+                          lowered, made at its end (oxt_wg_block_end) */
+  int nwg_sets;
+  int *rel_block;      /* old value id of a deferred dot -> the old block (+ 1) at whose end it
+                          releases its TMA stages (oxt_release_block) */
 } oxt_lowerer;
 
 /* The mma layout: the accumulator layout of mma.sync.m16n8k16. The block's
@@ -159,6 +175,13 @@ int oxt_count_in(const oxt_lowerer *L, const oxi_tshape *shape, bool mma);
 oxi_instr *oxt_wg_sync(oxt_lowerer *L, oxi_instr *acc, int sub, int pending);
 oxi_instr *oxt_wg_pack(oxt_lowerer *L, oxi_instr **v, int n);
 oxi_instr **oxt_held(oxt_lowerer *L, const oxi_instr *old);
+/* How many wgmma groups may still be pending when old value `old` (a
+ * deferred dot's result) is complete, here. */
+int oxt_wg_pending(const oxt_lowerer *L, const oxi_instr *old);
+/* Before the terminator of an old block: the deferred results written to
+ * accumulator slots in it are waited for (as little as they allow) and
+ * stored; the block's deferred results learn how many groups followed them. */
+void oxt_wg_block_end(oxt_lowerer *L);
 oxi_instr **oxt_unpack_acc(oxt_lowerer *L, oxi_instr *acc);
 bool oxt_is_mma(const oxt_lowerer *L, const oxi_instr *old);
 oxi_instr **oxt_elements(oxt_lowerer *L, const oxi_instr *old);
@@ -232,6 +255,8 @@ oxi_block *oxt_begin_thread0(oxt_lowerer *L);
 /* Initializes the S full (count 1) and S empty (a warp each) mbarriers of
  * shared array `bars` - 1 (thread 0, at the kernel's entry). */
 void oxt_mbar_inits(oxt_lowerer *L, int bars, int S);
+/* The block of the tile kernel that holds instruction `in`. */
+const oxi_block *oxt_block_of(const oxi_kernel *k, const oxi_instr *in);
 /* Whether block `b` of the tile kernel is in a loop: it reaches itself. */
 bool oxt_in_loop(const oxi_kernel *k, const oxi_block *b);
 /* Whether direct load `ld` of wgmma dot `dot` copies with TMA; if so, makes
@@ -246,6 +271,9 @@ void oxt_tload_issue(oxt_lowerer *L, const oxi_instr *ld);
 oxi_instr *oxt_tload_wait(oxt_lowerer *L, const oxi_instr *ld);
 /* After the dot's wgmmas completed: every warp releases the call's stage. */
 void oxt_tload_release(oxt_lowerer *L, const oxi_instr *ld);
+/* The index of the old block at whose end deferred dot `dot` releases its
+ * TMA stages (after waiting for its group). */
+int oxt_release_block(const oxt_lowerer *L, const oxi_instr *dot);
 /* Before a return: waits for the copies still in flight. */
 void oxt_tloads_end(oxt_lowerer *L);
 
@@ -263,6 +291,11 @@ bool oxt_dot_on_tensor_cores(const oxt_lowerer *L, const oxi_instr *in);
 void oxt_lower_dot(oxt_lowerer *L, const oxi_instr *in);
 void oxt_choose_direct_loads(oxt_lowerer *L);
 void oxt_copy_early(oxt_lowerer *L, const oxi_instr *ld);
+/* The TMA load that stages operand i (0: A, 1: B) of dot `in`, or NULL. */
+const oxi_instr *oxt_staged_load(const oxt_lowerer *L, const oxi_instr *in, int i);
+/* Whether wgmma dot `in` is deferred: not pipelined, and every operand it
+ * stages is a TMA load (dot_wg leaves its group in flight). */
+bool oxt_dot_deferred(const oxt_lowerer *L, const oxi_instr *in);
 bool oxt_wg_operands(const oxi_instr *in);
 bool oxt_fp8_on_wgmma(const oxi_instr *in);
 

@@ -447,19 +447,41 @@ void oxt_tile_var(oxt_lowerer *L, const oxi_instr *in) {
   bool mma = L->slot_mma[in->index];
   int n = oxt_count_in(L, s, mma);
   oxt_mma_layout ml;
-  if (L->wg && mma && oxt_mma_layout_of(L, s, &ml) && ml.WN == 1 && ml.wm == 16 && ml.wn >= 8) {
-    /* a wgmma accumulator's layout: kept as its registers, so that a K loop's
+  oxi_type t = in->op == OXI_VAR_GET ? in->type : in->ops[0]->type;
+  if (L->wg && mma && t == OX_F32 && oxt_mma_layout_of(L, s, &ml) && ml.WN == 1 && ml.wm == 16 && ml.wn >= 8) {
+    /* a wgmma accumulator's layout (f32): kept as its registers, so that a K loop's
        dot accumulates into them while the previous call's wgmmas run */
     if (!L->vslot[in->index])
       L->vslot[in->index] = oxi_slot_new(L->m, L->nk, oxi_vf32(n)) + 1;
     int slot = L->vslot[in->index] - 1;
+    /* a deferred dot's result written in this old block: stored at its end (oxt_wg_block_end),
+       so that the groups committed after it need not be waited for; read before then as it is */
+    int w = 0;
+    while (w < L->nwg_sets && L->wg_sets[w].slot != in->index)
+      w++;
     if (in->op == OXI_VAR_GET) {
-      L->vacc[in->id] = oxt_get_slot(L, slot);
-    } else if (L->vacc[in->ops[0]->id]) {
-      oxt_set_slot(L, slot, L->vacc[in->ops[0]->id]);
-    } else { /* other registers: no wgmma may still write the slot's */
-      oxi_instr **v = oxt_in_layout(L, in->ops[0], true);
-      oxt_wg_sync(L, NULL, 2, 0);
+      const oxi_instr *d = w < L->nwg_sets ? L->wg_sets[w].val : NULL;
+      L->vacc[in->id] = d ? L->vacc[d->id] : oxt_get_slot(L, slot);
+      L->ready[in->id] = !d && !L->slot_busy[in->index];
+      if (d) {
+        L->wg_at[in->id] = L->wg_at[d->id];
+        L->wg_block[in->id] = L->wg_block[d->id];
+      }
+      return;
+    }
+    if (w < L->nwg_sets) /* overwritten */
+      L->wg_sets[w] = L->wg_sets[--L->nwg_sets];
+    const oxi_instr *x = in->ops[0];
+    if (L->vacc[x->id] && L->wg_block[x->id] && L->nwg_sets < (int)(sizeof L->wg_sets / sizeof *L->wg_sets)) {
+      L->wg_sets[L->nwg_sets].slot = in->index;
+      L->wg_sets[L->nwg_sets++].val = x;
+    } else if (L->vacc[x->id] && !L->wg_block[x->id]) {
+      oxt_set_slot(L, slot, L->vacc[x->id]);
+    } else { /* other registers (or a deferred result's, waited for); if the slot is busy, no wgmma may
+                still write its registers */
+      oxi_instr **v = oxt_in_layout(L, x, true);
+      if (L->slot_busy[in->index])
+        oxt_wg_sync(L, NULL, 2, 0);
       oxt_set_slot(L, slot, oxt_wg_pack(L, v, n));
     }
     return;

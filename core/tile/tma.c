@@ -156,7 +156,7 @@ static bool path_avoiding(const oxi_kernel *k, const oxi_block *from, const oxi_
 
 bool oxt_in_loop(const oxi_kernel *k, const oxi_block *b) { return path_avoiding(k, b, b, NULL); }
 
-static const oxi_block *block_of(const oxi_kernel *k, const oxi_instr *in) {
+const oxi_block *oxt_block_of(const oxi_kernel *k, const oxi_instr *in) {
   for (int bi = 0; bi < k->blocks.len; bi++) {
     const oxi_block *b = k->blocks.items[bi];
     for (int ii = 0; ii < b->instrs.len; ii++)
@@ -172,7 +172,7 @@ bool oxt_tload_choose(oxt_lowerer *L, const oxi_instr *ld, const oxi_instr *dot)
   int rank = ld->tshape->rank;
   if (!L->wg || p->rank != rank || (es != 1 && es != 2) || L->nk->params.len - L->k->params.len >= 8)
     return false;
-  const oxi_block *bl = block_of(L->k, ld), *bd = block_of(L->k, dot);
+  const oxi_block *bl = oxt_block_of(L->k, ld), *bd = oxt_block_of(L->k, dot);
   int S = 1;
   if (oxt_in_loop(L->k, bl)) {
     /* a ring: each call of the load is followed by one call of the dot before the load's next
@@ -313,6 +313,36 @@ void oxt_tload_release(oxt_lowerer *L, const oxi_instr *ld) {
   const oxt_tload *t = &L->tload[ld->id];
   if (t->stages > 1)
     oxt_mbar_release(L, oxt_mbar(L, t->bars, oxt_bin(L, OXI_ADD, OX_U64, t->r, oxt_u64(L, (uint64_t)t->stages))), NULL);
+}
+
+/* A deferred dot releases its stages where its group is waited for, once per
+ * call, before its loads' next calls: at the end of the block that stores its
+ * result in a slot (attention's `acc = pv`, after the softmax that overlaps
+ * it) if every call of the dot is followed by that block, once, before the
+ * dot or its loads run again, and the block runs only after the dot; else at
+ * the end of the dot's own block. */
+int oxt_release_block(const oxt_lowerer *L, const oxi_instr *dot) {
+  const oxi_kernel *k = L->k;
+  const oxi_block *bd = oxt_block_of(k, dot), *entry = k->blocks.items[0];
+  for (int bi = 0; bi < k->blocks.len; bi++) {
+    const oxi_block *b = k->blocks.items[bi];
+    for (int ii = 0; ii < b->instrs.len; ii++) {
+      const oxi_instr *in = b->instrs.items[ii];
+      if (in->op != OXI_VAR_SET || in->ops[0] != dot || b == bd)
+        continue;
+      bool ok = !path_avoiding(k, bd, bd, b) && !path_avoiding(k, bd, NULL, b) && !path_avoiding(k, b, b, bd) &&
+                !path_avoiding(k, entry, b, bd);
+      for (int i = 0; ok && i < 2; i++) {
+        const oxi_instr *ld = oxt_staged_load(L, dot, i);
+        ok = !ld || !path_avoiding(k, bd, oxt_block_of(k, ld), b);
+      }
+      if (ok)
+        return bi;
+    }
+  }
+  for (int bi = 0;; bi++)
+    if (k->blocks.items[bi] == bd)
+      return bi;
 }
 
 void oxt_tloads_end(oxt_lowerer *L) {
