@@ -242,9 +242,12 @@ static void look_attention(const char *name, int sm, const char *ptx) {
   CHECK(strstr(ptx, "shfl.sync.bfly") != NULL, "%s: no row reduction by shuffles", name);
   CHECK(strstr(ptx, "cp.async.bulk.tensor.4d") != NULL, "%s: no TMA copies of 4-D tiles", name);
   int bars = 0;
-  for (const char *p = strstr(ptx, "bar.sync"); p; p = strstr(p + 1, "bar.sync"))
+  for (const char *p = strstr(ptx, "bar.sync \t0;"); p; p = strstr(p + 1, "bar.sync \t0;"))
     bars++;
   CHECK(bars == 1, "%s: %d block barriers, not the one after the mbarriers' initialization", name, bars);
+  /* two warpgroups (BM 128) take turns on named barriers (lower.c, choose_turns) */
+  CHECK((strstr(ptx, "bar.sync %r") && strstr(ptx, "bar.arrive %r")) == (attention_bn == 128),
+        "%s: warpgroups %s turns", name, attention_bn == 128 ? "take no" : "take");
 }
 
 /* examples/tile_matmul_fp8.oxk at 128 x 256 x 128: on sm_90 fp8 wgmma (k32,

@@ -850,6 +850,21 @@ static void tma(cg_t *C, const oxi_instr *in) {
   }
 }
 
+/* bar.sync or bar.arrive on a named barrier (a register id), maybe predicated. */
+static void named_bar(cg_t *C, const oxi_instr *in) {
+  assert(C->opt->target == OXL_CUDA && "the tile lowering gives named barriers to the CUDA target only");
+  char text[120];
+  const char *op = in->sub ? "bar.arrive" : "bar.sync";
+  LLVMValueRef ops[2] = {to32(C, val(C, in->ops[0])), NULL};
+  if (in->nops == 2) {
+    ops[1] = LLVMBuildZExt(C->b, val(C, in->ops[1]), i32t(C), "");
+    snprintf(text, sizeof text, "{ .reg .pred p; setp.ne.b32 p, $1, 0; @p %s $0, %d; }", op, (int)in->imm);
+  } else {
+    snprintf(text, sizeof text, "%s $0, %d;", op, (int)in->imm);
+  }
+  ptx_ops(C, text, ops, in->nops);
+}
+
 /* A PTX statement without operands that must stay where it is ("memory"). */
 static void ptx_void(cg_t *C, const char *text) {
   LLVMTypeRef fty = LLVMFunctionType(voidt(C), NULL, 0, 0);
@@ -1042,6 +1057,7 @@ static void emit_instr(cg_t *C, const oxi_instr *in) {
     ptx_void(C, in->sub ? "fence.mbarrier_init.release.cluster;" : "fence.proxy.async.shared::cta;");
     break;
   case OXI_MBAR_INIT: case OXI_MBAR_EXPECT: case OXI_MBAR_WAIT: case OXI_TMA_LOAD: tma(C, in); break;
+  case OXI_NAMED_BAR: named_bar(C, in); break;
   case OXI_BR: LLVMBuildBr(C->b, C->bbs[in->target[0]->id]); break;
   case OXI_CONDBR:
     LLVMBuildCondBr(C->b, val(C, in->ops[0]), C->bbs[in->target[0]->id], C->bbs[in->target[1]->id]);

@@ -81,7 +81,7 @@ const char *oxi_op_name(oxi_op op) {
                                       "t.reshape", "t.permute", "t.iota", "t.dot", "t.atomic_add",
                                       "ldmatrix", "mma", "cp.async", "cp.commit", "cp.wait", "pack", "unpack", "pack2",
                                       "vset", "shared.addr", "wgmma", "wgmma.sync", "fence.async", "mbar.init", "mbar.expect",
-                                      "mbar.wait", "tma.load",
+                                      "mbar.wait", "tma.load", "named.bar",
                                       "br",     "condbr",  "ret"};
   _Static_assert(OXB_COUNT(names) == OXI_OP_COUNT, "op names");
   return (unsigned)op < OXI_OP_COUNT ? names[op] : "?";
@@ -724,6 +724,12 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
   case OXI_MBAR_WAIT:
     if (in->nops != 2 || t0 != OX_U64 || t1 != OX_U64 || in->type != OXI_VOID)
       fail(V, b, in, "mbarrier wait: a u64 shared address and a u64 parity");
+    break;
+  case OXI_NAMED_BAR:
+    if (in->nops < 1 || in->nops > 2 || t0 != OX_U64 || (in->nops == 2 && t1 != OX_BOOL) ||
+        in->type != OXI_VOID || (unsigned)in->sub > 1 || !in->imm || in->imm % 32 || in->imm > 1024)
+      fail(V, b, in, "named.bar: a u64 barrier id, maybe a bool predicate, sync (0) or arrive (1), and a "
+                     "count of threads that is a multiple of 32");
     break;
   case OXI_TMA_LOAD: {
     const oxi_param *p = in->index >= 0 && in->index < k->params.len ? k->params.items[in->index] : NULL;

@@ -695,6 +695,8 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
     acc = oxt_wg_pack(L, oxt_in_layout(L, in->ops[2], true), n);
   /* else none: the first wgmma's product alone (scale-d 0), and no instructions zeroing its
      registers */
+  if (in->id + 1 == L->turn_first) /* this warpgroup's turn (choose_turns): warpgroup g waits on 1 + g */
+    oxt_named_bar(L, 0, oxt_bin(L, OXI_ADD, OX_U64, oxt_warpgroup(L), oxt_u64(L, 1)), NULL);
   if (acc)
     acc = oxt_wg_sync(L, acc, 0, 0);
   else
@@ -740,6 +742,8 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
   assert(deferred == (!pipelined && !cur));
   acc = oxt_wg_sync(L, acc, deferred ? 3 : 1, pipelined ? 1 : 0);
   L->wg_commits++;
+  if (in->id + 1 == L->turn_last) /* ... and the other's: 2 - g */
+    oxt_named_bar(L, 1, oxt_bin(L, OXI_SUB, OX_U64, oxt_u64(L, 2), oxt_warpgroup(L)), NULL);
   if (pipelined)
     pipeline_advance(L, in, m, L->pipe[in->id].slot, L->pipe[in->id].stages, &ps);
   L->vacc[in->id] = acc;

@@ -131,6 +131,17 @@ oxi_block *oxt_begin_if(oxt_lowerer *L, oxi_instr *cond, oxi_block **join) {
   return then;
 }
 
+oxi_instr *oxt_warpgroup(oxt_lowerer *L) { return oxt_bin(L, OXI_SHR, OX_U64, L->t, oxt_u64(L, 7)); }
+
+void oxt_named_bar(oxt_lowerer *L, int sub, oxi_instr *id, oxi_instr *when) {
+  oxi_instr *b = oxt_emit(L, OXI_NAMED_BAR, OXI_VOID);
+  b->sub = sub;
+  b->imm = 256;
+  b->ops[0] = id;
+  b->ops[1] = when;
+  b->nops = when ? 2 : 1;
+}
+
 void oxt_end_if(oxt_lowerer *L, oxi_block *join) {
   oxi_instr *br = oxt_emit(L, OXI_BR, OXI_VOID);
   br->target[0] = join;

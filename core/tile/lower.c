@@ -43,6 +43,8 @@ static void before_exit(oxt_lowerer *L) {
   oxt_pipelines_end(L);
   if (L->wg)
     oxt_wg_sync(L, NULL, 2, 0);
+  if (L->turn_first) /* warpgroup 1's last handing of the turn, taken: no arrival left pending */
+    oxt_named_bar(L, 0, oxt_u64(L, 1), oxt_bin(L, 100 + OXI_EQ, OX_U64, oxt_warpgroup(L), oxt_u64(L, 0)));
 }
 
 static void lower_instr(oxt_lowerer *L, const oxi_instr *in) {
@@ -311,6 +313,65 @@ static void busy_slots(oxt_lowerer *L) {
   }
 }
 
+/* Whether old instruction `in` lowers without a block barrier when it sits
+ * between two dots of a warpgroup's turn (choose_turns): a slot access or
+ * elementwise op that changes no layout, a broadcast along an accumulator's
+ * rows, a deferred dot. */
+static bool no_barrier(const oxt_lowerer *L, const oxi_instr *in) {
+  if (!in->tshape && !(in->op == OXI_VAR_SET && in->ops[0]->tshape))
+    return in->op != OXI_BARRIER && in->op != OXI_T_STORE && in->op != OXI_T_ATOMIC_ADD && in->op != OXI_T_LOAD;
+  if (in->op == OXI_VAR_GET)
+    return true;
+  if (in->op == OXI_VAR_SET)
+    return L->slot_mma[in->index] && oxt_is_mma(L, in->ops[0]);
+  if (in->op == OXI_T_DOT)
+    return oxt_dot_deferred(L, in);
+  if (in->op == OXI_T_BROADCAST)
+    return along_rows(L, in);
+  if (!is_elementwise(in) || !L->mma[in->id])
+    return false;
+  for (int i = 0; i < in->nops; i++)
+    if (in->ops[i]->tshape && !L->mma[in->ops[i]->id] && !free_in_any_layout(L, in->ops[i], 4))
+      return false;
+  return true;
+}
+
+/* Warpgroups taking turns (FlashAttention-3's ping-pong): in a block of two
+ * warpgroups whose loop issues two or more deferred dots in one old block,
+ * with nothing between them that needs a block barrier, each warpgroup waits
+ * for its turn before the first of them (a named barrier, 1 + its index) and
+ * gives the turn to the other after the last, so that one's softmax runs
+ * while the other's products are on the tensor cores. Sets L->turn_first and
+ * L->turn_last (old value ids + 1); none if two blocks would qualify. */
+static void choose_turns(oxt_lowerer *L) {
+  const oxi_kernel *k = L->k;
+  if (!L->wg || L->T != 256)
+    return;
+  int found = 0;
+  for (int bi = 0; bi < k->blocks.len; bi++) {
+    const oxi_block *b = k->blocks.items[bi];
+    int first = -1, last = -1;
+    for (int ii = 0; ii < b->instrs.len; ii++) {
+      const oxi_instr *in = b->instrs.items[ii];
+      if (in->op == OXI_T_DOT && oxt_dot_deferred(L, in)) {
+        first = first < 0 ? ii : first;
+        last = ii;
+      }
+    }
+    if (first < 0 || first == last || !oxt_in_loop(k, b))
+      continue;
+    bool ok = true;
+    for (int ii = first + 1; ok && ii < last; ii++)
+      ok = no_barrier(L, b->instrs.items[ii]);
+    if (!ok)
+      continue;
+    if (found++)
+      return (void)(L->turn_first = L->turn_last = 0);
+    L->turn_first = ((const oxi_instr *)b->instrs.items[first])->id + 1;
+    L->turn_last = ((const oxi_instr *)b->instrs.items[last])->id + 1;
+  }
+}
+
 /* Threads per block: from the largest tile, so that each thread holds a few
  * 16-byte chunks of it and at most MAX_PER_THREAD elements. A dot on tensor
  * cores asks for one warp per 64 x 64 of its result (4 to 8 warps): that warp
@@ -472,6 +533,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
     choose_layouts(&L);
     oxt_choose_direct_loads(&L);
     busy_slots(&L);
+    choose_turns(&L);
     for (int bi = 0; bi < k->blocks.len; bi++) {
       const oxi_block *b = k->blocks.items[bi];
       for (int ii = 0; ii < b->instrs.len; ii++) {
@@ -502,6 +564,8 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
           as->nops = 1;
         }
       oxt_pipelines_begin(&L);
+      if (L.turn_first) /* the first turn is warpgroup 0's: warpgroup 1 gives it */
+        oxt_named_bar(&L, 1, oxt_u64(&L, 1), oxt_bin(&L, 100 + OXI_EQ, OX_U64, oxt_warpgroup(&L), oxt_u64(&L, 1)));
       L.persist = persistent_output(&L) + 1;
       if (L.persist) {
         begin_tiles(&L);

@@ -86,6 +86,8 @@ typedef struct oxt_lowerer {
   int nwg_sets;
   int *rel_block;      /* old value id of a deferred dot -> the old block (+ 1) at whose end it
                           releases its TMA stages (oxt_release_block) */
+  int turn_first, turn_last; /* the deferred dots (old ids + 1) that begin and end a warpgroup's
+                          turn (lower.c, choose_turns); 0: none */
 } oxt_lowerer;
 
 /* The mma layout: the accumulator layout of mma.sync.m16n8k16. The block's
@@ -148,6 +150,11 @@ oxi_instr *oxt_clone(oxt_lowerer *L, const oxi_instr *in);
 /* Ends the current block with a branch on `cond`, and continues in `yes`. */
 void oxt_branch(oxt_lowerer *L, oxi_instr *cond, oxi_block *yes, oxi_block *no);
 oxi_block *oxt_begin_if(oxt_lowerer *L, oxi_instr *cond, oxi_block **join);
+/* This thread's warpgroup (u64): thread / 128. */
+oxi_instr *oxt_warpgroup(oxt_lowerer *L);
+/* Named barrier `id` for two warpgroups (256 threads): sync (sub 0) or
+ * arrive (1), where `when` holds (NULL: everywhere). */
+void oxt_named_bar(oxt_lowerer *L, int sub, oxi_instr *id, oxi_instr *when);
 void oxt_end_if(oxt_lowerer *L, oxi_block *join);
 oxi_instr *oxt_load_at(oxt_lowerer *L, const oxi_instr *in, oxi_instr *index);
 oxi_instr *oxt_get_slot(oxt_lowerer *L, int slot);
