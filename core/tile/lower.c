@@ -141,51 +141,57 @@ static bool along_rows(const oxt_lowerer *L, const oxi_instr *in) {
          b.wm == 16 && b.wn >= 8;
 }
 
-/* Which values and tile slots live in the mma layout: dots on tensor cores,
- * elementwise ops with an operand that does (so `acc + dot(a, b)` stays in
- * it; other operands move to it), and slots that such a value is assigned to, with what is read from them; to a fixed
- * point, since a loop reads a slot before the assignment that sets it. */
-static void choose_layouts(oxt_lowerer *L) {
+/* Applies `step` to every instruction of the tile kernel until no step
+ * changes anything (facts that flow around loops). */
+static void to_fixed_point(oxt_lowerer *L, bool (*step)(oxt_lowerer *L, const oxi_instr *in)) {
   const oxi_kernel *k = L->k;
   for (bool changed = true; changed;) {
     changed = false;
     for (int bi = 0; bi < k->blocks.len; bi++) {
       const oxi_block *b = k->blocks.items[bi];
-      for (int ii = 0; ii < b->instrs.len; ii++) {
-        const oxi_instr *in = b->instrs.items[ii];
-        if (in->op == OXI_T_SPLAT)
-          L->splat[in->id] = 1;
-        if (in->op == OXI_VAR_SET && in->ops[0]->tshape && oxt_is_mma(L, in->ops[0]) && !L->slot_mma[in->index])
-          L->slot_mma[in->index] = changed = true;
-        if (in->id < 0)
-          continue;
-        bool mma = L->mma[in->id];
-        oxt_mma_layout ml;
-        if (in->op == OXI_T_DOT)
-          mma = L->cuda && oxt_dot_on_tensor_cores(L, in);
-        else if (in->op == OXI_VAR_GET && in->tshape)
-          mma = L->slot_mma[in->index];
-        else if (is_elementwise(in)) /* with any operand in it (the others move to it) */
-          for (int i = 0; i < in->nops; i++)
-            mma |= in->ops[i]->tshape && oxt_is_mma(L, in->ops[i]);
-        else if (in->op == OXI_T_REDUCE || in->op == OXI_T_BROADCAST)
-          mma = along_rows(L, in);
-        else if (in->op == OXI_T_RESHAPE && oxt_is_mma(L, in->ops[0])) /* adding or dropping leading 1s */
-          mma = oxt_mma_layout_of(L, in->tshape, &ml) && oxt_mma_layout_of(L, in->ops[0]->tshape, &ml) &&
-                in->tshape->dims[in->tshape->rank - 1] == in->ops[0]->tshape->dims[in->ops[0]->tshape->rank - 1];
-        if (mma && !L->mma[in->id])
-          L->mma[in->id] = changed = true;
-        /* operands that cost nothing to make in the mma layout (iota, and
-           elementwise ops of them and splats: a causal mask's coordinates)
-           are made in it, rather than moved to it at every use */
-        for (int i = 0; L->mma[in->id] && is_elementwise(in) && i < in->nops; i++) {
-          const oxi_instr *x = in->ops[i];
-          if (x->tshape && !L->mma[x->id] && !L->splat[x->id] && free_in_any_layout(L, x, 8))
-            L->mma[x->id] = changed = true;
-        }
-      }
+      for (int ii = 0; ii < b->instrs.len; ii++)
+        changed |= step(L, b->instrs.items[ii]);
     }
   }
+}
+
+/* Which values and tile slots live in the mma layout: dots on tensor cores,
+ * elementwise ops with an operand that does (so `acc + dot(a, b)` stays in
+ * it; other operands move to it), and slots that such a value is assigned to, with what is read from them; to a fixed
+ * point, since a loop reads a slot before the assignment that sets it. */
+static bool layout_step(oxt_lowerer *L, const oxi_instr *in) {
+  bool changed = false;
+  if (in->op == OXI_T_SPLAT)
+    L->splat[in->id] = 1;
+  if (in->op == OXI_VAR_SET && in->ops[0]->tshape && oxt_is_mma(L, in->ops[0]) && !L->slot_mma[in->index])
+    L->slot_mma[in->index] = changed = true;
+  if (in->id < 0)
+    return changed;
+  bool mma = L->mma[in->id];
+  oxt_mma_layout ml;
+  if (in->op == OXI_T_DOT)
+    mma = L->cuda && oxt_dot_on_tensor_cores(L, in);
+  else if (in->op == OXI_VAR_GET && in->tshape)
+    mma = L->slot_mma[in->index];
+  else if (is_elementwise(in)) /* with any operand in it (the others move to it) */
+    for (int i = 0; i < in->nops; i++)
+      mma |= in->ops[i]->tshape && oxt_is_mma(L, in->ops[i]);
+  else if (in->op == OXI_T_REDUCE || in->op == OXI_T_BROADCAST)
+    mma = along_rows(L, in);
+  else if (in->op == OXI_T_RESHAPE && oxt_is_mma(L, in->ops[0])) /* adding or dropping leading 1s */
+    mma = oxt_mma_layout_of(L, in->tshape, &ml) && oxt_mma_layout_of(L, in->ops[0]->tshape, &ml) &&
+          in->tshape->dims[in->tshape->rank - 1] == in->ops[0]->tshape->dims[in->ops[0]->tshape->rank - 1];
+  if (mma && !L->mma[in->id])
+    L->mma[in->id] = changed = true;
+  /* operands that cost nothing to make in the mma layout (iota, and
+     elementwise ops of them and splats: a causal mask's coordinates)
+     are made in it, rather than moved to it at every use */
+  for (int i = 0; L->mma[in->id] && is_elementwise(in) && i < in->nops; i++) {
+    const oxi_instr *x = in->ops[i];
+    if (x->tshape && !L->mma[x->id] && !L->splat[x->id] && free_in_any_layout(L, x, 8))
+      L->mma[x->id] = changed = true;
+  }
+  return changed;
 }
 
 /* The ids (row, column) of tile l of a gy x gx grid of tiles, in grouped
@@ -295,22 +301,14 @@ static void next_tile(oxt_lowerer *L) {
  * the loop, or with a read of such a slot (L->slot_busy). Reads of the
  * others need no wait (a deferred dot's result is waited for before it is
  * stored, oxt_wg_block_end). */
-static void busy_slots(oxt_lowerer *L) {
-  const oxi_kernel *k = L->k;
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (int bi = 0; bi < k->blocks.len; bi++) {
-      const oxi_block *b = k->blocks.items[bi];
-      for (int ii = 0; ii < b->instrs.len; ii++) {
-        const oxi_instr *in = b->instrs.items[ii];
-        if (in->op != OXI_VAR_SET || !in->ops[0]->tshape || L->slot_busy[in->index])
-          continue;
-        const oxi_instr *x = in->ops[0];
-        if ((x->op == OXI_T_DOT && L->pipe[x->id].stages) || (x->op == OXI_VAR_GET && L->slot_busy[x->index]))
-          L->slot_busy[in->index] = changed = true;
-      }
-    }
-  }
+static bool busy_step(oxt_lowerer *L, const oxi_instr *in) {
+  if (in->op != OXI_VAR_SET || !in->ops[0]->tshape || L->slot_busy[in->index])
+    return false;
+  const oxi_instr *x = in->ops[0];
+  if (!(x->op == OXI_T_DOT && L->pipe[x->id].stages) && !(x->op == OXI_VAR_GET && L->slot_busy[x->index]))
+    return false;
+  L->slot_busy[in->index] = 1;
+  return true;
 }
 
 /* Whether old instruction `in` lowers without a block barrier when it sits
@@ -530,9 +528,9 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   L.nb = calloc((size_t)k->blocks.len, sizeof *L.nb);
   L.buf = calloc(nv, sizeof *L.buf);
   if (!L.serial) { /* the CPU has one layout, a buffer, and no tensor cores */
-    choose_layouts(&L);
+    to_fixed_point(&L, layout_step);
     oxt_choose_direct_loads(&L);
-    busy_slots(&L);
+    to_fixed_point(&L, busy_step);
     choose_turns(&L);
     for (int bi = 0; bi < k->blocks.len; bi++) {
       const oxi_block *b = k->blocks.items[bi];

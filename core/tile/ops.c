@@ -154,7 +154,7 @@ void oxt_lower_broadcast(oxt_lowerer *L, const oxi_instr *in) {
     return;
   }
   if (L->mma[in->id] && oxt_is_mma(L, in->ops[0])) {
-    /* the rows of a wgmma accumulator along them (choose_layouts): element e
+    /* the rows of a wgmma accumulator along them (layout_step): element e
        of a thread's (4 a 16 x 8 piece, rows l/4 and l/4 + 8) is in the
        thread's row (e & 3) / 2, so nothing moves */
     oxi_instr **v = oxt_held(L, in->ops[0]), **out = oxt_new_elements(L, dst);
@@ -251,7 +251,7 @@ void oxt_lower_move(oxt_lowerer *L, const oxi_instr *in) {
 /* iota: each element's coordinate along the axis, from its position. */
 void oxt_lower_iota(oxt_lowerer *L, const oxi_instr *in) {
   const oxi_tshape *s = in->tshape;
-  bool mma = L->mma[in->id]; /* made in the layout its users want (choose_layouts) */
+  bool mma = L->mma[in->id]; /* made in the layout its users want (layout_step) */
   int n = oxt_count_in(L, s, mma);
   oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
   oxt_positions_in(L, s, mma, f, ok);
@@ -345,7 +345,7 @@ static void reduce_all(oxt_lowerer *L, const oxi_instr *in) {
  * result gets G = T / R threads, each folding every G-th element of its row,
  * and the G partials are folded from scratch; else each thread folds whole
  * rows. The results then land in the result's layout through scratch. */
-/* A reduction along the rows of a wgmma accumulator (choose_layouts) into
+/* A reduction along the rows of a wgmma accumulator (layout_step) into
  * their own layout: each thread folds its elements of each of its two rows
  * (e & 3 < 2: the first), then the four lanes of a quad, which hold the rest
  * of those rows, fold theirs with two butterfly shuffles. No shared memory,
