@@ -319,16 +319,19 @@ void oxt_tload_release(oxt_lowerer *L, const oxi_instr *ld) {
  * call, before its loads' next calls: at the end of the block that stores its
  * result in a slot (attention's `acc = pv`, after the softmax that overlaps
  * it) if every call of the dot is followed by that block, once, before the
- * dot or its loads run again, and the block runs only after the dot; else at
- * the end of the dot's own block. */
+ * dot or its loads run again, and the block runs only after the dot (and is
+ * lowered after it); else at the end of the dot's own block. */
 int oxt_release_block(const oxt_lowerer *L, const oxi_instr *dot) {
   const oxi_kernel *k = L->k;
   const oxi_block *bd = oxt_block_of(k, dot), *entry = k->blocks.items[0];
-  for (int bi = 0; bi < k->blocks.len; bi++) {
+  int di = 0;
+  while (k->blocks.items[di] != bd)
+    di++;
+  for (int bi = di + 1; bi < k->blocks.len; bi++) {
     const oxi_block *b = k->blocks.items[bi];
     for (int ii = 0; ii < b->instrs.len; ii++) {
       const oxi_instr *in = b->instrs.items[ii];
-      if (in->op != OXI_VAR_SET || in->ops[0] != dot || b == bd)
+      if (in->op != OXI_VAR_SET || in->ops[0] != dot)
         continue;
       bool ok = !path_avoiding(k, bd, bd, b) && !path_avoiding(k, bd, NULL, b) && !path_avoiding(k, b, b, bd) &&
                 !path_avoiding(k, entry, b, bd);
@@ -340,9 +343,7 @@ int oxt_release_block(const oxt_lowerer *L, const oxi_instr *dot) {
         return bi;
     }
   }
-  for (int bi = 0;; bi++)
-    if (k->blocks.items[bi] == bd)
-      return bi;
+  return di;
 }
 
 void oxt_tloads_end(oxt_lowerer *L) {
