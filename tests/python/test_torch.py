@@ -327,7 +327,8 @@ def test_custom_op_errors():
 ATTENTION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "tile_attention.oxk")
 
 
-@pytest.mark.parametrize("shape", [(2, 3, 300, 64, 64, 64), (1, 2, 257, 128, 64, 128), (1, 1, 100, 128, 128, 64)])
+@pytest.mark.parametrize("shape", [(2, 3, 300, 64, 64, 64), (1, 2, 257, 128, 64, 128), (1, 1, 100, 128, 128, 64),
+                                   (1, 2, 700, 128, 128, 128), (2, 2, 519, 64, 128, 128)])
 @pytest.mark.parametrize("causal", [False, True])
 def test_tile_attention_against_sdpa(tdev, shape, causal):
     """examples/tile_attention.oxk on torch tensors against
@@ -367,6 +368,51 @@ def test_tile_attention_strided_views(tdev, causal):
     ref = F.scaled_dot_product_attention(q.float(), kk.float(), v.float(), is_causal=causal)
     err = (o.float() - ref).abs().max().item()
     assert err < 2e-2, err
+
+
+CHAIN = """
+#[tile]
+fn chain<const BM: i32, const BN: i32, const D: i32>(o: &mut Tensor<f32, [BM, D]>, q: &Tensor<bf16, [1, -1, D]>,
+        k: &Tensor<bf16, [1, -1, D]>, v: &Tensor<bf16, [1, -1, D]>) {
+    let qt = reshape(q.partition([1, BM, D]).load([0, tile_id(0), 0]), [BM, D]);
+    let mut acc = full([BM, D], 0.0f32);
+    for j in 0..(k.dim(1) + (BN as usize) - 1) / (BN as usize) {
+        let kt = reshape(k.partition([1, BN, D]).load([0, j, 0]), [BN, D]);
+        let vt = reshape(v.partition([1, BN, D]).load([0, j, 0]), [BN, D]);
+        let s = dot(qt, transpose(kt));
+        if j % 2 == 1 {
+            acc = acc * 0.5f32;
+        }
+        acc = mma(s as bf16, vt, acc);
+    }
+    o.store(acc);
+}
+"""
+
+
+@pytest.mark.parametrize("BM", [64, 128])
+def test_tile_deferred_products(tdev, BM):
+    """Two products a pass whose operands are all copies (on sm_90, deferred
+    wgmma dots: each use waits for just its product; TMA loads of [1, N, D]
+    tiles, since a dot of two rank-2 loads in a loop is taken for a K loop):
+    the scores used after a branch, not through a variable, and the second
+    product stored in the accumulator in its own block; against a float64
+    reference with the same bf16 rounding of the scores. Sequence length no
+    tile divides."""
+    N, D, BN = 333, 64, 64
+    k = oxide.compile(CHAIN, tdev).chain
+    k.set_generic("BN", BN)
+    g = torch.Generator(device="cpu").manual_seed(BM)
+    q, kk, v = (torch.randn(1, N, D, generator=g).div(4).to(tdev, torch.bfloat16) for _ in range(3))
+    o = torch.full((N, D), float("nan"), device=tdev)
+    k(oxide.from_dlpack(o).partition([BM, D]), q, kk, v)
+    qd, kd, vd = (x[0].double().cpu() for x in (q, kk, v))
+    acc = torch.zeros(N, D, dtype=torch.float64)
+    for j in range((N + BN - 1) // BN):
+        s = (qd @ kd[j * BN:(j + 1) * BN].T).float().to(torch.bfloat16).double()
+        acc = (acc * 0.5 if j % 2 == 1 else acc) + s @ vd[j * BN:(j + 1) * BN]
+    err = (o.double().cpu() - acc).abs().max().item()
+    assert err < 2e-2 * max(1.0, acc.abs().max().item()), err
 
 
 MATMUL_FP8 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "tile_matmul_fp8.oxk")
