@@ -954,7 +954,7 @@ static int dot_a_uses(const oxi_kernel *k, const oxi_instr *x) {
 
 /* Loads whose one use is a tensor-core dot, from a contiguous16 tensor with
  * rows of whole 16-byte pieces: the dot copies them itself (copy_async). A
- * dot in a loop with both operands copied so is pipelined (dot_pipeline): its
+ * dot in a loop with both operands copied so, and loaded in a loop, is pipelined (dot_pipeline): its
  * slots are made here and cleared at the kernel's entry. */
 void oxt_choose_direct_loads(oxt_lowerer *L) {
   const oxi_kernel *k = L->k;
@@ -1005,7 +1005,10 @@ void oxt_choose_direct_loads(oxt_lowerer *L) {
         S = (int)(fit < 4 ? fit : 4);
       }
       const oxi_instr *lb = staged_tile(L, in, 1);
-      bool loads = in->ops[0]->op == OXI_T_LOAD && lb->op == OXI_T_LOAD; /* a K loop's guess */
+      /* a K loop's guess: both tiles loaded in the loop (an A loaded once before it, as an
+         attention's query tile, is not walked along K) */
+      bool loads = in->ops[0]->op == OXI_T_LOAD && lb->op == OXI_T_LOAD &&
+                   oxt_in_loop(k, oxt_block_of(k, in->ops[0])) && oxt_in_loop(k, oxt_block_of(k, lb));
       if (loads && L->direct[in->ops[0]->id] && L->direct[lb->id] && (lb == in->ops[1] || L->direct[in->ops[1]->id]) &&
           oxt_in_loop(k, b) &&
           S >= (L->wg ? 3 : 2)) {

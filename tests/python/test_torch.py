@@ -388,25 +388,43 @@ fn chain<const BM: i32, const BN: i32, const D: i32>(o: &mut Tensor<f32, [BM, D]
     o.store(acc);
 }
 """
+CHAIN_2D = """#[tile]
+fn chain<const BM: i32, const BN: i32, const D: i32>(o: &mut Tensor<f32, [BM, D]>, q: &Tensor<bf16, [-1, D]>,
+        k: &Tensor<bf16, [-1, D]>, v: &Tensor<bf16, [-1, D]>) {
+    let qt = q.partition([BM, D]).load([tile_id(0), 0]);
+    let mut acc = full([BM, D], 0.0f32);
+    for j in 0..(k.dim(0) + (BN as usize) - 1) / (BN as usize) {
+        let kt = k.partition([BN, D]).load([j, 0]);
+        let vt = v.partition([BN, D]).load([j, 0]);
+        let s = dot(qt, transpose(kt));
+        if j % 2 == 1 {
+            acc = acc * 0.5f32;
+        }
+        acc = mma(s as bf16, vt, acc);
+    }
+    o.store(acc);
+}
+"""
 
 
+@pytest.mark.parametrize("rank", [2, 3])
 @pytest.mark.parametrize("BM", [64, 128])
-def test_tile_deferred_products(tdev, BM):
+def test_tile_deferred_products(tdev, BM, rank):
     """Two products a pass whose operands are all copies (on sm_90, deferred
-    wgmma dots: each use waits for just its product; TMA loads of [1, N, D]
-    tiles, since a dot of two rank-2 loads in a loop is taken for a K loop):
-    the scores used after a branch, not through a variable, and the second
-    product stored in the accumulator in its own block; against a float64
-    reference with the same bf16 rounding of the scores. Sequence length no
-    tile divides."""
+    wgmma dots: each use waits for just its product; TMA loads of [N, D] or
+    [1, N, D] tensors, the query tile loaded once before the loop, so not a
+    K loop): the scores used after a branch, not through a variable, and the
+    second product stored in the accumulator in its own block; against a
+    float64 reference with the same bf16 rounding of the scores. Sequence
+    length no tile divides."""
     N, D, BN = 333, 64, 64
-    k = oxide.compile(CHAIN, tdev).chain
+    k = oxide.compile(CHAIN if rank == 3 else CHAIN_2D, tdev).chain
     k.set_generic("BN", BN)
     g = torch.Generator(device="cpu").manual_seed(BM)
-    q, kk, v = (torch.randn(1, N, D, generator=g).div(4).to(tdev, torch.bfloat16) for _ in range(3))
+    q, kk, v = (torch.randn(N, D, generator=g).div(4).to(tdev, torch.bfloat16) for _ in range(3))
     o = torch.full((N, D), float("nan"), device=tdev)
-    k(oxide.from_dlpack(o).partition([BM, D]), q, kk, v)
-    qd, kd, vd = (x[0].double().cpu() for x in (q, kk, v))
+    k(oxide.from_dlpack(o).partition([BM, D]), *((x[None] if rank == 3 else x) for x in (q, kk, v)))
+    qd, kd, vd = (x.double().cpu() for x in (q, kk, v))
     acc = torch.zeros(N, D, dtype=torch.float64)
     for j in range((N + BN - 1) // BN):
         s = (qd @ kd[j * BN:(j + 1) * BN].T).float().to(torch.bfloat16).double()
