@@ -738,7 +738,7 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
     w->nops = acc ? 3 : 2;
     acc = w;
   }
-  bool deferred = oxt_dot_deferred(L, in);
+  bool deferred = L->rel_block[in->id] != 0;
   assert(deferred == (!pipelined && !cur));
   acc = oxt_wg_sync(L, acc, deferred ? 3 : 1, pipelined ? 1 : 0);
   L->wg_commits++;

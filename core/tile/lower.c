@@ -323,7 +323,7 @@ static bool no_barrier(const oxt_lowerer *L, const oxi_instr *in) {
   if (in->op == OXI_VAR_SET)
     return L->slot_mma[in->index] && oxt_is_mma(L, in->ops[0]);
   if (in->op == OXI_T_DOT)
-    return oxt_dot_deferred(L, in);
+    return L->rel_block[in->id] != 0; /* deferred */
   if (in->op == OXI_T_BROADCAST)
     return along_rows(L, in);
   if (!is_elementwise(in) || !L->mma[in->id])
@@ -351,7 +351,7 @@ static void choose_turns(oxt_lowerer *L) {
     int first = -1, last = -1;
     for (int ii = 0; ii < b->instrs.len; ii++) {
       const oxi_instr *in = b->instrs.items[ii];
-      if (in->op == OXI_T_DOT && oxt_dot_deferred(L, in)) {
+      if (in->op == OXI_T_DOT && L->rel_block[in->id]) { /* deferred */
         first = first < 0 ? ii : first;
         last = ii;
       }
@@ -531,8 +531,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
     to_fixed_point(&L, layout_step);
     oxt_choose_direct_loads(&L);
     to_fixed_point(&L, busy_step);
-    choose_turns(&L);
-    for (int bi = 0; bi < k->blocks.len; bi++) {
+    for (int bi = 0; bi < k->blocks.len; bi++) { /* the deferred dots, once */
       const oxi_block *b = k->blocks.items[bi];
       for (int ii = 0; ii < b->instrs.len; ii++) {
         const oxi_instr *in = b->instrs.items[ii];
@@ -540,6 +539,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
           L.rel_block[in->id] = oxt_release_block(&L, in) + 1;
       }
     }
+    choose_turns(&L);
   }
   int user_shared = k->shared.len;
   for (int bi = 0; bi < k->blocks.len; bi++)

@@ -84,8 +84,9 @@ typedef struct oxt_lowerer {
   } wg_sets[8];        /* writes of deferred results to accumulator slots in the old block being
                           lowered, made at its end (oxt_wg_block_end) */
   int nwg_sets;
-  int *rel_block;      /* old value id of a deferred dot -> the old block (+ 1) at whose end it
-                          releases its TMA stages (oxt_release_block) */
+  int *rel_block;      /* old value id of a deferred dot (oxt_dot_deferred) -> the old block (+ 1)
+                          at whose end it releases its TMA stages (oxt_release_block); 0: the
+                          dot is not deferred */
   int turn_first, turn_last; /* the deferred dots (old ids + 1) that begin and end a warpgroup's
                           turn (lower.c, choose_turns); 0: none */
 } oxt_lowerer;
