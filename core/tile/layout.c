@@ -120,6 +120,8 @@ int oxt_wg_pending(const oxt_lowerer *L, const oxi_instr *old) {
 }
 
 void oxt_wg_block_end(oxt_lowerer *L) {
+  if (!L->wg) /* no wgmma, nothing deferred (the CPU's lowering, mma.sync) */
+    return;
   for (int id = 0; id <= L->k->next_id; id++)
     if (L->wg_block[id] == L->block + 1)
       L->wg_after[id] = L->wg_commits - L->wg_at[id];
