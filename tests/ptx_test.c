@@ -165,6 +165,7 @@ static int driver_log(const char *ptx, char *log, size_t n) {
  * set) and has ptxas assemble it; calls `look` on each PTX for the caller's
  * own checks. */
 static int hopper_only;
+static int no_spill; /* and on sm_90, ptxas keeps every value in registers */
 static void check_ptx_with(const char *ptxas, const char *name, const char *text, int contiguous,
                            void (*look)(const char *name, int sm, const char *ptx), const ox_generic_value *gen,
                            int ngen) {
@@ -204,6 +205,8 @@ static void check_ptx_with(const char *ptxas, const char *name, const char *text
     /* ptxas's info C7514-C7520: it made each wgmma wait for the one before
        (dot.c and target_cuda.c say what brings that on) */
     CHECK(!strstr(out, "instructions are serialized"), "ptxas serialized the wgmmas of %s:\n%s", name, out);
+    CHECK(!no_spill || archs[i] != 90 || !strstr(out, "bytes spill") || strstr(out, " 0 bytes spill stores"),
+          "%s spills registers on sm_90:\n%s", name, out);
     if (archs[i] == 90 && driver_log(ptx, out, sizeof out))
       CHECK(!strstr(out, "serialized"), "the driver's compiler serialized the wgmmas of %s:\n%s", name, out);
     unlink(tmp);
@@ -224,7 +227,7 @@ static void check_ptx(const char *ptxas, const char *name, const char *text, int
  * initialization. Both products are deferred dots (dot.c: a commit without a
  * wait), and the scores are waited for with the output's product still in
  * flight (a wait for all groups but one): the softmax overlaps it. */
-static int attention_bn;
+static int attention_bm, attention_bn, attention_d;
 static void look_attention(const char *name, int sm, const char *ptx) {
   if (sm == 80) {
     CHECK(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != NULL, "%s: no mma.sync", name);
@@ -233,7 +236,11 @@ static void look_attention(const char *name, int sm, const char *ptx) {
   char scores[80];
   snprintf(scores, sizeof scores, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16", attention_bn);
   CHECK(strstr(ptx, scores) != NULL, "%s: no scores wgmma", name);
-  CHECK(strstr(ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") != NULL, "%s: no output wgmma", name);
+  char output[80];
+  snprintf(output, sizeof output, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16", attention_d);
+  CHECK(strstr(ptx, output) != NULL, "%s: no output wgmma", name);
+  /* the probabilities held two a register, rounded in pairs (ops.c, oxt_tile_var) */
+  CHECK(strstr(ptx, "cvt.rn.bf16x2.f32") != NULL, "%s: no paired conversion of the probabilities", name);
   CHECK(strstr(ptx, "wgmma.commit_group.sync.aligned;\n") != NULL &&
             strstr(ptx, "wgmma.wait_group.sync.aligned 1;") != NULL,
         "%s: no product left in flight while the softmax runs", name);
@@ -246,8 +253,8 @@ static void look_attention(const char *name, int sm, const char *ptx) {
     bars++;
   CHECK(bars == 1, "%s: %d block barriers, not the one after the mbarriers' initialization", name, bars);
   /* two warpgroups (BM 128) take turns on named barriers (lower.c, choose_turns) */
-  CHECK((strstr(ptx, "bar.sync %r") && strstr(ptx, "bar.arrive %r")) == (attention_bn == 128),
-        "%s: warpgroups %s turns", name, attention_bn == 128 ? "take no" : "take");
+  CHECK((strstr(ptx, "bar.sync %r") && strstr(ptx, "bar.arrive %r")) == (attention_bm == 128),
+        "%s: warpgroups %s turns", name, attention_bm == 128 ? "take no" : "take");
 }
 
 /* examples/tile_matmul_fp8.oxk at 128 x 256 x 128: on sm_90 fp8 wgmma (k32,
@@ -336,16 +343,20 @@ int main(void) {
     snprintf(path, sizeof path, "%s/examples/tile_attention.oxk", src_dir ? src_dir : ".");
     char *text = slurp(path);
     CHECK(text != NULL, "cannot read %s", path);
-    /* the smallest tiles, and those bench/attention.py's tuner chooses at head dim 128 on an H200
-       (on sm_80, more than a kernel may have after the tile lowering: mma.sync's layout unrolls
-       more) */
-    for (int t = 0; text && t < 2; t++) {
-      attention_bn = 64 << t;
-      ox_generic_value gen[] = {{"BM", 64 << t}, {"BN", attention_bn}, {"D", 128}};
-      hopper_only = t;
+    /* the smallest tiles, and those bench/attention.py's tuner chooses at head dims 128 and 64 on
+       an H200 (on sm_80, more than a kernel may have after the tile lowering: mma.sync's layout
+       unrolls more); none spills (a position an element held through the loop once did, iota) */
+    static const int tiles[][3] = {{64, 64, 128}, {128, 128, 128}, {64, 128, 64}};
+    no_spill = 1;
+    for (int t = 0; text && t < 3; t++) {
+      attention_bm = tiles[t][0];
+      attention_bn = tiles[t][1];
+      attention_d = tiles[t][2];
+      ox_generic_value gen[] = {{"BM", tiles[t][0]}, {"BN", attention_bn}, {"D", attention_d}};
+      hopper_only = t > 0;
       check_ptx_with(ptxas, "tile_attention.oxk", text, 1, look_attention, gen, 3);
     }
-    hopper_only = 0;
+    hopper_only = no_spill = 0;
     free(text);
     snprintf(path, sizeof path, "%s/examples/tile_matmul_fp8.oxk", src_dir ? src_dir : ".");
     text = slurp(path);

@@ -1036,6 +1036,20 @@ static void emit_instr(cg_t *C, const oxi_instr *in) {
     break;
   case OXI_PACK2: {
     LLVMTypeRef h = llty(C, in->ops[0]->type);
+    /* two f32s rounded on the GPU: one paired conversion, not two and a move (LLVM splits a
+       vector fptrunc); cvt.rn.{bf16,f16}x2.f32 takes the high half first */
+    bool cvt = C->opt->target == OXL_CUDA;
+    for (int i = 0; i < 2; i++)
+      cvt = cvt && in->ops[i]->op == OXI_CAST && in->ops[i]->ops[0]->type == OX_F32;
+    if (cvt) {
+      LLVMValueRef a[2] = {val(C, in->ops[1]->ops[0]), val(C, in->ops[0]->ops[0])};
+      LLVMTypeRef pt[2] = {f32t(C), f32t(C)};
+      const char *text = in->ops[0]->type == OX_BF16 ? "cvt.rn.bf16x2.f32 $0, $1, $2;" : "cvt.rn.f16x2.f32 $0, $1, $2;";
+      LLVMTypeRef fty = LLVMFunctionType(i32t(C), pt, 2, 0);
+      LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), "=r,f,f", 6, 0, 0, LLVMInlineAsmDialectATT, 0);
+      r = LLVMBuildCall2(C->b, fty, asmv, a, 2, "");
+      break;
+    }
     r = LLVMGetUndef(LLVMVectorType(h, 2));
     r = LLVMBuildInsertElement(C->b, r, val(C, in->ops[0]), ci32(C, 0), "");
     r = LLVMBuildInsertElement(C->b, r, val(C, in->ops[1]), ci32(C, 1), "");
@@ -1043,7 +1057,10 @@ static void emit_instr(cg_t *C, const oxi_instr *in) {
     break;
   }
   case OXI_UNPACK:
-    if (oxi_is_vf32(in->ops[0]->type))
+    if (in->ops[0]->type == OX_U32)
+      r = LLVMBuildExtractElement(C->b, LLVMBuildBitCast(C->b, val(C, in->ops[0]), LLVMVectorType(llty(C, in->type), 2), ""),
+                                  ci32(C, (unsigned)in->index), "");
+    else if (oxi_is_vf32(in->ops[0]->type))
       r = LLVMBuildExtractValue(C->b, val(C, in->ops[0]), (unsigned)in->index, "");
     else
       r = v4_reg(C, in->ops[0], (unsigned)in->index, llty(C, in->type));

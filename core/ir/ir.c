@@ -679,6 +679,11 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
       fail(V, b, in, "pack2: a u32 from two bf16 or two f16");
     break;
   case OXI_UNPACK:
+    if (t0 == OX_U32) {
+      if (in->nops != 1 || (in->type != OX_BF16 && in->type != OX_F16) || (unsigned)in->index > 1)
+        fail(V, b, in, "unpack: a bf16 or f16 from half 0 or 1 of a u32");
+      break;
+    }
     if (in->nops != 1 || (t0 != OXI_V4 && !oxi_is_vf32(t0)) || in->index < 0 ||
         in->index >= (t0 == OXI_V4 ? 4 : oxi_vf32_len(t0)) || in->type >= OX_DTYPE_COUNT ||
         ox_dtype_size((ox_dtype)in->type) != 4 || (t0 != OXI_V4 && in->type != OX_F32))

@@ -90,7 +90,8 @@ typedef enum oxi_op {
   OXI_CP_WAIT,  /* wait until all but the last `imm` groups of this thread's copies have landed
                    (before a barrier) */
   OXI_PACK,     /* v4 from ops0..3 (32-bit scalars) */
-  OXI_UNPACK,   /* register `index` of ops0 (v4 or vf32) as `type` (a 32-bit scalar) */
+  OXI_UNPACK,   /* register `index` of ops0 (v4 or vf32) as `type` (a 32-bit scalar); or half
+                   `index` (0 low, 1 high) of ops0 (u32) as `type` (bf16 or f16), PACK2's inverse */
   OXI_PACK2,    /* u32 holding two 16-bit floats of one type: ops0 in the low half, ops1 in the
                    high (an A fragment register of wgmma or mma.sync) */
   /* Hopper's warpgroup matrix ops (sm_90a; the four warps of a warpgroup

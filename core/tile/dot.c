@@ -480,10 +480,7 @@ static void pipeline_advance(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, int
  * fragment of wgmma's register form: no trip through shared memory. */
 static bool a_in_registers(const oxt_lowerer *L, const oxi_instr *in) {
   const oxi_instr *a = in->ops[0];
-  oxt_mma_layout ml;
-  return L->wg && oxt_is_mma(L, a) && (a->type == OX_BF16 || a->type == OX_F16) &&
-         oxt_mma_layout_of(L, a->tshape, &ml) && ml.WN == 1 && ml.wm == 16 && ml.wn == a->tshape->dims[1] &&
-         ml.wn % 16 == 0;
+  return oxt_is_mma(L, a) && oxt_in_pairs(L, a->tshape, a->type);
 }
 
 /* copy_async of load `ld` at its own tile coordinates, to `at` in `m`. */
@@ -671,20 +668,13 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
      (row l/4: columns 2(l%4), +1; row l/4 + 8: the same; then 8 columns on) */
   oxi_instr **frag = NULL;
   if (a_in_registers(L, in)) {
-    oxi_instr **v = oxt_in_layout(L, in->ops[0], true);
+    oxi_instr **two = oxt_pairs(L, in->ops[0]);
     frag = malloc(sizeof *frag * (size_t)(K / 16));
     for (int64_t ks = 0; ks < K / 16; ks++) {
-      oxi_instr *two[4];
-      for (int r = 0; r < 4; r++) {
-        two[r] = oxt_emit(L, OXI_PACK2, OX_U32);
-        two[r]->ops[0] = v[8 * ks + 2 * r];
-        two[r]->ops[1] = v[8 * ks + 2 * r + 1];
-        two[r]->nops = 2;
-      }
       oxi_instr *p = oxt_emit(L, OXI_PACK, OXI_V4);
       p->nops = 4;
       for (int r = 0; r < 4; r++)
-        p->ops[r] = two[r];
+        p->ops[r] = two[4 * ks + r];
       frag[ks] = p;
     }
   }
@@ -750,6 +740,8 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
   if (deferred) {
     L->wg_at[in->id] = L->wg_commits;
     L->wg_block[in->id] = L->block + 1;
+    if (frag && in->ops[0]->op == OXI_VAR_GET)
+      L->pair_reader[in->ops[0]->index] = in;
   } else if (!pipelined) { /* waited for: the elements are ready, and the staging areas free (TMA
                               loads': a release; the others' after a barrier) */
     for (int i = 0; i < 2; i++)

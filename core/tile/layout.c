@@ -107,6 +107,26 @@ oxi_instr **oxt_held(oxt_lowerer *L, const oxi_instr *old) {
   return oxt_unpack_acc(L, oxt_wg_sync(L, L->vacc[old->id], 2, oxt_wg_pending(L, old)));
 }
 
+bool oxt_in_pairs(const oxt_lowerer *L, const oxi_tshape *s, oxi_type t) {
+  oxt_mma_layout ml;
+  return L->wg && (t == OX_BF16 || t == OX_F16) && s->rank == 2 && oxt_mma_layout_of(L, s, &ml) && ml.WN == 1 &&
+         ml.wm == 16 && ml.wn == s->dims[1] && ml.wn % 16 == 0;
+}
+
+oxi_instr **oxt_pairs(oxt_lowerer *L, const oxi_instr *old) {
+  if (L->pairs[old->id])
+    return L->pairs[old->id];
+  int n = oxt_count_in(L, old->tshape, true);
+  oxi_instr **v = oxt_in_layout(L, old, true), **out = oxb_alloc(L->m->arena, sizeof *out * (size_t)(n / 2));
+  for (int i = 0; i < n / 2; i++) {
+    out[i] = oxt_emit(L, OXI_PACK2, OX_U32);
+    out[i]->ops[0] = v[2 * i];
+    out[i]->ops[1] = v[2 * i + 1];
+    out[i]->nops = 2;
+  }
+  return out;
+}
+
 /* Groups complete in the order they were committed, so a result is complete
  * when at most the groups committed after it are pending. Those of its own
  * old block after it certainly ran (a block is straight-line: no dot sits in
@@ -125,9 +145,19 @@ void oxt_wg_block_end(oxt_lowerer *L) {
   for (int id = 0; id <= L->k->next_id; id++)
     if (L->wg_block[id] == L->block + 1)
       L->wg_after[id] = L->wg_commits - L->wg_at[id];
-  for (int i = 0; i < L->nwg_sets; i++)
-    oxt_set_slot(L, L->vslot[L->wg_sets[i].slot] - 1,
-                 oxt_wg_sync(L, L->vacc[L->wg_sets[i].val->id], 2, oxt_wg_pending(L, L->wg_sets[i].val)));
+  for (int i = 0; i < L->nwg_sets; i++) {
+    int slot = L->wg_sets[i].slot;
+    const oxi_instr *v = L->wg_sets[i].val;
+    if (L->vslot[slot]) {
+      oxt_set_slot(L, L->vslot[slot] - 1, oxt_wg_sync(L, L->vacc[v->id], 2, oxt_wg_pending(L, v)));
+      continue;
+    }
+    /* a tile held in pairs that a deferred dot reads as A: rounded and written once it is done */
+    oxt_wg_sync(L, NULL, 2, oxt_wg_pending(L, L->pair_reader[slot]));
+    oxi_instr **pr = oxt_pairs(L, v);
+    for (int e = 0; e < oxt_count_in(L, v->tshape, true) / 2; e++)
+      oxt_set_slot(L, L->tslots[slot][e], pr[e]);
+  }
   L->nwg_sets = 0;
   /* the deferred dots that release their TMA stages here (oxt_release_block), once done */
   const oxi_kernel *k = L->k;

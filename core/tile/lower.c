@@ -519,6 +519,8 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   L.tslots = calloc(ns, sizeof *L.tslots);
   L.vacc = calloc(nv, sizeof *L.vacc);
   L.vslot = calloc(ns, sizeof *L.vslot);
+  L.pairs = calloc(nv, sizeof *L.pairs);
+  L.pair_reader = calloc(ns, sizeof *L.pair_reader);
   L.wg_at = calloc(nv, sizeof *L.wg_at);
   L.wg_block = calloc(nv, sizeof *L.wg_block);
   L.wg_after = calloc(nv, sizeof *L.wg_after);
@@ -608,6 +610,8 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   free(L.tslots);
   free(L.vacc);
   free(L.vslot);
+  free(L.pairs);
+  free(L.pair_reader);
   free(L.wg_at);
   free(L.wg_block);
   free(L.wg_after);

@@ -70,6 +70,11 @@ typedef struct oxt_lowerer {
   oxi_instr **vacc;    /* old value id -> its accumulator registers (vf32) as wgmma left them,
                           maybe still being written (dot_wg); oxt_held() gives their elements */
   int *vslot;          /* old slot -> a vf32 slot + 1: a `let mut` tile held as a wgmma accumulator */
+  oxi_instr ***pairs;  /* old value id of a read of a `let mut` tile held in pairs (oxt_in_pairs)
+                          -> its registers, two elements each (u32, PACK2's order) */
+  const oxi_instr **pair_reader; /* old slot held in pairs -> the last deferred dot lowered that
+                          takes it as A: a write to it waits for that dot (ptxas would serialize
+                          every wgmma if an instruction wrote registers a wgmma still reads, C7513) */
   /* deferred dots (dot_wg), whose wgmma groups stay in flight until a use waits for them */
   int wg_commits;      /* wgmma groups committed so far in the old block being lowered */
   int *wg_at;          /* old value id of a deferred dot's result -> its group's number there */
@@ -81,8 +86,9 @@ typedef struct oxt_lowerer {
   struct {
     int slot;
     const oxi_instr *val;
-  } wg_sets[8];        /* writes of deferred results to accumulator slots in the old block being
-                          lowered, made at its end (oxt_wg_block_end) */
+  } wg_sets[8];        /* writes made at the end of the old block being lowered (oxt_wg_block_end):
+                          of deferred results to accumulator slots, and to slots held in pairs
+                          that a deferred dot reads */
   int nwg_sets;
   int *rel_block;      /* old value id of a deferred dot (oxt_dot_deferred) -> the old block (+ 1)
                           at whose end it releases its TMA stages (oxt_release_block); 0: the
@@ -183,6 +189,13 @@ int oxt_count_in(const oxt_lowerer *L, const oxi_tshape *shape, bool mma);
 oxi_instr *oxt_wg_sync(oxt_lowerer *L, oxi_instr *acc, int sub, int pending);
 oxi_instr *oxt_wg_pack(oxt_lowerer *L, oxi_instr **v, int n);
 oxi_instr **oxt_held(oxt_lowerer *L, const oxi_instr *old);
+/* Whether a 16-bit tile of shape s in the mma layout is held two elements a
+ * register (oxt_pairs): the layout of wgmma's A in registers (warp tiles of
+ * 16 whole rows), as attention's probabilities are. */
+bool oxt_in_pairs(const oxt_lowerer *L, const oxi_tshape *s, oxi_type t);
+/* The elements of 16-bit mma-layout tile `old` two a register (u32: element
+ * 2i low, 2i + 1 high), which are wgmma's A fragments in order. */
+oxi_instr **oxt_pairs(oxt_lowerer *L, const oxi_instr *old);
 /* How many wgmma groups may still be pending when old value `old` (a
  * deferred dot's result) is complete, here. */
 int oxt_wg_pending(const oxt_lowerer *L, const oxi_instr *old);

@@ -253,12 +253,26 @@ void oxt_lower_iota(oxt_lowerer *L, const oxi_instr *in) {
   const oxi_tshape *s = in->tshape;
   bool mma = L->mma[in->id]; /* made in the layout its users want (layout_step) */
   int n = oxt_count_in(L, s, mma);
+  oxi_instr **out = oxt_new_elements(L, s);
+  if (oxi_is_int(in->type)) {
+    /* the thread's coordinate plus a constant an element (oxt_position_parts): one value
+       live, not one an element (a loop's masks would hold them all through the loop) */
+    int64_t *off = malloc(sizeof *off * (size_t)n);
+    oxi_instr *base = oxt_cast(L, oxt_coord_at(L, s, in->index, oxt_position_parts(L, s, mma, off)), in->type);
+    for (int e = 0; e < n; e++) {
+      oxi_instr *c = oxt_emit(L, OXI_CONST, in->type);
+      c->imm = (uint64_t)oxt_coord_of(s, in->index, off[e]);
+      out[e] = oxt_bin(L, OXI_ADD, in->type, base, c);
+    }
+    free(off);
+    L->tval[in->id] = out;
+    return;
+  }
   oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
   oxt_positions_in(L, s, mma, f, ok);
   int64_t after = oxt_elems(s);
   for (int d = 0; d <= in->index; d++)
     after /= s->dims[d];
-  oxi_instr **out = oxt_new_elements(L, s);
   for (int e = 0; e < n; e++) {
     oxi_instr *c = oxt_bin(L, OXI_AND, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, f[e], oxt_u64(L, (uint64_t)oxt_log2i(after))),
                        oxt_u64(L, (uint64_t)(s->dims[in->index] - 1)));
@@ -486,21 +500,59 @@ void oxt_tile_var(oxt_lowerer *L, const oxi_instr *in) {
     }
     return;
   }
+  /* 16-bit tiles in wgmma's A layout two elements a slot: half the registers, and a dot takes them
+     as they are (attention's probabilities, carried from one pass to the next) */
+  bool pairs = mma && oxt_in_pairs(L, s, t);
+  int ns = pairs ? n / 2 : n;
   if (!L->tslots[in->index]) {
-    L->tslots[in->index] = oxb_alloc(L->m->arena, sizeof(int) * (size_t)n);
-    for (int e = 0; e < n; e++)
-      L->tslots[in->index][e] = oxi_slot_new(L->m, L->nk, in->type == OXI_VOID ? in->ops[0]->type : in->type);
+    L->tslots[in->index] = oxb_alloc(L->m->arena, sizeof(int) * (size_t)ns);
+    for (int e = 0; e < ns; e++)
+      L->tslots[in->index][e] = oxi_slot_new(L->m, L->nk, pairs ? OX_U32 : t);
   }
   int *slots = L->tslots[in->index];
+  /* ... written at the block's end if a deferred dot may still read them (L->pair_reader) */
+  int w = 0;
+  while (pairs && w < L->nwg_sets && L->wg_sets[w].slot != in->index)
+    w++;
   if (in->op == OXI_VAR_SET) {
-    oxi_instr **v = oxt_in_layout(L, in->ops[0], mma);
-    for (int e = 0; e < n; e++)
+    if (pairs && w < L->nwg_sets) {
+      L->wg_sets[w].val = in->ops[0];
+      return;
+    }
+    if (pairs && L->pair_reader[in->index] && L->nwg_sets < (int)(sizeof L->wg_sets / sizeof *L->wg_sets)) {
+      L->wg_sets[L->nwg_sets].slot = in->index;
+      L->wg_sets[L->nwg_sets++].val = in->ops[0];
+      return;
+    }
+    if (pairs && L->pair_reader[in->index]) /* no room to postpone: wait for the reader now */
+      oxt_wg_sync(L, NULL, 2, oxt_wg_pending(L, L->pair_reader[in->index]));
+    oxi_instr **v = pairs ? oxt_pairs(L, in->ops[0]) : oxt_in_layout(L, in->ops[0], mma);
+    for (int e = 0; e < ns; e++)
       oxt_set_slot(L, slots[e], v[e]);
     return;
   }
+  if (pairs && w < L->nwg_sets) { /* written earlier in this block, not yet stored */
+    L->pairs[in->id] = oxt_pairs(L, L->wg_sets[w].val);
+    L->tval[in->id] = oxt_in_layout(L, L->wg_sets[w].val, true);
+    return;
+  }
   oxi_instr **out = oxt_new_elements(L, s);
-  for (int e = 0; e < n; e++)
-    out[e] = oxt_get_slot(L, slots[e]);
+  if (pairs) {
+    oxi_instr **pr = oxb_alloc(L->m->arena, sizeof *pr * (size_t)ns);
+    for (int e = 0; e < ns; e++) {
+      pr[e] = oxt_get_slot(L, slots[e]);
+      for (int h = 0; h < 2; h++) {
+        out[2 * e + h] = oxt_emit(L, OXI_UNPACK, t);
+        out[2 * e + h]->ops[0] = pr[e];
+        out[2 * e + h]->nops = 1;
+        out[2 * e + h]->index = h;
+      }
+    }
+    L->pairs[in->id] = pr;
+  } else {
+    for (int e = 0; e < n; e++)
+      out[e] = oxt_get_slot(L, slots[e]);
+  }
   L->tval[in->id] = out;
 }
 
