@@ -102,6 +102,8 @@ void oxl_cg_kernel_cuda(cg_t *C) {
     annotate(C, fn, "reqntidy", k->block[1]);
     annotate(C, fn, "reqntidz", k->block[2]);
   }
+  if (k->min_blocks)
+    annotate(C, fn, "minctasm", k->min_blocks);
   C->fn = fn;
   LLVMValueRef ps[OXI_MAX_PARAM_VALUES];
   for (int i = 0; i < n; i++)

@@ -307,6 +307,8 @@ typedef struct oxi_kernel {
   bool persistent;   /* (lowered tile kernels) each block loops over the output's tiles, from
                         blockIdx.x in steps of gridDim.x: launch at most the blocks that are
                         resident at once, in one grid row */
+  int min_blocks;    /* (CUDA) blocks an SM should hold at once: registers are allocated so that
+                        they fit (.minnctapersm); 0: no such bound */
   /* for the size limits (front/limits.h): instructions made (oxi_emit counts
    * them, placed or not) and loops made (their makers count them) */
   int ninstrs, nloops;

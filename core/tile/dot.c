@@ -1029,8 +1029,12 @@ void oxt_choose_direct_loads(oxt_lowerer *L) {
       const oxi_instr *in = b->instrs.items[ii];
       for (int i = 0; in->op == OXI_T_DOT && L->mma[in->id] && i < 2; i++) {
         const oxi_instr *x = staged_tile(L, in, i);
-        if (!L->direct[x->id] || L->tload[load_beneath(x)->id].stages) /* (a shared A: made for its first dot) */
+        if (!L->direct[x->id])
           continue;
+        if (L->tload[load_beneath(x)->id].stages) { /* a shared A: made for its first dot */
+          L->tload[load_beneath(x)->id].several = true;
+          continue;
+        }
         if (!oxt_tload_choose(L, load_beneath(x), in)) /* else cp.async */
           L->dot_of[load_beneath(x)->id] = in;
       }

@@ -56,6 +56,7 @@ typedef struct oxt_lowerer {
   bool pipelined;      /* some dot is: copies may be in flight at a return */
   struct oxt_tload *tload; /* old value id of a load -> how it copies with TMA (tma.c) */
   bool tloads;         /* some load does */
+  int ntloads;         /* how many (each may need a tensor map parameter) */
   int64_t shared_limit; /* bytes of shared memory a block may have */
   bool serial;         /* the CPU: one thread a block, tile values in buffers (s_ functions) */
   int *buf;            /* serial: old value id -> its buffer's shared array + 1 */
@@ -246,6 +247,10 @@ typedef struct oxt_tload {
   int rank, slot;      /* the tile's rank; its first slot (rank + 4 of them, tma.c) */
   int area, bars;      /* its shared arrays + 1: the stages' areas; 2 x stages mbarriers (full, empty) */
   int map;             /* its tensor map parameter */
+  const oxi_instr *ld, *dot; /* the load, and the dot it was chosen for */
+  bool several;        /* more dots than that one read it (a shared A) */
+  int share;           /* old value id + 1 of the ring whose stages, mbarriers, slots and map this
+                          load uses (oxt_tloads_alloc); 0: its own */
   oxi_instr *r;        /* while lowering: the stage of the load's latest call */
 } oxt_tload;
 
@@ -280,9 +285,12 @@ void oxt_mbar_inits(oxt_lowerer *L, int bars, int S);
 const oxi_block *oxt_block_of(const oxi_kernel *k, const oxi_instr *in);
 /* Whether block `b` of the tile kernel is in a loop: it reaches itself. */
 bool oxt_in_loop(const oxi_kernel *k, const oxi_block *b);
-/* Whether direct load `ld` of wgmma dot `dot` copies with TMA; if so, makes
- * its tensor map, staging areas, mbarriers and slots (L->tload). */
+/* Whether direct load `ld` of wgmma dot `dot` copies with TMA, and with how
+ * many stages (L->tload). */
 bool oxt_tload_choose(oxt_lowerer *L, const oxi_instr *ld, const oxi_instr *dot);
+/* Once the deferred dots are known (L->rel_block): each TMA load's tensor
+ * map, staging areas, mbarriers and slots, or a ring's that it shares. */
+void oxt_tloads_alloc(oxt_lowerer *L);
 /* At the kernel's entry: the TMA loads' slots; then (thread 0) their mbarriers. */
 void oxt_tloads_begin(oxt_lowerer *L);
 void oxt_tloads_init(oxt_lowerer *L);

@@ -5,6 +5,7 @@
  * tiles of the loop that walks it copied ahead (an attention's keys and
  * values). dot.c's K-loop pipeline builds on the same pieces. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "tile/lower.h"
 
@@ -170,7 +171,7 @@ bool oxt_tload_choose(oxt_lowerer *L, const oxi_instr *ld, const oxi_instr *dot)
   const oxi_param *p = L->k->params.items[ld->mem.index];
   size_t es = ox_dtype_size((ox_dtype)ld->type);
   int rank = ld->tshape->rank;
-  if (!L->wg || p->rank != rank || (es != 1 && es != 2) || L->nk->params.len - L->k->params.len >= 8)
+  if (!L->wg || p->rank != rank || (es != 1 && es != 2) || L->nk->params.len - L->k->params.len + L->ntloads >= 8)
     return false;
   const oxi_block *bl = oxt_block_of(L->k, ld), *bd = oxt_block_of(L->k, dot);
   int S = 1;
@@ -185,23 +186,82 @@ bool oxt_tload_choose(oxt_lowerer *L, const oxi_instr *ld, const oxi_instr *dot)
   oxt_tload *t = &L->tload[ld->id];
   t->stages = S;
   t->rank = rank;
-  t->map = oxt_tensor_map(L, ld);
-  t->area = oxt_shared_array(L, (oxi_type)ld->type, S * oxt_elems(ld->tshape)).index + 1;
-  ((oxi_shared *)L->nk->shared.items[t->area - 1])->align = 1024; /* wgmma's swizzle atoms */
-  t->bars = oxt_shared_array(L, OX_U64, 2 * S).index + 1;
-  for (int i = 0; i < rank + 4; i++) {
-    int s = oxi_slot_new(L->m, L->nk, i == 0 ? OX_BOOL : OX_U64);
-    if (!i)
-      t->slot = s;
-  }
+  t->ld = ld;
+  t->dot = dot;
   L->tloads = true;
+  L->ntloads++;
   return true;
+}
+
+/* The old block at whose end (or, for a dot that waits for itself, in which
+ * after the dot) the stage of a call of TMA load t is released. */
+static const oxi_block *release_block(const oxt_lowerer *L, const oxt_tload *t) {
+  int rb = L->rel_block[t->dot->id];
+  return rb ? L->k->blocks.items[rb - 1] : oxt_block_of(L->k, t->dot);
+}
+
+/* Whether every path from block `from` to block `to` passes the release in
+ * block `rel` first. */
+static bool released_on_the_way(const oxi_kernel *k, const oxi_block *from, const oxi_block *to, const oxi_block *rel) {
+  return rel != to && (rel == from || !path_avoiding(k, from, to, rel));
+}
+
+/* The ring whose stages load t, copied once, can use: a ring of the same
+ * tensor and tile whose calls all come after t's release, or all before t
+ * and released before it (an attention's first key tile, before the loop
+ * over keys, and its last value tile, after the loop over values). Then the
+ * ring's stages take turns as they do between its own calls: each call is
+ * released before the next one of either, and a call after the loop finds
+ * its tile prefetched by the loop's last. NULL: none. */
+static const oxt_tload *ring_to_share(const oxt_lowerer *L, const oxt_tload *t) {
+  const oxi_kernel *k = L->k;
+  const oxi_block *bx = oxt_block_of(k, t->ld), *rx = release_block(L, t);
+  if (t->several || oxt_in_loop(k, bx) || oxt_in_loop(k, rx))
+    return NULL;
+  for (int i = 0; i <= k->next_id; i++) {
+    const oxt_tload *y = &L->tload[i];
+    if (y->stages < 2 || y->share || y->ld->mem.index != t->ld->mem.index || y->ld->type != t->ld->type ||
+        y->ld->tshape->rank != t->ld->tshape->rank ||
+        memcmp(y->ld->tshape->dims, t->ld->tshape->dims, sizeof(int64_t) * (size_t)y->ld->tshape->rank))
+      continue;
+    const oxi_block *by = oxt_block_of(k, y->ld), *ry = release_block(L, y);
+    bool before = !path_avoiding(k, by, bx, NULL) && released_on_the_way(k, bx, by, rx);
+    bool after = !path_avoiding(k, bx, by, NULL) && released_on_the_way(k, by, bx, ry);
+    if (before || after)
+      return y;
+  }
+  return NULL;
+}
+
+void oxt_tloads_alloc(oxt_lowerer *L) {
+  for (int pass = 0; pass < 2; pass++) /* the rings, then the loads copied once */
+    for (int i = 0; i <= L->k->next_id; i++) {
+      oxt_tload *t = &L->tload[i];
+      if (!t->stages || (t->stages == 1) != (pass == 1))
+        continue;
+      const oxt_tload *y = pass ? ring_to_share(L, t) : NULL;
+      if (y) {
+        t->stages = y->stages, t->slot = y->slot, t->area = y->area, t->bars = y->bars, t->map = y->map;
+        t->share = y->ld->id + 1;
+        continue;
+      }
+      const oxi_instr *ld = t->ld;
+      t->map = oxt_tensor_map(L, ld);
+      t->area = oxt_shared_array(L, (oxi_type)ld->type, t->stages * oxt_elems(ld->tshape)).index + 1;
+      ((oxi_shared *)L->nk->shared.items[t->area - 1])->align = 1024; /* wgmma's swizzle atoms */
+      t->bars = oxt_shared_array(L, OX_U64, 2 * t->stages).index + 1;
+      for (int s = 0; s < t->rank + 4; s++) {
+        int sl = oxi_slot_new(L->m, L->nk, s == 0 ? OX_BOOL : OX_U64);
+        if (!s)
+          t->slot = sl;
+      }
+    }
 }
 
 void oxt_tloads_begin(oxt_lowerer *L) {
   for (int i = 0; i <= L->k->next_id; i++) {
     const oxt_tload *t = &L->tload[i];
-    for (int s = 0; t->stages && s < t->rank + 4; s++)
+    for (int s = 0; t->stages && !t->share && s < t->rank + 4; s++)
       oxt_set_slot(L, t->slot + s,
                    !s ? oxt_zero_bool(L) : oxt_u64(L, s == t->rank + 3 ? (1ull << t->stages) - 1 : 0));
   }
@@ -209,7 +269,7 @@ void oxt_tloads_begin(oxt_lowerer *L) {
 
 void oxt_tloads_init(oxt_lowerer *L) {
   for (int i = 0; i <= L->k->next_id; i++)
-    if (L->tload[i].stages)
+    if (L->tload[i].stages && !L->tload[i].share)
       oxt_mbar_inits(L, L->tload[i].bars, L->tload[i].stages);
 }
 
@@ -349,7 +409,7 @@ int oxt_release_block(const oxt_lowerer *L, const oxi_instr *dot) {
 void oxt_tloads_end(oxt_lowerer *L) {
   for (int i = 0; i <= L->k->next_id; i++) {
     const oxt_tload *t = &L->tload[i];
-    if (!t->stages)
+    if (!t->stages || t->share) /* a shared ring: drained as its own */
       continue;
     oxi_block *join;
     oxt_begin_if(L, oxt_get_slot(L, t->slot), &join);

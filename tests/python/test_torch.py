@@ -328,7 +328,8 @@ ATTENTION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 300, 64, 64, 64), (1, 2, 257, 128, 64, 128), (1, 1, 100, 128, 128, 64),
-                                   (1, 2, 700, 128, 128, 128), (2, 2, 519, 64, 128, 128)])
+                                   (1, 2, 700, 128, 128, 128), (2, 2, 519, 64, 128, 128), (2, 2, 333, 64, 64, 128),
+                                   (1, 2, 40, 64, 64, 128)])
 @pytest.mark.parametrize("causal", [False, True])
 def test_tile_attention_against_sdpa(tdev, shape, causal):
     """examples/tile_attention.oxk on torch tensors against
