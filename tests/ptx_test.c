@@ -242,7 +242,7 @@ static void look_attention(const char *name, int sm, const char *ptx) {
   /* the probabilities held two a register, rounded in pairs (ops.c, oxt_tile_var) */
   CHECK(strstr(ptx, "cvt.rn.bf16x2.f32") != NULL, "%s: no paired conversion of the probabilities", name);
   /* at 64 x 128 x 64 the first key tile and the last value tile use the loops' rings (tma.c,
-     ring_to_share): 72 KiB of shared memory, three blocks an SM, registers bound to fit them */
+     ring_to_share): 74 KB of shared memory, three blocks an SM, registers bound to fit them */
   if (attention_bm == 64 && attention_bn == 128 && attention_d == 64)
     CHECK(strstr(ptx, ".minnctapersm 3") != NULL, "%s: not three blocks an SM", name);
   CHECK(strstr(ptx, "wgmma.commit_group.sync.aligned;\n") != NULL &&
