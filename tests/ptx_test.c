@@ -243,6 +243,10 @@ static void look_attention(const char *name, int sm, const char *ptx) {
   CHECK(strstr(ptx, "cvt.rn.bf16x2.f32") != NULL, "%s: no paired conversion of the probabilities", name);
   /* at 64 x 128 x 64 the first key tile and the last value tile use the loops' rings (tma.c,
      ring_to_share): 74 KB of shared memory, three blocks an SM, registers bound to fit them */
+  int maps = 0;
+  for (const char *p = strstr(ptx, "[128]"); p; p = strstr(p + 1, "[128]"))
+    maps++;
+  CHECK(maps == 3, "%s: %d tensor maps, not q's, k's and v's", name, maps);
   if (attention_bm == 64 && attention_bn == 128 && attention_d == 64)
     CHECK(strstr(ptx, ".minnctapersm 3") != NULL, "%s: not three blocks an SM", name);
   CHECK(strstr(ptx, "wgmma.commit_group.sync.aligned;\n") != NULL &&
