@@ -483,6 +483,11 @@ static bool a_in_registers(const oxt_lowerer *L, const oxi_instr *in) {
   return oxt_is_mma(L, a) && oxt_in_pairs(L, a->tshape, a->type);
 }
 
+int oxt_wg_registers(const oxt_lowerer *L, const oxi_instr *in) {
+  int64_t K = in->ops[0]->tshape->dims[1], N = in->ops[1]->tshape->dims[1];
+  return (int)(N / 2 + (a_in_registers(L, in) ? K / 4 : 0));
+}
+
 /* copy_async of load `ld` at its own tile coordinates, to `at` in `m`. */
 static void copy_load(oxt_lowerer *L, const oxi_instr *ld, oxi_mem m, int64_t at, int64_t pitch) {
   oxi_instr *coord[OXI_MAX_RANK];

@@ -472,18 +472,40 @@ static ox_status check_size(const oxt_lowerer *L, const oxi_instr *in, int64_t o
   return OX_OK;
 }
 
-/* How many blocks of a wgmma kernel an SM should hold at once: as many as
- * its shared memory holds (an SM has a block's limit and 1 KiB a block
- * more), if the registers that leaves a thread (an SM has 64 Ki) are 160 or
- * more, which wgmma's accumulators and a softmax beside them fit in. Without
- * the bound ptxas takes up to 255 registers: attention at 64 x 128 x 64 took
- * 172, two blocks an SM where shared memory holds three; bound, it takes 168
- * and runs 13% faster on the H200. Fewer registers are not asked for (ptxas
- * would spill), and a kernel that shared memory holds once gets no bound.
- * 0: none. */
-static int blocks_an_sm(int64_t shared, int64_t limit, int T) {
+/* How many blocks of a wgmma kernel an SM should hold at once, given the
+ * shared memory a block takes: the most that shared memory holds (an SM has
+ * a block's limit and 1 KiB a block more) and that leave each thread (an SM
+ * has 64 Ki registers, allocated 8 at a time) what its dots' registers need.
+ * That need is a measured estimate: the most registers the wgmma dots of one
+ * old block hold (accumulators and A fragments; an attention's two products
+ * are in flight together), plus 40 for addresses, row statistics and the
+ * softmax's temporaries. On the H200 it told apart attention's tiles that
+ * ptxas fits and those it spills at a bound (bench/RESULTS.md, session 13).
+ * Without a bound ptxas takes up to 255 registers: attention at 64 x 128 x
+ * 64 took 172, two blocks an SM where shared memory holds three; bound to
+ * 168, it runs 13% faster. 0: no bound (one block an SM, or none fits). */
+static int blocks_an_sm(int live, int64_t shared, int64_t limit, int T) {
   int n = (int)((limit + 1024) / (shared + 1024));
-  return n > 1 && 65536 / (n * T) >= 160 ? n : 0;
+  while (n > 1 && 65536 / (n * T) / 8 * 8 < live + 40)
+    n--;
+  return n > 1 ? n : 0;
+}
+
+/* The most registers the wgmma dots of one old block hold (blocks_an_sm). */
+static int wgmma_live(const oxt_lowerer *L) {
+  const oxi_kernel *k = L->k;
+  int live = 0;
+  for (int bi = 0; bi < k->blocks.len; bi++) {
+    const oxi_block *b = k->blocks.items[bi];
+    int sum = 0;
+    for (int ii = 0; ii < b->instrs.len; ii++) {
+      const oxi_instr *in = b->instrs.items[ii];
+      if (in->op == OXI_T_DOT && L->mma[in->id])
+        sum += oxt_wg_registers(L, in);
+    }
+    live = sum > live ? sum : live;
+  }
+  return live;
 }
 
 ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) {
@@ -611,6 +633,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   free(L.sval);
   free(L.tval);
   free(L.everywhere);
+  int live = L.wg ? wgmma_live(&L) : 0;
   free(L.mma);
   free(L.splat);
   free(L.slot_mma);
@@ -673,7 +696,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   k->shared_bytes = nk->shared_bytes;
   k->uses_sync = nk->uses_sync;
   k->persistent = nk->persistent;
-  k->min_blocks = L.wg ? blocks_an_sm(nk->shared_bytes, shared_limit, L.T) : 0;
+  k->min_blocks = L.wg ? blocks_an_sm(live, nk->shared_bytes, shared_limit, L.T) : 0;
   k->is_tile = false;
   k->block[0] = L.T;
   k->block[1] = k->block[2] = 1;

@@ -316,6 +316,9 @@ void oxt_pipelines_begin(oxt_lowerer *L);
 void oxt_pipelines_end(oxt_lowerer *L);
 
 bool oxt_tc_operands(const oxi_instr *in);
+/* The registers a thread holds for wgmma dot `in`: its accumulator's (N / 2
+ * f32) and, with A in registers, A's fragments. */
+int oxt_wg_registers(const oxt_lowerer *L, const oxi_instr *in);
 bool oxt_dot_on_tensor_cores(const oxt_lowerer *L, const oxi_instr *in);
 void oxt_lower_dot(oxt_lowerer *L, const oxi_instr *in);
 void oxt_choose_direct_loads(oxt_lowerer *L);
