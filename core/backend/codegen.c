@@ -652,7 +652,8 @@ static LLVMValueRef memop(cg_t *C, const oxi_instr *in) {
     if (dt == OX_BOOL)
       v = LLVMBuildZExt(C->b, v, mt, "");
     LLVMValueRef st = LLVMBuildStore(C->b, v, p);
-    LLVMSetAlignment(st, align);
+    /* a vector store (a u64 of four 16-bit elements) is aligned to its size */
+    LLVMSetAlignment(st, in->ops[1]->type == OX_U64 && ox_dtype_size(dt) == 2 ? 8 : align);
   } else {
     LLVMValueRef v = val(C, in->ops[1]);
     bool fl = oxi_is_float(dt), s = oxi_is_signed(dt);

@@ -486,7 +486,8 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
       fail(V, b, in, "plain load from an atomic slice");
     break;
   case OXI_STORE: {
-    if (in->nops != 2 || t1 != (oxi_type)md) fail(V, b, in, "stored value type differs from memory");
+    bool vec = in->nops == 2 && t1 == OX_U64 && ox_dtype_size(md) == 2 && !in->check;
+    if (in->nops != 2 || (t1 != (oxi_type)md && !vec)) fail(V, b, in, "stored value type differs from memory");
     if (in->mem.kind == OXI_MEM_PARAM) {
       oxi_pkind pk = ((oxi_param *)k->params.items[in->mem.index])->kind;
       if (pk == OXI_P_SLICE || pk == OXI_P_ATOMIC)

@@ -34,7 +34,9 @@ typedef enum oxi_op {
   OXI_PARAM,   /* the value of scalar parameter `index` */
   OXI_LEN,     /* u64: the element count of memory `mem` */
   OXI_LOAD,    /* mem[ops0] */
-  OXI_STORE,   /* mem[ops0] = ops1 */
+  OXI_STORE,   /* mem[ops0] = ops1; or, a u64 ops1 into 16-bit memory: four elements from
+                 mem[ops0] on (a vector store: ops0 a multiple of 4 where the memory is 8-byte
+                 aligned; unchecked) */
   OXI_ATOMIC,  /* old = mem[ops0]; mem[ops0] = sub(old, ops1[, ops2]) */
   OXI_BIN,     /* sub: OXI_ADD.. */
   OXI_CMP,     /* sub: OXI_EQ..; bool result */

@@ -58,6 +58,44 @@ void oxt_lower_load(oxt_lowerer *L, const oxi_instr *in) {
 
 /* A tile store into this block's output tile, straight-line or predicated
  * like a load. */
+/* The fast path of a store of a 16-bit mma-layout tile wholly inside a
+ * contiguous16 tensor, 8 bytes a store: a lane holds columns 2q, 2q + 1 of
+ * each 8 (q = lane % 4), so its own stores would cover 16 bytes of a row a
+ * quad, half a 32-byte sector. Lanes q and q ^ 1 trade one pair for each two
+ * 8-column pieces, and then hold four adjacent columns each: even q those of
+ * the first piece from 2q, odd q those of the second from 2q - 2, and a
+ * quad's stores fill a sector. False: not such a store (elements as they are). */
+static bool store_quads(oxt_lowerer *L, const oxi_instr *in, const oxt_element_site *es, oxi_instr **v) {
+  const oxi_param *p = L->k->params.items[in->mem.index];
+  const oxi_tshape *s = in->ops[0]->tshape;
+  oxt_mma_layout ml;
+  if (L->serial || !p->contiguous16 || ox_dtype_size(p->dtype) != 2 || !oxt_is_mma(L, in->ops[0]) ||
+      !oxt_mma_layout_of(L, s, &ml) || ml.wn % 16)
+    return false;
+  oxi_instr *odd = oxt_bin(L, 100 + OXI_NE, OX_U64, oxt_bin(L, OXI_AND, OX_U64, L->t, oxt_u64(L, 1)), oxt_u64(L, 0));
+  oxi_instr *adj = oxt_pick(L, odd, oxt_u64(L, 6), oxt_u64(L, 0)), *one = oxt_emit(L, OXI_CONST, OX_U32);
+  one->imm = 1;
+  int pieces = (int)(ml.wn / 8);
+  for (int64_t mi = 0; mi < ml.wm / 16; mi++)
+    for (int g = 0; g < pieces; g += 2)
+      for (int h = 0; h < 2; h++) {
+        int ea = (int)((mi * pieces + g) * 4 + 2 * h), eb = ea + 4; /* (row, 8g + 2q), 8 columns on */
+        oxi_instr *a = oxt_emit(L, OXI_PACK2, OX_U32), *b = oxt_emit(L, OXI_PACK2, OX_U32);
+        a->ops[0] = v[ea], a->ops[1] = v[ea + 1], a->nops = 2;
+        b->ops[0] = v[eb], b->ops[1] = v[eb + 1], b->nops = 2;
+        oxi_instr *send = oxt_pick(L, odd, a, b), *sh = oxt_emit(L, OXI_SHFL, OX_U32);
+        sh->sub = 3; /* xor */
+        sh->ops[0] = send;
+        sh->ops[1] = one;
+        sh->nops = 2;
+        oxi_instr *lo = oxt_cast(L, oxt_pick(L, odd, sh, a), OX_U64), *hi = oxt_cast(L, oxt_pick(L, odd, b, sh), OX_U64);
+        oxi_instr *four = oxt_bin(L, OXI_OR, OX_U64, lo, oxt_bin(L, OXI_SHL, OX_U64, hi, oxt_u64(L, 32)));
+        oxt_store_at(L, in, oxt_bin(L, OXI_ADD, OX_U64, es[ea].index, adj), four);
+      }
+  L->nk->uses_sync = true;
+  return true;
+}
+
 void oxt_lower_store(oxt_lowerer *L, const oxi_instr *in) {
   const oxi_param *p = L->k->params.items[in->mem.index];
   const oxi_tshape *s = in->ops[0]->tshape;
@@ -74,8 +112,9 @@ void oxt_lower_store(oxt_lowerer *L, const oxi_instr *in) {
   oxi_block *done = oxi_block_new(L->m, L->nk), *slow;
   if (full) {
     oxt_begin_if(L, full, &slow); /* the fast path: straight-line stores */
-    for (int e = 0; e < n; e++)
-      oxt_store_at(L, in, es[e].index, v[e]);
+    if (!store_quads(L, in, es, v))
+      for (int e = 0; e < n; e++)
+        oxt_store_at(L, in, es[e].index, v[e]);
     oxt_end_if(L, done);
     L->cur = slow;
   }
