@@ -78,6 +78,7 @@ static const char *WGMMA =
     "    c.store(dot(a.partition([64, 128]).load([tile_id(0), 0]), b.partition([128, 64]).load([0, tile_id(1)])) + 1.0);\n"
     "}\n";
 
+static int wgmma_contiguous;
 static void look_wgmma(const char *name, int sm, const char *ptx) {
   if (sm == 80) {
     CHECK(strstr(ptx, "wgmma") == NULL, "%s: wgmma for sm_80", name);
@@ -93,6 +94,10 @@ static void look_wgmma(const char *name, int sm, const char *ptx) {
         "%s: neither a proxy fence nor TMA copies", name);
   CHECK(strstr(ptx, "wgmma.wait_group.sync.aligned 0") != NULL, "%s: no wgmma wait", name);
   CHECK(strstr(ptx, "mma.sync") == NULL, "%s: mma.sync on sm_90", name);
+  /* mm_bf16_out's tile, wholly inside a contiguous16 output, is stored 8 bytes a lane after a
+     trade between lane pairs (ops.c, store_quads); elsewhere element by element */
+  CHECK((strstr(ptx, "st.global.u64") != NULL && strstr(ptx, "shfl.sync.bfly") != NULL) == wgmma_contiguous,
+        "%s: %s 8-byte stores of the bf16 output", name, wgmma_contiguous ? "no" : "unexpected");
 }
 
 /* tf32 casts and arithmetic round with cvt.rna.tf32.f32, in a SIMT kernel
@@ -342,7 +347,9 @@ int main(void) {
   }
   check_ptx(ptxas, "tensor_cores.oxk", TENSOR_CORES, 0, look_tensor_cores);
   check_ptx(ptxas, "tensor_cores.oxk", TENSOR_CORES, 1, look_pipelined);
+  wgmma_contiguous = 1;
   check_ptx(ptxas, "wgmma.oxk", WGMMA, 1, look_wgmma);
+  wgmma_contiguous = 0;
   check_ptx(ptxas, "wgmma.oxk", WGMMA, 0, look_wgmma);
   check_ptx(ptxas, "tf32.oxk", TF32, 0, look_tf32);
   check_ptx(ptxas, "tf32.oxk", TF32, 1, look_tf32);
