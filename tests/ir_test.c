@@ -772,9 +772,44 @@ static void test_wgmma(void) {
   }
 }
 
+/* A vector store (a u64 of four 16-bit elements) and a 16-bit half of a
+ * u32: accepted into 16-bit memory and as bf16/f16; variant v breaks one
+ * thing (1: into f32 memory, 2: a half as f32, 3: half 2). */
+static void vector_kernel(T *t, int v) {
+  t_init(t, "vec");
+  param(t, "c", OXI_P_DISJOINT, v == 1 ? OX_F32 : OX_BF16);
+  oxi_block *b = blk(t);
+  oxi_instr *two = konst(t, b, OX_U32, 0x3f803f80);
+  oxi_instr *h = ins(t, b, OXI_UNPACK, v == 2 ? OX_F32 : OX_BF16, 0, two, NULL, NULL);
+  h->index = v == 3 ? 2 : 1;
+  mem(t, b, OXI_STORE, OXI_VOID, 0, konst(t, b, OX_U64, 4), konst(t, b, OX_U64, 0x3f803f803f803f80ull));
+  mem(t, b, OXI_STORE, OXI_VOID, 0, konst(t, b, OX_U64, 0), v == 1 ? konst(t, b, OX_F32, 1) : h);
+  ret(t, b);
+}
+
+static void test_vector_store(void) {
+  static const char *const want[] = {NULL, "store (v-1): stored value type differs from memory",
+                                     "unpack (v1): unpack: a bf16 or f16 from half 0 or 1 of a u32",
+                                     "unpack (v1): unpack: a bf16 or f16 from half 0 or 1 of a u32"};
+  for (int v = 0; v < 4; v++) {
+    T t;
+    vector_kernel(&t, v);
+    oxb_str err = {0};
+    bool ok = oxi_verify(&t.m, &err);
+    if (!v)
+      CHECK(ok, "the verifier rejects a vector store:\n%s", err.buf ? err.buf : "");
+    else
+      CHECK(!ok && err.buf && strstr(err.buf, want[v]), "vector variant %d: expected %s, got %s", v, want[v],
+            err.buf ? err.buf : "(accepted)");
+    oxb_str_free(&err);
+    oxb_arena_free(&t.arena);
+  }
+}
+
 int main(void) {
   test_good();
   test_wgmma();
+  test_vector_store();
   test_bad();
   test_several();
   test_loops();
