@@ -100,6 +100,19 @@ static void look_wgmma(const char *name, int sm, const char *ptx) {
         "%s: %s 8-byte stores of the bf16 output", name, wgmma_contiguous ? "no" : "unexpected");
 }
 
+/* A tensor-core result stored as i16: 16-bit, but not a float pair, so not
+ * stored 8 bytes a lane (store_quads takes bf16 and f16 only; it once made
+ * an internal error of it). */
+static const char *I16_OUT =
+    "#[tile]\n"
+    "fn mm_i16(c: &mut Tensor<i16, [128, 128]>, a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>) {\n"
+    "    let mut acc = full([128, 128], 0.0f32);\n"
+    "    for k in 0..(a.dim(1) + 63) / 64 {\n"
+    "        acc = mma(a.partition([128, 64]).load([tile_id(0), k]), b.partition([64, 128]).load([k, tile_id(1)]), acc);\n"
+    "    }\n"
+    "    c.store(acc as i16);\n"
+    "}\n";
+
 /* tf32 casts and arithmetic round with cvt.rna.tf32.f32, in a SIMT kernel
  * and in a tile kernel's elementwise ops and dot operands. */
 static const char *TF32 =
@@ -351,6 +364,7 @@ int main(void) {
   check_ptx(ptxas, "wgmma.oxk", WGMMA, 1, look_wgmma);
   wgmma_contiguous = 0;
   check_ptx(ptxas, "wgmma.oxk", WGMMA, 0, look_wgmma);
+  check_ptx(ptxas, "i16_out.oxk", I16_OUT, 1, NULL);
   check_ptx(ptxas, "tf32.oxk", TF32, 0, look_tf32);
   check_ptx(ptxas, "tf32.oxk", TF32, 1, look_tf32);
   {

@@ -69,7 +69,7 @@ static bool store_quads(oxt_lowerer *L, const oxi_instr *in, const oxt_element_s
   const oxi_param *p = L->k->params.items[in->mem.index];
   const oxi_tshape *s = in->ops[0]->tshape;
   oxt_mma_layout ml;
-  if (L->serial || !p->contiguous16 || ox_dtype_size(p->dtype) != 2 || !oxt_is_mma(L, in->ops[0]) ||
+  if (L->serial || !p->contiguous16 || (p->dtype != OX_BF16 && p->dtype != OX_F16) || !oxt_is_mma(L, in->ops[0]) ||
       !oxt_mma_layout_of(L, s, &ml) || ml.wn % 16)
     return false;
   oxi_instr *odd = oxt_bin(L, 100 + OXI_NE, OX_U64, oxt_bin(L, OXI_AND, OX_U64, L->t, oxt_u64(L, 1)), oxt_u64(L, 0));
