@@ -113,6 +113,44 @@ static const char *I16_OUT =
     "    c.store(acc as i16);\n"
     "}\n";
 
+/* A key tile loaded once before a loop over the other key tiles: its stage
+ * is released before the loop, so it shares the loop's ring (tma.c,
+ * ring_to_share; two tensor maps, q's and k's). Read by a dot inside the loop
+ * instead, it is released every pass, and must keep stages of its own (three
+ * maps). Neither may have its wgmmas serialized: the first, with small tiles
+ * and little shared memory, once had its registers bound to 80 (lower.c,
+ * blocks_an_sm), and ptxas spilled and serialized. */
+static const char *RINGS[2] = {
+    "#[tile]\n"
+    "fn ring_share(o: &mut Tensor<f32, [64, 64]>, q: &Tensor<bf16, [-1, 64]>, k: &Tensor<bf16, [-1, 64]>) {\n"
+    "    let qt = q.partition([64, 64]).load([tile_id(0), 0]);\n"
+    "    let k0 = k.partition([64, 64]).load([0, 0]);\n"
+    "    let mut acc = dot(qt, transpose(k0));\n"
+    "    for j in 1..k.dim(0) / 64 {\n"
+    "        acc = acc + dot(qt, transpose(k.partition([64, 64]).load([j, 0])));\n"
+    "    }\n"
+    "    o.store(acc);\n"
+    "}\n",
+    "#[tile]\n"
+    "fn ring_keep(o: &mut Tensor<f32, [64, 64]>, q: &Tensor<bf16, [-1, 64]>, k: &Tensor<bf16, [-1, 64]>) {\n"
+    "    let qt = q.partition([64, 64]).load([tile_id(0), 0]);\n"
+    "    let k0 = k.partition([64, 64]).load([0, 0]);\n"
+    "    let mut acc = full([64, 64], 0.0f32);\n"
+    "    for j in 1..k.dim(0) / 64 {\n"
+    "        acc = acc + dot(qt, transpose(k.partition([64, 64]).load([j, 0]))) + dot(qt, transpose(k0));\n"
+    "    }\n"
+    "    o.store(acc);\n"
+    "}\n"};
+static int rings_maps;
+static void look_rings(const char *name, int sm, const char *ptx) {
+  if (sm != 90)
+    return;
+  int maps = 0;
+  for (const char *p = strstr(ptx, "[128]"); p; p = strstr(p + 1, "[128]"))
+    maps++;
+  CHECK(maps == rings_maps, "%s: %d tensor maps, not %d", name, maps, rings_maps);
+}
+
 /* tf32 casts and arithmetic round with cvt.rna.tf32.f32, in a SIMT kernel
  * and in a tile kernel's elementwise ops and dot operands. */
 static const char *TF32 =
@@ -365,6 +403,10 @@ int main(void) {
   wgmma_contiguous = 0;
   check_ptx(ptxas, "wgmma.oxk", WGMMA, 0, look_wgmma);
   check_ptx(ptxas, "i16_out.oxk", I16_OUT, 1, NULL);
+  for (int i = 0; i < 2; i++) {
+    rings_maps = 2 + i;
+    check_ptx(ptxas, i ? "ring_keep.oxk" : "ring_share.oxk", RINGS[i], 1, look_rings);
+  }
   check_ptx(ptxas, "tf32.oxk", TF32, 0, look_tf32);
   check_ptx(ptxas, "tf32.oxk", TF32, 1, look_tf32);
   {

@@ -473,22 +473,21 @@ static ox_status check_size(const oxt_lowerer *L, const oxi_instr *in, int64_t o
 }
 
 /* How many blocks of a wgmma kernel an SM should hold at once, given the
- * shared memory a block takes: the most that shared memory holds (an SM has
- * a block's limit and 1 KiB a block more) and that leave each thread (an SM
- * has 64 Ki registers, allocated 8 at a time) what its dots' registers need.
- * That need is a measured estimate: the most registers the wgmma dots of one
- * old block hold (accumulators and A fragments; an attention's two products
- * are in flight together), plus 40 for addresses, row statistics and the
- * softmax's temporaries. On the H200 it told apart attention's tiles that
- * ptxas fits and those it spills at a bound (bench/RESULTS.md, session 13).
+ * shared memory a block takes: as many as shared memory holds (an SM has a
+ * block's limit and 1 KiB a block more), if that leaves each thread (an SM
+ * has 64 Ki registers, allocated 8 at a time) 160 registers or more, and no
+ * fewer than the registers the wgmma dots of one old block hold plus 40.
  * Without a bound ptxas takes up to 255 registers: attention at 64 x 128 x
  * 64 took 172, two blocks an SM where shared memory holds three; bound to
- * 168, it runs 13% faster. 0: no bound (one block an SM, or none fits). */
+ * 168, it runs 13% faster on the H200. The floor of 160 is there because
+ * the estimate alone is not safe: a kernel of 64 x 64 dots whose sum
+ * `acc + dot(..)` holds both takes 90 registers, not the estimate's 72,
+ * and bound to 80 ptxas spilled and serialized its wgmmas. Fewer blocks
+ * than shared memory holds are not asked for (ptxas's own choice may hold
+ * more: 127 registers, four blocks, at 64 x 64 x 64). 0: no bound. */
 static int blocks_an_sm(int live, int64_t shared, int64_t limit, int T) {
-  int n = (int)((limit + 1024) / (shared + 1024));
-  while (n > 1 && 65536 / (n * T) / 8 * 8 < live + 40)
-    n--;
-  return n > 1 ? n : 0;
+  int n = (int)((limit + 1024) / (shared + 1024)), regs = n > 1 ? 65536 / (n * T) / 8 * 8 : 0;
+  return n > 1 && regs >= 160 && regs >= live + 40 ? n : 0;
 }
 
 /* The most registers the wgmma dots of one old block hold (blocks_an_sm). */
