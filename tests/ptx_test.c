@@ -113,6 +113,14 @@ static const char *I16_OUT =
     "    c.store(acc as i16);\n"
     "}\n";
 
+/* How many times `what` occurs in `s`. */
+static int occurrences(const char *s, const char *what) {
+  int n = 0;
+  for (const char *p = strstr(s, what); p; p = strstr(p + 1, what))
+    n++;
+  return n;
+}
+
 /* A key tile loaded once before a loop over the other key tiles: its stage
  * is released before the loop, so it shares the loop's ring (tma.c,
  * ring_to_share; two tensor maps, q's and k's). Read by a dot inside the loop
@@ -145,9 +153,7 @@ static int rings_maps;
 static void look_rings(const char *name, int sm, const char *ptx) {
   if (sm != 90)
     return;
-  int maps = 0;
-  for (const char *p = strstr(ptx, "[128]"); p; p = strstr(p + 1, "[128]"))
-    maps++;
+  int maps = occurrences(ptx, "[128]"); /* a tensor map parameter: .b8 name[128] */
   CHECK(maps == rings_maps, "%s: %d tensor maps, not %d", name, maps, rings_maps);
 }
 
@@ -299,9 +305,7 @@ static void look_attention(const char *name, int sm, const char *ptx) {
   CHECK(strstr(ptx, "cvt.rn.bf16x2.f32") != NULL, "%s: no paired conversion of the probabilities", name);
   /* at 64 x 128 x 64 the first key tile and the last value tile use the loops' rings (tma.c,
      ring_to_share): 74 KB of shared memory, three blocks an SM, registers bound to fit them */
-  int maps = 0;
-  for (const char *p = strstr(ptx, "[128]"); p; p = strstr(p + 1, "[128]"))
-    maps++;
+  int maps = occurrences(ptx, "[128]");
   CHECK(maps == 3, "%s: %d tensor maps, not q's, k's and v's", name, maps);
   if (attention_bm == 64 && attention_bn == 128 && attention_d == 64)
     CHECK(strstr(ptx, ".minnctapersm 3") != NULL, "%s: not three blocks an SM", name);
@@ -312,9 +316,7 @@ static void look_attention(const char *name, int sm, const char *ptx) {
   CHECK(strstr(ptx, "}, {%r") != NULL, "%s: no wgmma with A in registers", name);
   CHECK(strstr(ptx, "shfl.sync.bfly") != NULL, "%s: no row reduction by shuffles", name);
   CHECK(strstr(ptx, "cp.async.bulk.tensor.4d") != NULL, "%s: no TMA copies of 4-D tiles", name);
-  int bars = 0;
-  for (const char *p = strstr(ptx, "bar.sync \t0;"); p; p = strstr(p + 1, "bar.sync \t0;"))
-    bars++;
+  int bars = occurrences(ptx, "bar.sync \t0;");
   CHECK(bars == 1, "%s: %d block barriers, not the one after the mbarriers' initialization", name, bars);
   /* two warpgroups (BM 128) take turns on named barriers (lower.c, choose_turns) */
   CHECK((strstr(ptx, "bar.sync %r") && strstr(ptx, "bar.arrive %r")) == (attention_bm == 128),
