@@ -340,6 +340,45 @@ static void look_fp8(const char *name, int sm, const char *ptx) {
           "%s: no TMA pipeline in persistent blocks", name);
 }
 
+/* examples/tile_matmul.oxk at BM x 256 x 64 on contiguous tensors, sm_90:
+ * its K loop is `for k in lo..hi` over a dot of loads at (tile_id(0), k) and
+ * (k, tile_id(1)), so at BM 128 a producer warpgroup (ws.c) copies every
+ * call's operands: 384 threads, registers handed over by setmaxnreg, and no
+ * block barrier but the one after the mbarriers' inits (the producer never
+ * reaches one; the consumers' would count their own threads). At BM
+ * 64 (one warpgroup) and for a K loop of another shape (mm_back, whose K
+ * tiles run backwards), the consumers run the pipeline themselves. */
+static int ws_expected, ws_threads;
+static void look_ws(const char *name, int sm, const char *ptx) {
+  if (sm != 90)
+    return;
+  char req[40];
+  snprintf(req, sizeof req, ".reqntid %d, 1, 1", ws_threads);
+  CHECK(strstr(ptx, req) != NULL, "%s: not %s", name, req);
+  CHECK(strstr(ptx, "%nctaid.x") != NULL, "%s: not a loop over tiles", name);
+  int dec = occurrences(ptx, "setmaxnreg.dec.sync.aligned.u32 40;"),
+      inc = occurrences(ptx, "setmaxnreg.inc.sync.aligned.u32 232;"), boxes = occurrences(ptx, "cp.async.bulk.tensor");
+  if (ws_expected) {
+    CHECK(dec == 1 && inc == 1, "%s: setmaxnreg dec %d inc %d times", name, dec, inc);
+    CHECK(boxes > 0, "%s: no TMA boxes", name);
+    CHECK(occurrences(ptx, "bar.sync \t0;") == 1, "%s: a block barrier beside the mbarriers' inits", name);
+  } else {
+    CHECK(dec == 0 && inc == 0, "%s: setmaxnreg without a producer", name);
+  }
+}
+
+static const char *MM_BACK =
+    "#[tile]\n"
+    "fn mm_back<const BM: i32, const BN: i32>(c: &mut Tensor<bf16, [BM, BN]>, a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>) {\n"
+    "    let nk = (a.dim(1) + 63) / 64;\n"
+    "    let mut acc = full([BM, BN], 0.0f32);\n"
+    "    for i in 0..nk {\n"
+    "        let k = nk - 1 - i;\n"
+    "        acc = mma(a.partition([BM, 64]).load([tile_id(0), k]), b.partition([64, BN]).load([k, tile_id(1)]), acc);\n"
+    "    }\n"
+    "    c.store(acc as bf16);\n"
+    "}\n";
+
 static void look_vecadd(const char *name, int sm, const char *ptx) {
   (void)sm;
   if (strcmp(name, "vecadd.oxk"))
@@ -437,7 +476,27 @@ int main(void) {
     static const ox_generic_value fp8[] = {{"BM", 128}, {"BN", 256}, {"BK", 128}};
     for (fp8_contiguous = 0; text && fp8_contiguous < 2; fp8_contiguous++)
       check_ptx_with(ptxas, "tile_matmul_fp8.oxk", text, fp8_contiguous, look_fp8, fp8, 3);
+    ws_expected = 1;
+    ws_threads = 384;
+    hopper_only = no_spill = 1;
+    if (text)
+      check_ptx_with(ptxas, "tile_matmul_fp8.oxk", text, 1, look_ws, fp8, 3);
     free(text);
+    snprintf(path, sizeof path, "%s/examples/tile_matmul.oxk", src_dir ? src_dir : ".");
+    text = slurp(path);
+    CHECK(text != NULL, "cannot read %s", path);
+    for (int bm = 128; text && bm >= 64; bm /= 2) {
+      ox_generic_value gen[] = {{"BM", bm}, {"BN", 256}, {"BK", 64}};
+      ws_expected = bm == 128;
+      ws_threads = bm == 128 ? 384 : 128;
+      check_ptx_with(ptxas, "tile_matmul.oxk", text, 1, look_ws, gen, 3);
+    }
+    free(text);
+    ox_generic_value wrap[] = {{"BM", 128}, {"BN", 256}};
+    ws_expected = 0;
+    ws_threads = 256;
+    check_ptx_with(ptxas, "mm_back.oxk", MM_BACK, 1, look_ws, wrap, 2);
+    hopper_only = no_spill = 0;
   }
   char dir[4200];
   snprintf(dir, sizeof dir, "%s/examples", src_dir ? src_dir : ".");

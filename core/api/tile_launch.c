@@ -341,7 +341,7 @@ static ox_status launch_with(oxa_kernel *k, oxr_stream *s, const ox_launch_confi
                          (unsigned long long)grid[2], block[0]);
   if (ki->persistent) { /* its blocks loop over the tiles: as many as are resident at once, at most */
     uint64_t tiles = grid[0] * grid[1] * grid[2], most = (uint64_t)sp->resident * (uint64_t)s->dev->multiprocessors;
-    if (tiles > UINT32_MAX) /* (the kernel numbers its tiles in 32 bits: lower.c, tile_ids) */
+    if (tiles > UINT32_MAX) /* (the kernel numbers its tiles in 32 bits: oxt_tile_ids) */
       return oxb_set_error(OX_ERR_LAUNCH, "kernel '%s': the output partition has %llu tiles, more than 2^32 - 1",
                            ki->name, (unsigned long long)tiles);
     grid[0] = tiles < most ? tiles : most;

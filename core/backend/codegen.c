@@ -1076,6 +1076,13 @@ static void emit_instr(cg_t *C, const oxi_instr *in) {
     break;
   case OXI_MBAR_INIT: case OXI_MBAR_EXPECT: case OXI_MBAR_WAIT: case OXI_TMA_LOAD: tma(C, in); break;
   case OXI_NAMED_BAR: named_bar(C, in); break;
+  case OXI_SETMAXNREG: {
+    assert(C->opt->target == OXL_CUDA && "the tile lowering gives setmaxnreg to the CUDA target only");
+    char text[64];
+    snprintf(text, sizeof text, "setmaxnreg.%s.sync.aligned.u32 %u;", in->sub ? "inc" : "dec", (unsigned)in->imm);
+    ptx_void(C, text);
+    break;
+  }
   case OXI_BR: LLVMBuildBr(C->b, C->bbs[in->target[0]->id]); break;
   case OXI_CONDBR:
     LLVMBuildCondBr(C->b, val(C, in->ops[0]), C->bbs[in->target[0]->id], C->bbs[in->target[1]->id]);

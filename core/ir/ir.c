@@ -81,7 +81,7 @@ const char *oxi_op_name(oxi_op op) {
                                       "t.reshape", "t.permute", "t.iota", "t.dot", "t.atomic_add",
                                       "ldmatrix", "mma", "cp.async", "cp.commit", "cp.wait", "pack", "unpack", "pack2",
                                       "vset", "shared.addr", "wgmma", "wgmma.sync", "fence.async", "mbar.init", "mbar.expect",
-                                      "mbar.wait", "tma.load", "named.bar",
+                                      "mbar.wait", "tma.load", "named.bar", "setmaxnreg",
                                       "br",     "condbr",  "ret"};
   _Static_assert(OXB_COUNT(names) == OXI_OP_COUNT, "op names");
   return (unsigned)op < OXI_OP_COUNT ? names[op] : "?";
@@ -166,6 +166,7 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
   case OXI_MMA: oxb_str_addf(o, ".%s b%d", oxi_type_name(in->sub), in->index); break;
   case OXI_UNPACK: case OXI_VSET: oxb_str_addf(o, " %d,", in->index); break;
   case OXI_WGMMA: oxb_str_addf(o, ".m64n%lluk16.%s", (unsigned long long)in->imm, oxi_type_name(in->sub)); break;
+  case OXI_SETMAXNREG: oxb_str_addf(o, ".%s %llu", in->sub ? "inc" : "dec", (unsigned long long)in->imm); break;
   case OXI_WGMMA_SYNC:
     if (in->sub == 1 || in->sub == 2)
       oxb_str_addf(o, in->sub == 1 ? ".commit.wait %llu%s" : ".wait %llu%s", (unsigned long long)in->imm,
@@ -736,6 +737,10 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
         in->type != OXI_VOID || (unsigned)in->sub > 1 || !in->imm || in->imm % 32 || in->imm > 1024)
       fail(V, b, in, "named.bar: a u64 barrier id, maybe a bool predicate, sync (0) or arrive (1), and a "
                      "count of threads that is a multiple of 32");
+    break;
+  case OXI_SETMAXNREG:
+    if (in->nops || in->type != OXI_VOID || (unsigned)in->sub > 1 || in->imm < 24 || in->imm > 256 || in->imm % 8)
+      fail(V, b, in, "setmaxnreg: no operands, dec (0) or inc (1), 24 to 256 registers by 8");
     break;
   case OXI_TMA_LOAD: {
     const oxi_param *p = in->index >= 0 && in->index < k->params.len ? k->params.items[in->index] : NULL;

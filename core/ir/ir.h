@@ -130,9 +130,12 @@ typedef enum oxi_op {
                       element coordinates ops2.. (N of them, innermost first; u64, taken as 32-bit)
                       to shared address ops0, completing `imm` bytes on mbarrier ops1;
                       out-of-bounds elements are 0 */
-  OXI_NAMED_BAR,   /* sub 0: bar.sync, 1: bar.arrive, on named barrier ops0 (u64: 1 to 15) for
+  OXI_NAMED_BAR,   /* sub 0: bar.sync, 1: bar.arrive, on named barrier ops0 (u64: 0 to 15) for
                       `imm` threads (a multiple of 32); with ops1 (bool), only where it holds,
                       predicated rather than branched around (see OXI_MBAR_EXPECT) */
+  OXI_SETMAXNREG,  /* setmaxnreg (sm_90a): sub 0 .dec, 1 .inc; the executing warpgroup's registers
+                      a thread become `imm` (24 to 256, a multiple of 8); every thread of the
+                      warpgroup executes it (.sync.aligned) */
   OXI_BR,      /* to target[0] */
   OXI_CONDBR,  /* ops0 ? target[0] : target[1] */
   OXI_RET,

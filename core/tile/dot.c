@@ -196,7 +196,7 @@ static oxt_staging staging_of(const oxt_lowerer *L, const oxi_instr *in) {
 
 /* The tile dot `in` stages as operand i: the operand, or for a K-major B
  * (L->kmajor) the tile under its transpose. */
-static const oxi_instr *staged_tile(const oxt_lowerer *L, const oxi_instr *in, int i) {
+const oxi_instr *oxt_staged_tile(const oxt_lowerer *L, const oxi_instr *in, int i) {
   return i && L->kmajor[in->id] ? in->ops[1]->ops[0] : in->ops[i];
 }
 
@@ -245,7 +245,7 @@ static void prefetch(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, o
   oxi_instr *nc[4];
   along_k(L, in, c, ahead, nc);
   copy_async(L, in->ops[0], nc, m, at, g.pa);
-  copy_async(L, staged_tile(L, in, 1), nc + 2, m, oxt_bin(L, OXI_ADD, OX_U64, at, oxt_u64(L, (uint64_t)g.bat)), g.pb);
+  copy_async(L, oxt_staged_tile(L, in, 1), nc + 2, m, oxt_bin(L, OXI_ADD, OX_U64, at, oxt_u64(L, (uint64_t)g.bat)), g.pb);
   oxt_emit(L, OXI_CP_COMMIT, OXI_VOID);
 }
 
@@ -257,7 +257,7 @@ static void prefetch(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, o
  * 2-D) of 1- or 2-byte elements; their 16-byte-aligned rows (contiguous16)
  * are what tensor maps need. */
 static void choose_tma(oxt_lowerer *L, const oxi_instr *in) {
-  const oxi_instr *la = in->ops[0], *lb = staged_tile(L, in, 1);
+  const oxi_instr *la = in->ops[0], *lb = oxt_staged_tile(L, in, 1);
   if (L->nk->params.len - L->k->params.len > 6) /* the launch passes at most 8 maps */
     return;
   for (int i = 0; i < 2; i++) {
@@ -293,24 +293,35 @@ static void tma_release(oxt_lowerer *L, const oxi_instr *in, oxi_instr *stage, o
   oxt_mbar_release(L, bar_addr(L, in, stage, true), when);
 }
 
-/* prefetch with TMA, by the calling thread (one, the only one that keeps
- * the empty mbarriers' parity bits): waits until every warp has released the
- * stage, arms its full mbarrier with both operands' bytes, then issues their
- * boxes. */
-static void tma_prefetch(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, oxi_instr *r, int ahead, oxi_mem m,
-                         int S) {
+oxi_mem oxt_pipe_ring(oxt_lowerer *L, const oxi_instr *in) {
+  if (!L->pipe[in->id].ring) {
+    oxi_mem m = oxt_shared_array(L, in->ops[0]->type, L->pipe[in->id].stages * staging_of(L, in).area);
+    if (L->wg) /* swizzle atoms start at 1024-byte boundaries (dot_wg) */
+      ((oxi_shared *)L->nk->shared.items[m.index])->align = 1024;
+    L->pipe[in->id].ring = m.index + 1;
+  }
+  return (oxi_mem){OXI_MEM_SHARED, L->pipe[in->id].ring - 1};
+}
+
+void oxt_pipe_issue(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, oxi_instr *stage) {
   oxt_staging g = staging_of(L, in);
   int64_t es = (int64_t)ox_dtype_size((ox_dtype)in->ops[0]->type);
-  oxi_instr *stage = oxt_ring_at(L, r, ahead, S);
+  oxi_mem m = oxt_pipe_ring(L, in);
   oxt_phase_wait(L, L->pipe[in->id].slot + 7, bar_addr(L, in, stage, true), stage);
   oxi_instr *at = oxt_bin(L, OXI_MUL, OX_U64, stage, oxt_u64(L, (uint64_t)g.area));
-  oxi_instr *nc[4];
-  along_k(L, in, c, ahead, nc);
   oxi_instr *bar = bar_addr(L, in, stage, false);
   oxt_mbar_expect(L, bar, g.area * es);
-  oxt_tma_boxes(L, L->pipe[in->id].map[0], in->ops[0], m, at, nc, bar);
-  oxt_tma_boxes(L, L->pipe[in->id].map[1], staged_tile(L, in, 1), m,
-                oxt_bin(L, OXI_ADD, OX_U64, at, oxt_u64(L, (uint64_t)g.bat)), nc + 2, bar);
+  oxt_tma_boxes(L, L->pipe[in->id].map[0], in->ops[0], m, at, c, bar);
+  oxt_tma_boxes(L, L->pipe[in->id].map[1], oxt_staged_tile(L, in, 1), m,
+                oxt_bin(L, OXI_ADD, OX_U64, at, oxt_u64(L, (uint64_t)g.bat)), c + 2, bar);
+}
+
+/* The copies of the call `ahead` calls after this one (at coordinates c,
+ * in ring area r), by the calling thread (oxt_pipe_issue). */
+static void tma_prefetch(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, oxi_instr *r, int ahead, int S) {
+  oxi_instr *nc[4];
+  along_k(L, in, c, ahead, nc);
+  oxt_pipe_issue(L, in, nc, oxt_ring_at(L, r, ahead, S));
 }
 
 /* Waits for the copies of the `n` stages from ring area r on (the ones in
@@ -349,7 +360,7 @@ void oxt_pipelines_begin(oxt_lowerer *L) {
 
 void oxt_pipelines_end(oxt_lowerer *L) {
   for (int i = 0; i <= L->k->next_id; i++) {
-    if (!L->pipe[i].bars)
+    if (!L->pipe[i].bars || L->pipe[i].ws) /* a producer's copies are all waited for */
       continue;
     const oxi_instr *in = NULL; /* the dot (its id is i) */
     for (int bi = 0; !in && bi < L->k->blocks.len; bi++) {
@@ -395,7 +406,13 @@ typedef struct pipe_state {
  * coordinates as guessed, and this call's area in the ring. Returns the
  * element offset of this call's area. */
 static oxi_instr *dot_pipeline(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, int slot, int S, pipe_state *ps) {
-  const oxi_instr *la = in->ops[0], *lb = staged_tile(L, in, 1);
+  if (L->pipe[in->id].ws) { /* a producer warpgroup copies every call's operands, in order (ws.c) */
+    ps->r = oxt_get_slot(L, slot + 5);
+    ps->earlier = oxt_get_slot(L, slot);
+    tma_wait(L, in, ps->r);
+    return oxt_bin(L, OXI_MUL, OX_U64, ps->r, oxt_u64(L, (uint64_t)staging_of(L, in).area));
+  }
+  const oxi_instr *la = in->ops[0], *lb = oxt_staged_tile(L, in, 1);
   oxi_instr **c = ps->c;
   c[0] = oxt_mapped(L, la->ops[0]), c[1] = oxt_mapped(L, la->ops[1]), c[2] = oxt_mapped(L, lb->ops[0]);
   c[3] = oxt_mapped(L, lb->ops[1]);
@@ -423,12 +440,12 @@ static oxi_instr *dot_pipeline(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, i
     oxt_end_if(L, drained);
     oxi_block *one = oxt_begin_thread0(L);
     for (int j = 0; j < S - 1; j++) /* this call's operands and the next S - 2 calls' */
-      tma_prefetch(L, in, c, r, j, m, S);
+      tma_prefetch(L, in, c, r, j, S);
     oxt_end_if(L, one);
     oxt_end_if(L, join);
     /* a hit: the copies for the call S - 2 ahead (S - 1 stages in flight either way) */
     oxt_begin_if(L, oxt_bin(L, OXI_AND, OX_BOOL, hit, oxt_bin(L, 100 + OXI_EQ, OX_U64, L->t, oxt_u64(L, 0))), &join);
-    tma_prefetch(L, in, c, r, S - 2, m, S);
+    tma_prefetch(L, in, c, r, S - 2, S);
     oxt_end_if(L, join);
     tma_wait(L, in, r); /* this call's operands have landed (the mbarrier makes them visible) */
     return oxt_bin(L, OXI_MUL, OX_U64, r, oxt_u64(L, (uint64_t)staging_of(L, in).area));
@@ -468,9 +485,11 @@ static void pipeline_advance(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, int
   t->imm = 1;
   oxt_set_slot(L, slot, t);
   oxi_instr *nc[4];
-  along_k(L, in, c, 1, nc);
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; !L->pipe[in->id].ws && i < 4; i++) {
+    if (!i)
+      along_k(L, in, c, 1, nc);
     oxt_set_slot(L, slot + 1 + i, nc[i]);
+  }
   oxt_set_slot(L, slot + 5, oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, ps->r, oxt_u64(L, 1)), oxt_u64(L, (uint64_t)S)));
 }
 
@@ -519,7 +538,7 @@ static const oxi_instr *load_beneath(const oxi_instr *x) {
 static oxi_mem dot_area(oxt_lowerer *L, const oxi_instr *in) {
   bool own = false;
   for (int i = 0; i < 2; i++) {
-    const oxi_instr *x = staged_tile(L, in, i);
+    const oxi_instr *x = oxt_staged_tile(L, in, i);
     own |= L->direct[x->id] && L->dot_of[load_beneath(x)->id];
   }
   oxt_staging g = staging_of(L, in);
@@ -538,7 +557,7 @@ static oxi_mem dot_area(oxt_lowerer *L, const oxi_instr *in) {
  * numbered in its block so that the dot waits for it and no newer one. */
 void oxt_copy_early(oxt_lowerer *L, const oxi_instr *ld) {
   const oxi_instr *in = L->dot_of[ld->id];
-  int i = load_beneath(staged_tile(L, in, 0)) == ld ? 0 : 1;
+  int i = load_beneath(oxt_staged_tile(L, in, 0)) == ld ? 0 : 1;
   oxt_staging g = staging_of(L, in);
   oxi_mem m = dot_area(L, in);
   ((oxi_shared *)L->nk->shared.items[m.index])->align = 1024; /* wgmma's swizzle atoms */
@@ -558,11 +577,10 @@ void oxt_copy_early(oxt_lowerer *L, const oxi_instr *ld) {
  * no area and no barrier (NULL). */
 static oxi_instr *stage_operands(oxt_lowerer *L, const oxi_instr *in, oxi_mem *m, pipe_state *ps, oxi_instr **tl) {
   oxt_staging g = staging_of(L, in);
-  oxi_type t = in->ops[0]->type;
   int S = L->pipe[in->id].stages;
   bool all = !S;
   for (int i = a_in_registers(L, in); !S && i < 2; i++) {
-    const oxi_instr *x = staged_tile(L, in, i);
+    const oxi_instr *x = oxt_staged_tile(L, in, i);
     const oxi_instr *ld = L->direct[x->id] ? load_beneath(x) : NULL;
     if (ld && L->tload[ld->id].stages)
       tl[i] = oxt_tload_wait(L, ld);
@@ -573,7 +591,7 @@ static oxi_instr *stage_operands(oxt_lowerer *L, const oxi_instr *in, oxi_mem *m
     return NULL;
   /* a pipelined dot has its own areas: prefetches stay in flight across other steps;
      so has one whose loads copy early (oxt_copy_early) */
-  *m = S ? oxt_shared_array(L, t, S * g.area) : dot_area(L, in);
+  *m = S ? oxt_pipe_ring(L, in) : dot_area(L, in);
   if (L->wg) /* the swizzle is on address bits: atoms start at 1024-byte boundaries */
     ((oxi_shared *)L->nk->shared.items[m->index])->align = 1024;
   if (S)
@@ -582,7 +600,7 @@ static oxi_instr *stage_operands(oxt_lowerer *L, const oxi_instr *in, oxi_mem *m
   int newer = -1; /* copy groups of this block newer than its newest early copy this dot needs */
   for (int i = a_in_registers(L, in); i < 2; i++) {
     /* a K-major B is the tile under the transpose, staged swizzled as A is */
-    const oxi_instr *x = staged_tile(L, in, i);
+    const oxi_instr *x = oxt_staged_tile(L, in, i);
     int64_t pitch = i ? g.pb : g.pa, at = i ? g.bat : 0;
     const oxi_instr *ld = L->direct[x->id] ? load_beneath(x) : NULL;
     if (tl[i])
@@ -632,7 +650,7 @@ static oxi_instr *wg_desc(oxt_lowerer *L, oxi_instr *addr, int64_t w, int64_t lb
 }
 
 const oxi_instr *oxt_staged_load(const oxt_lowerer *L, const oxi_instr *in, int i) {
-  const oxi_instr *x = staged_tile(L, in, i);
+  const oxi_instr *x = oxt_staged_tile(L, in, i);
   const oxi_instr *ld = L->direct[x->id] ? load_beneath(x) : NULL;
   return ld && L->tload[ld->id].stages ? ld : NULL;
 }
@@ -751,7 +769,7 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
                               loads': a release; the others' after a barrier) */
     for (int i = 0; i < 2; i++)
       if (tl[i])
-        oxt_tload_release(L, load_beneath(staged_tile(L, in, i)));
+        oxt_tload_release(L, load_beneath(oxt_staged_tile(L, in, i)));
     oxt_barrier(L);
     L->tval[in->id] = oxt_unpack_acc(L, acc);
   }
@@ -1001,7 +1019,7 @@ void oxt_choose_direct_loads(oxt_lowerer *L) {
         fit = (L->shared_limit - 8192) / area;
         S = (int)(fit < 4 ? fit : 4);
       }
-      const oxi_instr *lb = staged_tile(L, in, 1);
+      const oxi_instr *lb = oxt_staged_tile(L, in, 1);
       /* a K loop's guess: both tiles loaded in the loop (an A loaded once before it, as an
          attention's query tile, is not walked along K) */
       bool loads = in->ops[0]->op == OXI_T_LOAD && lb->op == OXI_T_LOAD &&
@@ -1033,7 +1051,7 @@ void oxt_choose_direct_loads(oxt_lowerer *L) {
     for (int ii = 0; ii < b->instrs.len; ii++) {
       const oxi_instr *in = b->instrs.items[ii];
       for (int i = 0; in->op == OXI_T_DOT && L->mma[in->id] && i < 2; i++) {
-        const oxi_instr *x = staged_tile(L, in, i);
+        const oxi_instr *x = oxt_staged_tile(L, in, i);
         if (!L->direct[x->id])
           continue;
         if (L->tload[load_beneath(x)->id].stages) { /* a shared A: made for its first dot */

@@ -194,36 +194,6 @@ static bool layout_step(oxt_lowerer *L, const oxi_instr *in) {
   return changed;
 }
 
-/* The ids (row, column) of tile l of a gy x gx grid of tiles, in grouped
- * order, for kernels with a pipelined dot (a matmul). Blocks run in launch
- * order, and in row-major order one wave of blocks covers a few rows of
- * tiles and every column, so it reads all of B from memory and the next wave
- * reads it again. Grouped, consecutive tiles walk down a group of G rows of
- * tiles before moving one column right, so a wave covers a square-ish patch
- * whose A rows and B columns stay in L2. Any order is correct: each block
- * owns the tile its ids name, and every use of the ids (loads, the store)
- * sees the same. In 32 bits (fewer than 2^32 tiles: a pipelined dot's tile
- * has at least 16 x 8 elements, so an output in memory has at most 2^31 or
- * so; launch_with checks it for persistent blocks): ptxas makes a 64-bit
- * division a call, and the driver's compiler serializes the wgmmas of a
- * kernel with a call (C7509). That once made grouped order look 15-25%
- * slower than row-major order for wgmma kernels; measured without the call
- * on the H200 (128 x 256 x 64, persistent), grouped is 2-4% faster at 4096^3
- * and 8192^3. */
-static void tile_ids(oxt_lowerer *L, oxi_instr *l, oxi_instr *gx, oxi_instr *gy, oxi_instr **out) {
-  const uint64_t G = 8; /* rows of tiles in a group: +7% at 8192^3 (mma.sync), as much as 16 */
-  l = oxt_cast(L, l, OX_U32);
-  gx = oxt_cast(L, gx, OX_U32);
-  gy = oxt_cast(L, gy, OX_U32);
-  oxi_instr *g = oxt_cast(L, oxt_u64(L, G), OX_U32);
-  oxi_instr *per_group = oxt_bin(L, OXI_MUL, OX_U32, gx, g);
-  oxi_instr *first = oxt_bin(L, OXI_MUL, OX_U32, oxt_bin(L, OXI_DIV, OX_U32, l, per_group), g);
-  oxi_instr *rows = oxt_combine(L, OXI_MIN, OX_U32, oxt_bin(L, OXI_SUB, OX_U32, gy, first), g);
-  oxi_instr *in = oxt_bin(L, OXI_REM, OX_U32, l, per_group);
-  out[0] = oxt_cast(L, oxt_bin(L, OXI_ADD, OX_U32, first, oxt_bin(L, OXI_REM, OX_U32, in, rows)), OX_U64);
-  out[1] = oxt_cast(L, oxt_bin(L, OXI_DIV, OX_U32, in, rows), OX_U64);
-}
-
 /* An output tile parameter of kernel k if every one has rank 2 (the tile
  * ids the lowering makes are for all of them), else -1. */
 static int rank2_output(const oxi_kernel *k) {
@@ -281,8 +251,10 @@ static void begin_tiles(oxt_lowerer *L) {
   oxt_branch(L, oxt_bin(L, OXT_LT, OX_U64, l, oxt_bin(L, OXI_MUL, OX_U64, gx, gy)), oxi_block_new(L->m, L->nk),
              L->tiles_exit);
   oxi_instr *next[2];
-  tile_ids(L, l, gx, gy, L->grouped);
-  tile_ids(L, oxt_bin(L, OXI_ADD, OX_U64, l, oxt_sreg64(L, OXI_SREG_NCTAID_X)), gx, gy, next);
+  oxt_tile_ids(L, l, gx, gy, L->grouped);
+  if (L->ws.dot) /* no guesses: the producer knows (ws.c) */
+    return;
+  oxt_tile_ids(L, oxt_bin(L, OXI_ADD, OX_U64, l, oxt_sreg64(L, OXI_SREG_NCTAID_X)), gx, gy, next);
   for (int i = 0; i < 2; i++)
     oxt_set_slot(L, L->tile_slot + 1 + i, oxt_bin(L, OXI_SUB, OX_U64, next[i], L->grouped[i]));
 }
@@ -603,6 +575,8 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
       if (L.turn_first) /* the first turn is warpgroup 0's: warpgroup 1 gives it */
         oxt_named_bar(&L, 1, oxt_u64(&L, 1), oxt_bin(&L, 100 + OXI_EQ, OX_U64, oxt_warpgroup(&L), oxt_u64(&L, 1)));
       L.persist = persistent_output(&L) + 1;
+      if (L.persist && oxt_ws_choose(&L))
+        oxt_ws_split(&L);
       if (L.persist) {
         begin_tiles(&L);
       } else if (L.pipelined) {
@@ -611,7 +585,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
           oxi_instr *gx = oxt_tile_count(&L, out, 1), *gy = oxt_tile_count(&L, out, 0);
           oxi_instr *l = oxt_bin(&L, OXI_ADD, OX_U64, oxt_sreg64(&L, OXI_SREG_CTAID_X),
                                  oxt_bin(&L, OXI_MUL, OX_U64, oxt_sreg64(&L, OXI_SREG_CTAID_Y), gx));
-          tile_ids(&L, l, gx, gy, L.grouped);
+          oxt_tile_ids(&L, l, gx, gy, L.grouped);
         }
       }
     }
@@ -695,9 +669,10 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   k->shared_bytes = nk->shared_bytes;
   k->uses_sync = nk->uses_sync;
   k->persistent = nk->persistent;
-  k->min_blocks = L.wg ? blocks_an_sm(live, nk->shared_bytes, shared_limit, L.T) : 0;
+  int threads = L.T + (L.ws.dot ? 128 : 0); /* the producer warpgroup's (ws.c) */
+  k->min_blocks = L.wg ? blocks_an_sm(live, nk->shared_bytes, shared_limit, threads) : 0;
   k->is_tile = false;
-  k->block[0] = L.T;
+  k->block[0] = threads;
   k->block[1] = k->block[2] = 1;
   return OX_OK;
 }

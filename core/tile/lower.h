@@ -1,7 +1,7 @@
 /*
  * lower.h - what the files of the tile lowering share (internal to core/tile;
  * tile.h is the layer's interface). lower.c drives the lowering; emit.c,
- * layout.c, ops.c, tma.c, dot.c and serial.c are its parts, each calling only
+ * layout.c, ops.c, tma.c, dot.c, ws.c and serial.c are its parts, each calling only
  * the ones before it in that list. Prefix: oxt_.
  */
 #ifndef OXIDE_TILE_LOWER_H
@@ -52,6 +52,8 @@ typedef struct oxt_lowerer {
                           [s] completes when stage s's copies land ("full"), [S + s] when every
                           warp is done reading it ("empty") */
     int map[2];        /* ... and the tensor map parameters of A and of B's staged tile */
+    int ring;          /* its staging areas' shared array + 1 (oxt_pipe_ring); 0: not made yet */
+    bool ws;           /* a producer warpgroup copies its operands (ws.c); the block's threads wait */
   } *pipe;             /* old value id of a dot -> its pipeline (dot_pipeline) */
   bool pipelined;      /* some dot is: copies may be in flight at a return */
   struct oxt_tload *tload; /* old value id of a load -> how it copies with TMA (tma.c) */
@@ -94,6 +96,12 @@ typedef struct oxt_lowerer {
   int *rel_block;      /* old value id of a deferred dot (oxt_dot_deferred) -> the old block (+ 1)
                           at whose end it releases its TMA stages (oxt_release_block); 0: the
                           dot is not deferred */
+  struct {
+    const oxi_instr *dot, *lo, *hi; /* warp specialization (ws.c): the dot that a producer
+                          warpgroup feeds, its K loop's first and end values (tile kernel's) */
+  } ws;
+  bool split;          /* in the consumer warpgroups' code (ws.c): a block barrier is for L->T
+                          threads, not the producer's */
   int turn_first, turn_last; /* the deferred dots (old ids + 1) that begin and end a warpgroup's
                           turn (lower.c, choose_turns); 0: none */
 } oxt_lowerer;
@@ -153,6 +161,9 @@ oxi_instr *oxt_sreg64(oxt_lowerer *L, int which);
 oxi_instr *oxt_param_info(oxt_lowerer *L, oxi_op op, int param, int axis);
 oxi_instr *oxt_tile_count(oxt_lowerer *L, int param, int axis);
 oxi_instr *oxt_tile_id(oxt_lowerer *L, int param, int axis);
+/* The ids (row, column) of tile l (u64) of a gy x gx grid of tiles in
+ * grouped order (emit.c says why), to out[0], out[1]. */
+void oxt_tile_ids(oxt_lowerer *L, oxi_instr *l, oxi_instr *gx, oxi_instr *gy, oxi_instr **out);
 oxi_instr *oxt_mapped(oxt_lowerer *L, const oxi_instr *old);
 oxi_instr *oxt_clone(oxt_lowerer *L, const oxi_instr *in);
 /* Ends the current block with a branch on `cond`, and continues in `yes`. */
@@ -313,6 +324,16 @@ void oxt_tloads_end(oxt_lowerer *L);
  * each stage's full mbarrier, then of its empty one, a bit a stage. */
 #define OXT_PIPE_SLOTS 8
 void oxt_pipelines_begin(oxt_lowerer *L);
+/* The shared array of pipelined dot `in`'s staging areas (made on first use). */
+oxi_mem oxt_pipe_ring(oxt_lowerer *L, const oxi_instr *in);
+/* Copies the operands of TMA-pipelined dot `in` at tile coordinates c (A's
+ * two, then those of B's staged tile) into ring stage `stage`, by the
+ * calling thread: waits for the stage's empty mbarrier, arms its full one
+ * with the bytes, issues the boxes. */
+void oxt_pipe_issue(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *c, oxi_instr *stage);
+/* The tile dot `in` stages as operand i: the operand, or for a K-major B
+ * (L->kmajor) the tile under its transpose. */
+const oxi_instr *oxt_staged_tile(const oxt_lowerer *L, const oxi_instr *in, int i);
 void oxt_pipelines_end(oxt_lowerer *L);
 
 bool oxt_tc_operands(const oxi_instr *in);
@@ -330,6 +351,16 @@ const oxi_instr *oxt_staged_load(const oxt_lowerer *L, const oxi_instr *in, int 
 bool oxt_dot_deferred(const oxt_lowerer *L, const oxi_instr *in);
 bool oxt_wg_operands(const oxi_instr *in);
 bool oxt_fp8_on_wgmma(const oxi_instr *in);
+
+/* ------------------------- ws.c: warp specialization (sm_90) */
+
+/* Whether a producer warpgroup can feed the persistent kernel's one pipelined
+ * dot (sets L->ws and the pipeline's ws): the kernel is the K loop ws.c
+ * describes, so the producer can make the very copies the dot's calls take. */
+bool oxt_ws_choose(oxt_lowerer *L);
+/* At the kernel's entry, after the mbarriers' inits: the producer warpgroup's
+ * code (threads L->T to L->T + 127), then the consumers' start. */
+void oxt_ws_split(oxt_lowerer *L);
 
 /* ------------------------------------------- serial.c: the CPU */
 
