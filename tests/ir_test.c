@@ -806,10 +806,38 @@ static void test_vector_store(void) {
   }
 }
 
+/* setmaxnreg: variant 0 the producer's decrease to 40 (accepted, printed);
+ * 1 to 20 registers, 2 to 44 (not a multiple of 8), 3 an unknown direction. */
+static void test_setmaxnreg(void) {
+  for (int v = 0; v < 4; v++) {
+    T t;
+    t_init(&t, "regs");
+    oxi_block *b = blk(&t);
+    oxi_instr *r = ins(&t, b, OXI_SETMAXNREG, OXI_VOID, v == 3 ? 2 : 0, NULL, NULL, NULL);
+    r->imm = v == 1 ? 20 : v == 2 ? 44 : 40;
+    ret(&t, b);
+    oxb_str err = {0};
+    bool ok = oxi_verify(&t.m, &err);
+    if (!v) {
+      CHECK(ok, "the verifier rejects setmaxnreg.dec 40:\n%s", err.buf ? err.buf : "");
+      oxb_str out = {0};
+      oxi_print(&t.m, &out);
+      CHECK(out.buf && strstr(out.buf, "    setmaxnreg.dec 40\n"), "printed: %s", out.buf ? out.buf : "");
+      oxb_str_free(&out);
+    } else {
+      CHECK(!ok && err.buf && strstr(err.buf, "setmaxnreg: no operands, dec (0) or inc (1), 24 to 256 registers by 8"),
+            "setmaxnreg variant %d: got %s", v, err.buf ? err.buf : "(accepted)");
+    }
+    oxb_str_free(&err);
+    oxb_arena_free(&t.arena);
+  }
+}
+
 int main(void) {
   test_good();
   test_wgmma();
   test_vector_store();
+  test_setmaxnreg();
   test_bad();
   test_several();
   test_loops();
