@@ -25,6 +25,12 @@ typedef struct oxa_code {
   oxl_jit *jit;
 } oxa_code;
 
+/* Code is compiled once (a cache entry per architecture) and loaded on each
+ * device a launch runs on, the first time: per device slot, a CUDA device's
+ * ordinal (the CPU's is 0). */
+#define OXA_MAX_DEVICES 16
+static inline int oxa_slot(ox_device d) { return d->type == OX_DEVICE_CUDA ? d->ordinal : 0; }
+
 /* One specialization of a tile kernel: its const generics' values, the
  * lowered IR, and the loaded code. */
 typedef struct oxa_spec {
@@ -33,10 +39,16 @@ typedef struct oxa_spec {
   oxb_arena arena; /* its IR */
   oxi_module irm;
   const oxi_kernel *ir;
-  CUfunction cu_fn;
-  int resident;    /* persistent kernels (oxi_kernel.persistent): blocks an SM holds at once */
+  int sm;                /* the architecture and shared memory a block may have that it was */
+  int64_t shared_limit;  /* lowered for (the launch device's) */
+  char extra[512];       /* what its cache key adds to the module's source (oxa_build) */
+  /* by device slot: loaded there yet (set last, under the kernel's lock), the code, its entry,
+     and for persistent kernels (oxi_kernel.persistent) the blocks an SM holds at once */
+  _Atomic int loaded[OXA_MAX_DEVICES];
+  oxa_code code[OXA_MAX_DEVICES];
+  CUfunction cu_fn[OXA_MAX_DEVICES];
+  int resident[OXA_MAX_DEVICES];
   oxr_cpu_kernel cpu;
-  oxa_code code;
   struct oxa_spec *next;
 } oxa_spec;
 
@@ -50,7 +62,7 @@ struct oxa_kernel {
   const oxi_kernel *ir; /* lives in the module's arena (tile kernels: a signature only) */
   uint32_t tag;         /* identifies the kernel in device-side error records */
   int nflat;            /* flattened parameter count (slices count twice) */
-  CUfunction cu_fn;
+  CUfunction cu_fn[OXA_MAX_DEVICES]; /* its entry in the module's code, by device slot */
   oxr_cpu_kernel cpu;
   const oxf_fn *fn;     /* tile kernels: the function, specialized at launch */
   int ngenerics;
@@ -80,9 +92,20 @@ struct oxa_module {
   ox_compile_options opts;
   int nkernels;
   oxa_kernel *kernels;
-  oxa_code code;
+  /* the #[kernel]s' code by device slot: on `dev` from the compile, on others from their first
+     launch there (load_lock; loaded[] set last) */
+  _Atomic int loaded[OXA_MAX_DEVICES];
+  oxa_code code[OXA_MAX_DEVICES];
+  pthread_mutex_t load_lock;
   int from_cache;
 };
+
+/* The entry of #[kernel] k on device `dev` (of the module's device type),
+ * loading the module's code there on first use (module.c). */
+ox_status oxa_kernel_fn(oxa_kernel *k, ox_device dev, CUfunction *fn);
+/* The device a launch of `k` with no stream runs on: its tensors' (every
+ * one's, else an error naming two that differ), or with none, the module's. */
+ox_status oxa_launch_device(const oxa_kernel *k, oxr_tensor *const *tens, int nargs, ox_device *dev);
 
 /* Generates code for the kernels of `irm` (from the compiled-kernel cache when
  * possible; `source` and `extra` make the cache key) and loads it on `dev`. */
@@ -149,9 +172,10 @@ ox_status oxa_tile_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *
 
 /* Tile configurations chosen by measurement (tune.c, for tile_launch.c). A
  * key names what the choice depends on: the kernel's source and name, the
- * device, every argument's dtype, shape and alignment (contiguous16), the
+ * launch device's kind (name and architecture: devices of one kind share a
+ * choice), every argument's dtype, shape and alignment (contiguous16), the
  * output tiles the candidates leave, and the candidates. */
-void oxa_tune_key(const oxa_kernel *k, const ox_arg *args, int nargs, oxr_tensor *const *tens,
+void oxa_tune_key(const oxa_kernel *k, ox_device dev, const ox_arg *args, int nargs, oxr_tensor *const *tens,
                   uint64_t facts, char key[65]);
 /* The candidate chosen for `key` (in memory, else from the disk cache), or -1.
  * The caller holds k->tune_lock, as for everything of tune.c. */

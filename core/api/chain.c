@@ -113,9 +113,9 @@ ox_status ox_chain_launch(ox_chain h, ox_kernel kh, const ox_launch_config *cfg,
   oxa_kernel *k = oxa_kernel_get(__func__, kh);
   if (!k)
     return ox_last_status();
-  if (k->mod->dev != c->dev)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the kernel's module is on %s, the chain on %s",
-                         __func__, c->dev->name, k->mod->dev->name);
+  if (k->mod->dev->type != c->dev->type) /* (its code is loaded on the chain's device if need be) */
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the kernel's module was compiled for %s, the chain is on %s",
+                         __func__, k->mod->dev->label, c->dev->label);
   oxr_tensor *tens[OXA_MAX_PARAMS];
   ox_status st = oxa_arg_tensors(k, args, nargs, tens);
   if (!st)

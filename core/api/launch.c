@@ -52,7 +52,7 @@ static ox_status check_args(const oxa_kernel *k, const oxr_stream *s, const ox_a
     if (t->dev != s->dev)
       return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                            "kernel '%s', argument %d ('%s'): the tensor is on %s, the launch on %s",
-                           kn, i + 1, p->name, ox_device_name(t->dev), ox_device_name(s->dev));
+                           kn, i + 1, p->name, t->dev->label, s->dev->label);
     if (!oxr_tensor_dense(t)) /* a slice parameter sees one flat array */
       return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                            "kernel '%s', argument %d ('%s'): a slice parameter needs a contiguous "
@@ -198,13 +198,49 @@ static ox_status check_config(const oxa_kernel *k, const oxr_stream *s, const ox
   return OX_OK;
 }
 
-/* The kernel, stream and argument tensors of a public launch call. */
+ox_status oxa_launch_device(const oxa_kernel *k, oxr_tensor *const *tens, int nargs, ox_device *dev) {
+  ox_device md = k->mod->dev;
+  int first = -1;
+  for (int i = 0; i < nargs; i++) {
+    if (!tens[i] || tens[i]->dev->type != md->type) /* (a tensor of another type: check_args says) */
+      continue;
+    if (first < 0) {
+      first = i;
+    } else if (tens[i]->dev != tens[first]->dev) {
+      const oxi_param *p = k->ir->params.items[first], *q = k->ir->params.items[i];
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                           "kernel '%s': argument %d ('%s') is on %s and argument %d ('%s') on %s; a "
+                           "launch runs on one device (copy one over with ox_tensor_to)",
+                           k->ir->name, first + 1, p->name, tens[first]->dev->label, i + 1, q->name,
+                           tens[i]->dev->label);
+    }
+  }
+  *dev = first >= 0 ? tens[first]->dev : md;
+  return OX_OK;
+}
+
+/* The kernel, stream and argument tensors of a public launch call. The
+ * stream, if given, says the device (one of the module's type); else the
+ * tensors do, and the launch takes that device's default stream. */
 static ox_status resolve(const char *fn, ox_kernel kh, ox_stream sh, const ox_arg *args, int nargs,
                          oxa_kernel **k, oxr_stream **s, oxr_tensor **tens) {
   if (!(*k = oxa_kernel_get(fn, kh)))
     return ox_last_status();
-  ox_status st = oxr_resolve_stream(fn, (*k)->mod->dev, sh, s);
-  return st ? st : oxa_arg_tensors(*k, args, nargs, tens);
+  ox_status st = oxa_arg_tensors(*k, args, nargs, tens);
+  if (st)
+    return st;
+  ox_device dev = (*k)->mod->dev;
+  if (!sh) {
+    if ((st = oxa_launch_device(*k, tens, nargs, &dev)))
+      return st;
+  } else {
+    oxr_stream *given = oxr_stream_get(fn, sh);
+    if (!given)
+      return ox_last_status();
+    if (given->dev->type == dev->type) /* any device of the module's type */
+      dev = given->dev;
+  }
+  return oxr_resolve_stream(fn, dev, sh, s);
 }
 
 ox_status ox_launch_check(ox_kernel kh, ox_stream sh, const ox_launch_config *cfg,
@@ -234,6 +270,9 @@ ox_status oxa_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, 
   if (!st)
     st = check_config(k, s, cfg, args, tens, grid, block);
   if (st || !run)
+    return st;
+  CUfunction f = NULL; /* the code on the launch's device (loaded there on first use) */
+  if (s->dev->type == OX_DEVICE_CUDA && (st = oxa_kernel_fn(k, s->dev, &f)))
     return st;
   /* argument values, flattened: scalars by value, slices as (pointer, length) */
   uint64_t vals[OXI_MAX_PARAM_VALUES];
@@ -275,11 +314,10 @@ ox_status oxa_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, 
   ptrs[j] = &vals[j];
   uint32_t tag = k->tag;
   ptrs[j + 1] = &tag;
-  st = oxr_cuda_make_current(s->dev);
-  if (st)
+  if ((st = oxr_cuda_make_current(s->dev)))
     return st;
   unsigned dyn = oxa_dynamic_shared(k->ir);
-  CUresult r = oxr_cu.cuLaunchKernel(k->cu_fn, grid[0], grid[1], grid[2], block[0], block[1],
-                                     block[2], dyn, s->cu, ptrs, NULL);
-  return r ? oxr_cuda_launch_error(r, k->cu_fn, k->ir->name, block, dyn) : OX_OK;
+  CUresult r = oxr_cu.cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn, s->cu,
+                                     ptrs, NULL);
+  return r ? oxr_cuda_launch_error(r, f, k->ir->name, block, dyn) : OX_OK;
 }

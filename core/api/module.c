@@ -321,6 +321,7 @@ ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_
   m->dev = dev;
   m->opts = o;
   m->opts.filename = NULL;
+  pthread_mutex_init(&m->load_lock, NULL);
   ox_status s = oxa_front(&m->arena, source, o.filename, &m->ir, NULL, &m->prog);
   if (s) {
     module_free(m);
@@ -388,13 +389,15 @@ ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_
   }
   /* code for the #[kernel]s: from the cache, or generated */
   if (m->ir.kernels.len) {
-    s = oxa_build(dev, &m->ir, source, "", &o, &m->code, &m->from_cache);
+    int slot = oxa_slot(dev);
+    s = oxa_build(dev, &m->ir, source, "", &o, &m->code[slot], &m->from_cache);
     for (int i = 0; !s && i < m->ir.kernels.len; i++)
-      s = oxa_entry(dev, &m->code, m->kernels[i].ir, &m->kernels[i].cu_fn, &m->kernels[i].cpu);
+      s = oxa_entry(dev, &m->code[slot], m->kernels[i].ir, &m->kernels[i].cu_fn[slot], &m->kernels[i].cpu);
     if (s) {
       module_free(m);
       return s;
     }
+    m->loaded[slot] = 1;
   }
   m->handle = (ox_module)(uintptr_t)oxb_handle_new(OXB_H_MODULE, m);
   if (!m->handle) {
@@ -426,25 +429,45 @@ ox_status ox_module_compile_file(ox_device dev, const char *path, const ox_compi
   return s;
 }
 
+/* The CUDA device of slot i, where code was loaded (so it is set up). */
+static ox_device slot_device(int i) {
+  ox_device d = NULL;
+  return ox_device_get(OX_DEVICE_CUDA, i, &d) == OX_OK ? d : NULL;
+}
+
+/* Frees code of module m loaded on device slot d, if any. */
+static void free_code(oxa_module *m, int d, oxa_code *code) {
+  if (!code->cu_mod && !code->jit)
+    return;
+  ox_device dev = m->dev->type == OX_DEVICE_CUDA ? slot_device(d) : m->dev;
+  if (dev)
+    oxa_code_free(dev, code);
+}
+
 /* Frees a module and ends its handles (every field may still be unset). */
 static void module_free(oxa_module *m) {
   oxb_handle_free((uint64_t)(uintptr_t)m->handle);
   /* Launches of the module's kernels may still be queued or running, on any
-   * stream: unloading code under them is undefined in CUDA, so wait for the
-   * context first (modules are destroyed rarely; the CPU runs launches when
-   * they are queued). */
-  bool loaded = m->code.cu_mod != NULL;
-  for (int i = 0; i < m->nkernels; i++)
-    loaded |= m->kernels[i].specs != NULL;
-  if (loaded && m->dev->type == OX_DEVICE_CUDA && oxr_cuda_make_current(m->dev) == OX_OK)
-    (void)oxr_cu.cuCtxSynchronize();
+   * stream of any device it was loaded on: unloading code under them is
+   * undefined in CUDA, so wait for those contexts first (modules are
+   * destroyed rarely; the CPU runs launches when they are queued). */
+  for (int d = 0; m->dev && m->dev->type == OX_DEVICE_CUDA && d < OXA_MAX_DEVICES; d++) {
+    bool loaded = m->loaded[d];
+    for (int i = 0; i < m->nkernels; i++)
+      for (oxa_spec *sp = m->kernels[i].specs; sp; sp = sp->next)
+        loaded |= sp->loaded[d] != 0;
+    ox_device dev = loaded ? slot_device(d) : NULL;
+    if (dev && oxr_cuda_make_current(dev) == OX_OK)
+      (void)oxr_cu.cuCtxSynchronize();
+  }
   for (int i = 0; i < m->nkernels; i++) {
     oxa_kernel *k = &m->kernels[i];
     oxb_handle_free((uint64_t)(uintptr_t)k->handle);
     tag_release(k->tag);
     for (oxa_spec *sp = k->specs, *next; sp; sp = next) {
       next = sp->next;
-      oxa_code_free(m->dev, &sp->code);
+      for (int d = 0; d < OXA_MAX_DEVICES; d++)
+        free_code(m, d, &sp->code[d]);
       oxb_arena_free(&sp->arena);
       free(sp);
     }
@@ -454,11 +477,43 @@ static void module_free(oxa_module *m) {
       pthread_mutex_destroy(&k->tune_lock);
     }
   }
-  oxa_code_free(m->dev, &m->code);
+  for (int d = 0; d < OXA_MAX_DEVICES; d++)
+    free_code(m, d, &m->code[d]);
+  if (m->dev)
+    pthread_mutex_destroy(&m->load_lock);
   free(m->text);
   free(m->kernels);
   oxb_arena_free(&m->arena);
   free(m);
+}
+
+ox_status oxa_kernel_fn(oxa_kernel *k, ox_device dev, CUfunction *fn) {
+  oxa_module *m = k->mod;
+  int slot = oxa_slot(dev);
+  if (slot >= OXA_MAX_DEVICES)
+    return oxb_set_error(OX_ERR_UNSUPPORTED, "kernel '%s': Oxide runs kernels on CUDA devices 0 to %d, not %s",
+                         k->ir->name, OXA_MAX_DEVICES - 1, dev->label);
+  if (!m->loaded[slot]) { /* another device of the module's type: its code loaded there, once */
+    pthread_mutex_lock(&m->load_lock);
+    ox_status s = OX_OK;
+    if (!m->loaded[slot]) {
+      int from_cache;
+      s = oxa_build(dev, &m->ir, m->text, "", &m->opts, &m->code[slot], &from_cache);
+      for (int i = 0; !s && i < m->ir.kernels.len; i++) {
+        oxr_cpu_kernel cpu = {0};
+        s = oxa_entry(dev, &m->code[slot], m->kernels[i].ir, &m->kernels[i].cu_fn[slot], &cpu);
+      }
+      if (s)
+        oxa_code_free(dev, &m->code[slot]);
+      else
+        m->loaded[slot] = 1;
+    }
+    pthread_mutex_unlock(&m->load_lock);
+    if (s)
+      return s;
+  }
+  *fn = k->cu_fn[slot];
+  return OX_OK;
 }
 
 void ox_module_destroy(ox_module h) {

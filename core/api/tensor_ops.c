@@ -569,18 +569,52 @@ static ox_status copy_same(const char *fn, oxr_tensor *dst, oxr_tensor *src, oxr
   return named(fn, st);
 }
 
+/* Copies between two GPUs with peer access (oxr_cuda_peer), on s (a stream
+ * of dst's device), one DMA between dense tensors: a strided src is first
+ * made dense on its own device's default stream, a strided dst is written
+ * from a dense one on s. s waits for src's writers, and src's later writers
+ * and the staging tensors' frees wait for s (oxr_tensor_use and the
+ * storage's release order streams of two GPUs as of one). */
+static ox_status copy_peer(const char *fn, oxr_tensor *dst, oxr_tensor *src, oxr_stream *s) {
+  oxr_tensor *sd = src, *dd = dst;
+  oxr_stream *ss = src->dev->default_stream;
+  ox_status st = OX_OK;
+  if (!oxr_tensor_dense(src) && (st = oxr_tensor_new(fn, src->dev, ss, src->dtype, src->ndim, src->shape, &sd)) == OX_OK)
+    st = copy_same(fn, sd, src, ss);
+  if (st == OX_OK && !oxr_tensor_dense(dst))
+    st = oxr_tensor_new(fn, dst->dev, s, dst->dtype, dst->ndim, dst->shape, &dd);
+  if (st == OX_OK && (st = oxr_tensor_use(sd, s, false)) == OX_OK && (st = oxr_tensor_use(dd, s, true)) == OX_OK &&
+      (st = oxr_cuda_make_current(dst->dev)) == OX_OK) {
+    size_t bytes = (size_t)dst->numel * ox_dtype_size(dst->dtype);
+    st = cu_check(fn,
+                  oxr_cu.cuMemcpyPeerAsync((CUdeviceptr)(uintptr_t)dd->data, dst->dev->cu_ctx,
+                                           (CUdeviceptr)(uintptr_t)sd->data, src->dev->cu_ctx, bytes, s->cu),
+                  "cuMemcpyPeerAsync");
+  }
+  st = named(fn, st);
+  if (st == OX_OK && dd != dst)
+    st = copy_same(fn, dst, dd, s);
+  if (sd != src)
+    oxr_tensor_release(sd);
+  if (dd != dst)
+    oxr_tensor_release(dd);
+  return st;
+}
+
 /* Copies between two non-empty tensors of any devices, ordered on s (a
  * stream of dst's device, or of src's when dst is on the CPU). */
 static ox_status copy_any(const char *fn, oxr_tensor *dst, oxr_tensor *src, oxr_stream *s) {
   if (dst->dev == src->dev)
     return copy_same(fn, dst, src, s);
+  if (dst->dev->type == OX_DEVICE_CUDA && src->dev->type == OX_DEVICE_CUDA && oxr_cuda_peer(dst->dev, src->dev))
+    return copy_peer(fn, dst, src, s);
   ox_device cpu;
   ox_status st = ox_device_get(OX_DEVICE_CPU, 0, &cpu);
   if (st != OX_OK)
     return named(fn, st);
   oxr_stream *cs = cpu->default_stream;
   if (dst->dev->type == OX_DEVICE_CUDA && src->dev->type == OX_DEVICE_CUDA) {
-    /* two GPUs: through host memory (the driver table has no peer copy) */
+    /* two GPUs without peer access: through host memory */
     oxr_tensor *h;
     st = oxr_tensor_new(fn, cpu, cs, src->dtype, src->ndim, src->shape, &h);
     if (st != OX_OK)

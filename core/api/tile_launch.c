@@ -108,21 +108,55 @@ ox_status ox_kernel_set_generic(ox_kernel kh, const char *name, int64_t value) {
   return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s' has no generic '%s'", k->ir->name, name);
 }
 
-/* The specialization of k for `gen` and `facts`, made on first use. */
-static ox_status specialize(oxa_kernel *k, const int64_t *gen, uint64_t facts, oxa_spec **out) {
+/* Loads specialization sp's code on `dev`, where it has not run yet (one
+ * build a spec and architecture: the other devices' load the cached
+ * artifact). The caller holds k->lock. */
+static ox_status spec_load(oxa_kernel *k, oxa_spec *sp, ox_device dev) {
+  int d = oxa_slot(dev), from_cache;
+  ox_status s = oxa_build(dev, &sp->irm, k->mod->text, sp->extra, &k->mod->opts, &sp->code[d], &from_cache);
+  if (!s)
+    s = oxa_entry(dev, &sp->code[d], sp->ir, &sp->cu_fn[d], &sp->cpu);
+  if (!s && sp->ir->persistent) { /* the grid is what fits at once (launch_with) */
+    int b = 0;
+    if (oxr_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor &&
+        oxr_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&b, sp->cu_fn[d], sp->ir->block[0],
+                                                           oxa_dynamic_shared(sp->ir)))
+      b = 0;
+    sp->resident[d] = b > 0 ? b : 1;
+  }
+  if (s)
+    oxa_code_free(dev, &sp->code[d]);
+  else
+    sp->loaded[d] = 1;
+  return s;
+}
+
+/* The specialization of k for `gen` and `facts` on device `dev`, made on
+ * first use (lowered for dev's architecture and shared memory, which devices
+ * of one kind share) and loaded on dev on its first use there. */
+static ox_status specialize(oxa_kernel *k, const int64_t *gen, uint64_t facts, ox_device dev, oxa_spec **out) {
   oxa_module *m = k->mod;
+  int sm = dev->type != OX_DEVICE_CUDA ? 0 : m->opts.sm ? m->opts.sm : dev->cc;
+  int64_t limit = dev->max_shared_per_block;
+  if (oxa_slot(dev) >= OXA_MAX_DEVICES)
+    return oxb_set_error(OX_ERR_UNSUPPORTED, "kernel '%s': Oxide runs kernels on CUDA devices 0 to %d, not %s",
+                         k->ir->name, OXA_MAX_DEVICES - 1, dev->label);
   pthread_mutex_lock(&k->lock);
   for (oxa_spec *sp = k->specs; sp; sp = sp->next)
-    if (!memcmp(sp->generics, gen, sizeof sp->generics) && sp->facts == facts) {
+    if (!memcmp(sp->generics, gen, sizeof sp->generics) && sp->facts == facts && sp->sm == sm &&
+        sp->shared_limit == limit) {
+      ox_status s = sp->loaded[oxa_slot(dev)] ? OX_OK : spec_load(k, sp, dev);
       pthread_mutex_unlock(&k->lock);
       *out = sp;
-      return OX_OK;
+      return s;
     }
   oxa_spec *sp = calloc(1, sizeof *sp);
   ox_status s = sp ? OX_OK : oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
   if (!s) {
     memcpy(sp->generics, gen, sizeof sp->generics);
     sp->facts = facts;
+    sp->sm = sm;
+    sp->shared_limit = limit;
     sp->irm.arena = &sp->arena;
     sp->irm.filename = m->ir.filename;
     oxb_source src = {m->ir.filename, m->text, strlen(m->text)};
@@ -139,42 +173,28 @@ static ox_status specialize(oxa_kernel *k, const int64_t *gen, uint64_t facts, o
   for (int i = 0; !s && i < ki->params.len && i < 64; i++)
     ((oxi_param *)ki->params.items[i])->contiguous16 = (facts >> i) & 1;
   if (!s)
-    s = oxt_lower(&sp->irm, ki, m->dev->type != OX_DEVICE_CUDA ? 0 : m->opts.sm ? m->opts.sm : m->dev->cc,
-                  m->dev->max_shared_per_block);
+    s = oxt_lower(&sp->irm, ki, sm, limit);
   if (!s && !oxi_verify(&sp->irm, &err))
     s = oxb_set_error(OX_ERR_INTERNAL, "internal error (lowered tile IR): %s", err.buf);
   oxb_str_free(&err);
   if (!s) {
-    char extra[512];
-    int n = snprintf(extra, sizeof extra, "tile %s", ki->name);
+    int n = snprintf(sp->extra, sizeof sp->extra, "tile %s", ki->name);
     for (int g = 0; g < k->ngenerics && n < 400; g++)
-      n += snprintf(extra + n, sizeof extra - (size_t)n, " %lld", (long long)gen[g]);
+      n += snprintf(sp->extra + n, sizeof sp->extra - (size_t)n, " %lld", (long long)gen[g]);
     /* the lowering's own choices too (they follow from the device, which the key holds, but a
        mismatch between cached code and the shared memory the launch passes would be fatal) */
-    snprintf(extra + n, sizeof extra - (size_t)n, " facts %llx block %d shared %lld persistent %d",
+    snprintf(sp->extra + n, sizeof sp->extra - (size_t)n, " facts %llx block %d shared %lld persistent %d",
              (unsigned long long)facts, ki->block[0], (long long)ki->shared_bytes, ki->persistent);
-    int from_cache;
-    s = oxa_build(m->dev, &sp->irm, m->text, extra, &m->opts, &sp->code, &from_cache);
-  }
-  if (!s)
-    s = oxa_entry(m->dev, &sp->code, ki, &sp->cu_fn, &sp->cpu);
-  if (!s && ki->persistent) { /* the grid is what fits at once (launch_with) */
-    int b = 0;
-    if (oxr_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor &&
-        oxr_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&b, sp->cu_fn, ki->block[0], oxa_dynamic_shared(ki)))
-      b = 0;
-    sp->resident = b > 0 ? b : 1;
+    sp->ir = ki;
+    s = spec_load(k, sp, dev);
   }
   if (s) {
-    if (sp) {
-      oxa_code_free(m->dev, &sp->code);
+    if (sp)
       oxb_arena_free(&sp->arena);
-      free(sp);
-    }
+    free(sp);
     pthread_mutex_unlock(&k->lock);
     return s;
   }
-  sp->ir = ki;
   sp->next = k->specs;
   k->specs = sp;
   pthread_mutex_unlock(&k->lock);
@@ -208,8 +228,8 @@ static ox_status check_args(const oxi_kernel *ki, const oxr_stream *s, const ox_
       return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                            "kernel '%s', argument %d ('%s'): expected a %s tensor of rank %d on %s, "
                            "got a %s tensor of rank %d on %s",
-                           kn, i + 1, p->name, ox_dtype_name(p->dtype), p->rank, ox_device_name(s->dev),
-                           ox_dtype_name(t->dtype), t->ndim, ox_device_name(t->dev));
+                           kn, i + 1, p->name, ox_dtype_name(p->dtype), p->rank, s->dev->label,
+                           ox_dtype_name(t->dtype), t->ndim, t->dev->label);
     if (p->kind == OXI_P_ATENSOR && (t->flags & OXR_T_READ_ONLY))
       return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s', argument %d ('%s'): the tensor is read-only",
                            kn, i + 1, p->name);
@@ -291,7 +311,7 @@ static ox_status launch_with(oxa_kernel *k, oxr_stream *s, const ox_launch_confi
   ox_status st = bind_generics(k, nargs, tens, over, gen);
   oxa_spec *sp = NULL;
   if (!st)
-    st = specialize(k, gen, launch_facts(tens, nargs), &sp);
+    st = specialize(k, gen, launch_facts(tens, nargs), s->dev, &sp);
   if (st)
     return st;
   const oxi_kernel *ki = sp->ir;
@@ -340,7 +360,7 @@ static ox_status launch_with(oxa_kernel *k, oxr_stream *s, const ox_launch_confi
                          ki->name, (unsigned long long)grid[0], (unsigned long long)grid[1],
                          (unsigned long long)grid[2], block[0]);
   if (ki->persistent) { /* its blocks loop over the tiles: as many as are resident at once, at most */
-    uint64_t tiles = grid[0] * grid[1] * grid[2], most = (uint64_t)sp->resident * (uint64_t)s->dev->multiprocessors;
+    uint64_t tiles = grid[0] * grid[1] * grid[2], most = (uint64_t)sp->resident[oxa_slot(s->dev)] * (uint64_t)s->dev->multiprocessors;
     if (tiles > UINT32_MAX) /* (the kernel numbers its tiles in 32 bits: oxt_tile_ids) */
       return oxb_set_error(OX_ERR_LAUNCH, "kernel '%s': the output partition has %llu tiles, more than 2^32 - 1",
                            ki->name, (unsigned long long)tiles);
@@ -402,9 +422,10 @@ static ox_status launch_with(oxa_kernel *k, oxr_stream *s, const ox_launch_confi
   if ((st = oxr_cuda_make_current(s->dev)))
     return st;
   unsigned dyn = oxa_dynamic_shared(sp->ir);
-  CUresult cr = oxr_cu.cuLaunchKernel(sp->cu_fn, g32[0], g32[1], g32[2], block[0], block[1], block[2], dyn,
-                                      s->cu, ptrs, NULL);
-  return cr ? oxr_cuda_launch_error(cr, sp->cu_fn, sp->ir->name, block, dyn) : OX_OK;
+  CUfunction f = sp->cu_fn[oxa_slot(s->dev)];
+  CUresult cr = oxr_cu.cuLaunchKernel(f, g32[0], g32[1], g32[2], block[0], block[1], block[2], dyn, s->cu, ptrs,
+                                      NULL);
+  return cr ? oxr_cuda_launch_error(cr, f, sp->ir->name, block, dyn) : OX_OK;
 }
 
 /* ----------------------------------------------- candidate configurations */
@@ -577,7 +598,7 @@ static ox_status tuned_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_conf
   if (!k->ncand) /* cleared meanwhile */
     return launch_with(k, s, cfg, args, nargs, tens, run, NULL);
   char key[65];
-  oxa_tune_key(k, args, nargs, tens, launch_facts(tens, nargs), key);
+  oxa_tune_key(k, s->dev, args, nargs, tens, launch_facts(tens, nargs), key);
   int c = oxa_tune_lookup(k, key);
   ox_status st = OX_OK;
   if (c < 0 && run) {
@@ -628,10 +649,13 @@ ox_status ox_kernel_tuned(ox_kernel kh, const ox_arg *args, int nargs, int *inde
   if (nargs != k->fn->params.len)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s' takes %d arguments, got %d", k->ir->name,
                          k->fn->params.len, nargs);
+  ox_device dev;
+  if ((st = oxa_launch_device(k, tens, nargs, &dev)))
+    return st;
   pthread_mutex_lock(&k->tune_lock);
   char key[65];
   if (k->ncand) { /* (not cleared meanwhile) */
-    oxa_tune_key(k, args, nargs, tens, launch_facts(tens, nargs), key);
+    oxa_tune_key(k, dev, args, nargs, tens, launch_facts(tens, nargs), key);
     *index = oxa_tune_lookup(k, key);
   }
   pthread_mutex_unlock(&k->tune_lock);

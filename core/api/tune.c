@@ -22,7 +22,7 @@ typedef struct oxa_choice {
 #define TUNE_EXT "tune"
 #define TUNE_MAGIC "oxide-tune-1"
 
-void oxa_tune_key(const oxa_kernel *k, const ox_arg *args, int nargs, oxr_tensor *const *tens,
+void oxa_tune_key(const oxa_kernel *k, ox_device dev, const ox_arg *args, int nargs, oxr_tensor *const *tens,
                   uint64_t facts, char key[65]) {
   const oxa_module *m = k->mod;
   oxb_hasher h;
@@ -31,8 +31,8 @@ void oxa_tune_key(const oxa_kernel *k, const ox_arg *args, int nargs, oxr_tensor
   oxb_hash_str(&h, OXA_VERSION);
   oxb_hash_str(&h, m->text);
   oxb_hash_str(&h, k->ir->name);
-  oxb_hash_str(&h, m->dev->name);
-  int arch[3] = {m->dev->type, m->dev->cc, m->opts.sm};
+  oxb_hash_str(&h, dev->name);
+  int arch[3] = {dev->type, dev->cc, m->opts.sm};
   oxb_hash_update(&h, arch, sizeof arch);
   oxb_hash_update(&h, &facts, sizeof facts);
   for (int i = 0; i < nargs; i++) {

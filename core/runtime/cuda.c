@@ -85,6 +85,9 @@ static const cu_sym cu_syms[] = {
     SYM_OPT(cuGraphLaunch, "cuGraphLaunch"),
     SYM_OPT(cuGraphExecDestroy, "cuGraphExecDestroy"),
     SYM_OPT(cuGraphDestroy, "cuGraphDestroy"),
+    SYM_OPT(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer"),
+    SYM_OPT(cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess"),
+    SYM_OPT(cuMemcpyPeerAsync, "cuMemcpyPeerAsync"),
 };
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
@@ -105,11 +108,13 @@ static void describe(CUresult r, char *buf, size_t size) {
 }
 
 static void load(void) {
+  /* $OXIDE_CUDA_DRIVER: another driver library than the system's (one in an
+     unusual place; the CPU tests' stand-in, tests/mock_cuda.c) */
+  const char *env = getenv("OXIDE_CUDA_DRIVER"), *name = env && *env ? env : "libcuda.so.1";
   /* RTLD_LOCAL: the driver's symbols stay out of the global namespace. */
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
-    snprintf(load_message, sizeof load_message,
-             "CUDA driver not found: dlopen(libcuda.so.1) failed: %s", dlerror());
+    snprintf(load_message, sizeof load_message, "CUDA driver not found: dlopen(%s) failed: %s", name, dlerror());
     load_status = OX_ERR_NO_DEVICE;
     return;
   }
@@ -119,8 +124,8 @@ static void load(void) {
     if (!p && s->old)
       p = dlsym(lib, s->old);
     if (!p && !s->optional) {
-      snprintf(load_message, sizeof load_message,
-               "CUDA driver too old: libcuda.so.1 lacks %s; update the NVIDIA driver", s->name);
+      snprintf(load_message, sizeof load_message, "CUDA driver too old: %s lacks %s; update the NVIDIA driver",
+               name, s->name);
       memset(&oxr_cu, 0, sizeof oxr_cu);
       dlclose(lib);
       load_status = OX_ERR_NO_DEVICE;
@@ -134,7 +139,7 @@ static void load(void) {
     char why[256];
     describe(r, why, sizeof why);
     snprintf(load_message, sizeof load_message,
-             "CUDA driver unusable: libcuda.so.1 loaded but cuInit failed: %s", why);
+             "CUDA driver unusable: %s loaded but cuInit failed: %s", name, why);
     load_status = OX_ERR_NO_DEVICE;
     return; /* keep the library loaded: oxr_cu.cuGetErrorName may still be used */
   }

@@ -25,6 +25,7 @@ typedef enum CUresult_enum {
   CUDA_ERROR_INVALID_IMAGE = 200,
   CUDA_ERROR_INVALID_CONTEXT = 201,
   CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+  CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
   CUDA_ERROR_INVALID_PTX = 218,
   CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
   CUDA_ERROR_INVALID_HANDLE = 400,
@@ -212,6 +213,11 @@ typedef struct oxr_cu_api {
   CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream s);
   CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
   CUresult (*cuGraphDestroy)(CUgraph graph);
+  /* peer access between GPUs: optional (without it, copies between GPUs go through the host) */
+  CUresult (*cuDeviceCanAccessPeer)(int *can, CUdevice dev, CUdevice peer);
+  CUresult (*cuCtxEnablePeerAccess)(CUcontext peer, unsigned int flags);
+  CUresult (*cuMemcpyPeerAsync)(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
+                                size_t bytes, CUstream s);
 } oxr_cu_api;
 
 extern oxr_cu_api oxr_cu;

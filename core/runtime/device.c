@@ -37,13 +37,6 @@
 #define CPU_ARCH "unknown architecture"
 #endif
 
-/* "cpu" or "cuda:N", to tell devices apart in messages (two GPUs may share a name). */
-static const char *dev_label(ox_device d, char buf[32]) {
-  if (d->type == OX_DEVICE_CPU)
-    return "cpu";
-  snprintf(buf, 32, "cuda:%d", d->ordinal);
-  return buf;
-}
 
 /* ---------------------------------------------------------------- devices */
 
@@ -56,6 +49,7 @@ static void cpu_init(void) {
   ox_device d = &cpu_device;
   int threads = oxr_cpu_threads();
   d->type = OX_DEVICE_CPU;
+  snprintf(d->label, sizeof d->label, "cpu");
   snprintf(d->name, sizeof d->name, "CPU (%s, %d threads)", CPU_ARCH, threads);
   /* Limits as on CUDA GPUs, so a launch valid on the CPU is valid on a GPU. */
   d->max_threads_per_block = 1024;
@@ -157,6 +151,7 @@ static ox_status cuda_attr(ox_device d, CUdevice_attribute a, int *out) {
 static ox_status cuda_setup(ox_device d, int ordinal) {
   d->type = OX_DEVICE_CUDA;
   d->ordinal = ordinal;
+  snprintf(d->label, sizeof d->label, "cuda:%d", ordinal);
   CUresult r = oxr_cu.cuDeviceGet(&d->cu_dev, ordinal);
   if (r != CUDA_SUCCESS)
     return oxr_cuda_error(r, "cuDeviceGet");
@@ -282,6 +277,29 @@ ox_status ox_device_get(ox_device_type type, int ordinal, ox_device *out) {
   return OX_OK;
 }
 
+bool oxr_cuda_peer(ox_device to, ox_device from) {
+  assert(to->type == OX_DEVICE_CUDA && from->type == OX_DEVICE_CUDA);
+  if (to == from || from->ordinal >= OXR_MAX_PEERS)
+    return false;
+  signed char known = __atomic_load_n(&to->peer[from->ordinal], __ATOMIC_ACQUIRE);
+  if (known)
+    return known > 0;
+  const char *env = getenv("OXIDE_PEER");
+  int can = 0;
+  pthread_mutex_lock(&cuda_lock);
+  if (!(env && !strcmp(env, "0")) && oxr_cu.cuDeviceCanAccessPeer && oxr_cu.cuCtxEnablePeerAccess &&
+      oxr_cu.cuMemcpyPeerAsync && oxr_cu.cuDeviceCanAccessPeer(&can, to->cu_dev, from->cu_dev) == CUDA_SUCCESS &&
+      can && oxr_cuda_make_current(to) == OX_OK) {
+    CUresult r = oxr_cu.cuCtxEnablePeerAccess(from->cu_ctx, 0);
+    can = r == CUDA_SUCCESS || r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+  } else {
+    can = 0;
+  }
+  __atomic_store_n(&to->peer[from->ordinal], (signed char)(can ? 1 : -1), __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&cuda_lock);
+  return can;
+}
+
 /* Parses "cuda:N" (N decimal, no sign or spaces) into *n. */
 static int parse_cuda_ordinal(const char *s, int *n) {
   if (strncmp(s, "cuda:", 5) != 0 || !s[5])
@@ -397,10 +415,9 @@ ox_status oxr_resolve_stream(const char *fn, ox_device dev, ox_stream h, oxr_str
   oxr_stream *s = oxr_stream_get(fn, h);
   if (!s)
     return ox_last_status();
-  char a[32], b[32];
   if (s->dev != dev)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the stream belongs to device %s, not %s",
-                         fn, dev_label(s->dev, a), dev_label(dev, b));
+                         fn, s->dev->label, dev->label);
   *out = s;
   return OX_OK;
 }

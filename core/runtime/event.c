@@ -124,10 +124,19 @@ ox_status ox_stream_wait_event(ox_stream sh, ox_event eh) {
   oxr_stream *s;
   if (!e)
     return ox_last_status();
-  ox_status st = event_stream(__func__, e, sh, &s);
-  if (st || !e->cu)
-    return st;
-  st = oxr_cuda_make_current(e->dev);
+  if (!sh)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: stream is NULL", __func__);
+  /* a GPU's stream may wait for another GPU's event */
+  s = oxr_stream_get(__func__, sh);
+  if (!s)
+    return ox_last_status();
+  ox_status st = OX_OK;
+  if (s->dev != e->dev && (s->dev->type != OX_DEVICE_CUDA || e->dev->type != OX_DEVICE_CUDA))
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the stream is on %s, the event on %s", __func__,
+                         s->dev->label, e->dev->label);
+  if (!e->cu)
+    return OX_OK;
+  st = oxr_cuda_make_current(s->dev);
   CUresult r = st ? CUDA_SUCCESS : oxr_cu.cuStreamWaitEvent(s->cu, e->cu, 0);
   return st ? st : r ? oxr_cuda_error(r, "cuStreamWaitEvent") : OX_OK;
 }
@@ -137,9 +146,9 @@ ox_status ox_stream_wait_stream(ox_stream sh, ox_stream oh) {
   oxr_stream *o = s ? oxr_stream_get(__func__, oh) : NULL;
   if (!o)
     return ox_last_status();
-  if (s->dev != o->dev)
+  if (s->dev != o->dev && (s->dev->type != OX_DEVICE_CUDA || o->dev->type != OX_DEVICE_CUDA))
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: the streams are on %s and %s", __func__,
-                         s->dev->name, o->dev->name);
+                         s->dev->label, o->dev->label);
   return oxr_stream_wait_stream(s, o);
 }
 

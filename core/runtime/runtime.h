@@ -33,9 +33,11 @@ typedef struct oxr_stream oxr_stream;
 typedef struct oxr_tensor oxr_tensor;
 
 /* ---- devices. */
+#define OXR_MAX_PEERS 64 /* CUDA devices whose peer access a device keeps track of */
 struct ox_device_s {
   ox_device_type type;
   int ordinal;
+  char label[16]; /* "cpu" or "cuda:N", to tell devices apart in messages (two GPUs may share a name) */
   char name[256];
   int cc;                    /* compute capability major*10+minor; 0 on the CPU */
   int max_threads_per_block; /* CPU: 1024, as on every CUDA GPU Oxide targets */
@@ -53,6 +55,9 @@ struct ox_device_s {
   oxr_errrec *errrec_next;
   CUdeviceptr errrec_next_d;
   int errrec_left;
+  /* CUDA: whether this device reads and writes device i's memory directly, by ordinal (0: not
+     asked yet, 1: yes, peer access enabled in this context; -1: no), oxr_cuda_peer */
+  signed char peer[OXR_MAX_PEERS];
 };
 
 /* True if `d` is one of the process's devices (set up), with the last error
@@ -201,6 +206,13 @@ ox_status oxr_resolve_stream(const char *fn, ox_device dev, ox_stream h, oxr_str
 /* Makes `dev`'s primary context current on the calling thread (cheap when it
  * already is). */
 ox_status oxr_cuda_make_current(ox_device dev);
+
+/* Whether CUDA device `to` can copy from and to `from`'s memory directly
+ * (peer access, enabled in `to`'s context on the first ask and kept); false
+ * for the same device, without the driver's peer functions, with
+ * $OXIDE_PEER=0, or when the driver says no or fails (the copy then goes
+ * through the host). */
+bool oxr_cuda_peer(ox_device to, ox_device from);
 
 /* Reads and clears `s`'s error record; returns OX_OK if there was none, else
  * passes the record to `report` (set by the api layer, which knows the

@@ -182,13 +182,15 @@ bool oxr_stream_capturing(oxr_stream *s) {
 }
 
 ox_status oxr_stream_wait_stream(oxr_stream *s, oxr_stream *other) {
-  if (!s || !other || s == other || s->dev->type != OX_DEVICE_CUDA || other->dev != s->dev)
+  if (!s || !other || s == other || s->dev->type != OX_DEVICE_CUDA || other->dev->type != OX_DEVICE_CUDA)
     return OX_OK; /* CPU streams run their work when it is queued */
   CUstream scu = __atomic_load_n(&s->cu, __ATOMIC_RELAXED);
   CUstream ocu = __atomic_load_n(&other->cu, __ATOMIC_RELAXED);
-  if (scu == ocu)
+  if (scu == ocu && s->dev == other->dev)
     return OX_OK;
-  ox_status st = oxr_cuda_make_current(s->dev);
+  /* the mark belongs to `other`'s context, where it is recorded; a stream of
+     any device may wait for it */
+  ox_status st = oxr_cuda_make_current(other->dev);
   if (st != OX_OK)
     return st;
   CUevent mark = __atomic_load_n(&other->mark, __ATOMIC_ACQUIRE);
@@ -205,6 +207,8 @@ ox_status oxr_stream_wait_stream(oxr_stream *s, oxr_stream *other) {
   }
   /* a re-record later does not change what this wait captured */
   CUresult r = oxr_cu.cuEventRecord(mark, ocu);
+  if (r == CUDA_SUCCESS && (st = oxr_cuda_make_current(s->dev)) != OX_OK)
+    return st;
   if (r == CUDA_SUCCESS)
     r = oxr_cu.cuStreamWaitEvent(scu, mark, 0);
   return r == CUDA_SUCCESS ? OX_OK : oxr_cuda_error(r, "ordering streams (cuEventRecord/cuStreamWaitEvent)");

@@ -209,12 +209,13 @@ OX_API void ox_event_destroy(ox_event e);
 OX_API ox_status ox_event_record(ox_event e, ox_stream s);
 /** Waits until the work before the event's last record is done. */
 OX_API ox_status ox_event_synchronize(ox_event e);
-/** Makes later work on `s` wait, on the device, for the work before `e`. */
+/** Makes later work on `s` wait, on the device, for the work before `e`
+ *  (an event of another GPU too: the wait is on `s`'s device). */
 OX_API ox_status ox_stream_wait_event(ox_stream s, ox_event e);
 /** Makes later work on `s` wait, on the device, for the work queued on
  *  `other` so far (as an event recorded on `other` and waited for on `s`,
- *  without one to manage). Both streams must be of one device; on the CPU,
- *  where work is done when queued, it does nothing. */
+ *  without one to manage). The streams are of one device or of two GPUs;
+ *  on the CPU, where work is done when queued, it does nothing. */
 OX_API ox_status ox_stream_wait_stream(ox_stream s, ox_stream other);
 /** Milliseconds between two recorded, completed events of one device. */
 OX_API ox_status ox_event_elapsed_ms(ox_event start, ox_event end, float *ms);
