@@ -35,6 +35,11 @@ if [ -d build-gpu/interop ]; then
     tee "$OUT/interop.log"
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
+# the torch.distributed example against the installed wheel: one rank a GPU (issue 12: on a
+# one-GPU machine, one rank)
+site=$(wheel_site dist) && env -u OXIDE_LIBRARY PYTHONPATH="$site" bash examples/distributed/run.sh 2>&1 |
+  grep -v Warning | tee "$OUT/distributed.log"
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
 # the SWIG/Java binding (built by tools/gpu_bundle.sh), on CUDA device 0
 if [ -d build-gpu/swig ]; then
   if command -v java >/dev/null; then

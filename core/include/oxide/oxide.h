@@ -282,7 +282,11 @@ OX_API ox_status ox_tensor_arange(ox_device dev, ox_stream s, ox_dtype dtype, do
                                   double step, int64_t n, ox_tensor *out);
 /** Copies `src` into `dst` (same dtype and shape; any devices, any strides),
  *  ordered on `s` (a stream of dst's device, or of src's when dst is on the
- *  CPU). Returns once queued; host memory involved is copied synchronously. */
+ *  CPU). Returns once queued; host memory involved is copied synchronously.
+ *  Between two GPUs with peer access (enabled on first use; $OXIDE_PEER=0
+ *  turns it off) one DMA on `s` (cuMemcpyPeerAsync), after the work queued on
+ *  either GPU's streams that writes `src` or uses `dst`; without it, through
+ *  host memory, synchronously. */
 OX_API ox_status ox_tensor_copy(ox_tensor dst, ox_tensor src, ox_stream s);
 /** A new contiguous copy of `src` on `dev`. */
 OX_API ox_status ox_tensor_to(ox_tensor src, ox_device dev, ox_stream s, ox_tensor *out);
@@ -389,7 +393,9 @@ typedef struct ox_compile_options {
   int num_generics;
 } ox_compile_options;
 
-/** Compiled kernels of one source text, loaded on one device. */
+/** Compiled kernels of one source text: compiled for one device, and run on
+ *  any device of its type (each CUDA device loads the code on its first
+ *  launch there; one compile, and one cache entry, per architecture). */
 typedef struct ox_module_s *ox_module;
 /** One kernel of a module (borrowed: lives as long as its module). */
 typedef struct ox_kernel_s *ox_kernel;
@@ -530,8 +536,11 @@ OX_API ox_status ox_kernel_tuned(ox_kernel k, const ox_arg *args, int nargs, int
 OX_API ox_status ox_launch_check(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
                                  const ox_arg *args, int nargs);
 
-/** Checks the launch like ox_launch_check, then queues it on `s` (NULL: the
- *  device's default stream). Out-of-bounds accesses inside the kernel are
+/** Checks the launch like ox_launch_check, then queues it on `s`. The launch
+ *  runs on `s`'s device, whose tensors it takes; with `s` NULL, on the device
+ *  of its tensor arguments (all on one: tensors of two devices are an error
+ *  naming both), on that device's default stream, or on the module's device
+ *  if it has none. Out-of-bounds accesses inside the kernel are
  *  reported by the next ox_stream_synchronize of `s`. On the CPU the grid runs
  *  before this returns (after the previous launch on `s` has returned; launches
  *  on other streams run at the same time); a launch stopped by
