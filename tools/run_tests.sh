@@ -45,6 +45,8 @@ cmake --build build-tsan -j"$JOBS" >/dev/null
 step "Python tests (pytest): the C extension's launch path, then the pure ctypes path"
 if [ -d tests/python ]; then
   # OXIDE_TEST_FAST=1: the extension (built next to liboxide) must be the one in use
+  # OXIDE_MOCK_CUDA: the stand-in two-GPU driver of tests/python/test_devices.py
+  export OXIDE_MOCK_CUDA="$PWD/$BUILD/tests/libmockcuda.so"
   OXIDE_LIBRARY="$PWD/$BUILD/liboxide.so" PYTHONPATH="$PWD/bindings/python" OXIDE_TEST_FAST=1 \
     python3 -m pytest -q tests/python || status=1
   OXIDE_LIBRARY="$PWD/$BUILD/liboxide.so" PYTHONPATH="$PWD/bindings/python" OXIDE_PURE_PYTHON=1 \

@@ -29,6 +29,10 @@ else
   "$venv/bin/python" -m pip install -q "$wheel" pytest numpy
 fi
 unset OXIDE_LIBRARY PYTHONPATH
+# the stand-in two-GPU driver that tests/python/test_devices.py runs against (a test library of the build)
+for b in "${OXIDE_BUILD_DIR:-build}" build-gpu; do
+  if [ -f "$root/$b/tests/libmockcuda.so" ]; then export OXIDE_MOCK_CUDA="$root/$b/tests/libmockcuda.so"; break; fi
+done
 cd "$venv"  # nothing of the repository on sys.path
 "$venv/bin/python" - <<'PY'
 import oxide, os, sys
