@@ -379,6 +379,17 @@ static const char *MM_BACK =
     "    c.store(acc as bf16);\n"
     "}\n";
 
+/* The same loop over K tiles 1 .. nk - 1, nk a scalar parameter: a producer's too. */
+static const char *MM_PARAM =
+    "#[tile]\n"
+    "fn mm_param<const BM: i32, const BN: i32>(c: &mut Tensor<bf16, [BM, BN]>, a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>, nk: u64) {\n"
+    "    let mut acc = full([BM, BN], 0.0f32);\n"
+    "    for k in 1..nk {\n"
+    "        acc = mma(a.partition([BM, 64]).load([tile_id(0), k]), b.partition([64, BN]).load([k, tile_id(1)]), acc);\n"
+    "    }\n"
+    "    c.store(acc as bf16);\n"
+    "}\n";
+
 static void look_vecadd(const char *name, int sm, const char *ptx) {
   (void)sm;
   if (strcmp(name, "vecadd.oxk"))
@@ -496,6 +507,9 @@ int main(void) {
     ws_expected = 0;
     ws_threads = 256;
     check_ptx_with(ptxas, "mm_back.oxk", MM_BACK, 1, look_ws, wrap, 2);
+    ws_expected = 1;
+    ws_threads = 384;
+    check_ptx_with(ptxas, "mm_param.oxk", MM_PARAM, 1, look_ws, wrap, 2);
     hopper_only = no_spill = 0;
   }
   char dir[4200];

@@ -51,15 +51,16 @@ static bool is_tile_id(const oxt_lowerer *L, const oxi_instr *x, int axis) {
   return x->op == OXI_T_ID && x->index == axis && ((const oxi_param *)L->k->params.items[x->mem.index])->rank == 2;
 }
 
-/* A scalar that reads only constants and parameters' dims (the same in
- * every tile, and cheap to make again). */
-static bool invariant(const oxi_instr *x, int depth) {
-  if (depth > 32 || x->tshape)
+/* A scalar that reads only constants, scalar parameters and parameters'
+ * dims (the same in every tile), made of at most *budget instructions
+ * counted as a tree (again() makes it once more, as a tree). */
+static bool invariant(const oxi_instr *x, int *budget) {
+  if (--*budget < 0 || x->tshape)
     return false;
-  if (x->op != OXI_CONST && x->op != OXI_CAST && x->op != OXI_BIN && x->op != OXI_DIM)
+  if (x->op != OXI_CONST && x->op != OXI_CAST && x->op != OXI_BIN && x->op != OXI_DIM && x->op != OXI_PARAM)
     return false;
   for (int i = 0; i < x->nops; i++)
-    if (!invariant(x->ops[i], depth + 1))
+    if (!invariant(x->ops[i], budget))
       return false;
   return true;
 }
@@ -79,8 +80,9 @@ static bool counted_loop(const oxt_lowerer *L, const oxi_block *body, int slot, 
       head = k->blocks.items[bi];
   }
   const oxi_instr *h = last(head), *e = last(entry), *lt = last(latch);
+  int budget = 64;
   if (!h || head->instrs.len != 3 || !is_cmp(h->ops[0], OXI_LT) || !is_get(h->ops[0]->ops[0], slot) ||
-      h->ops[0]->ops[0] != head->instrs.items[0] || !invariant(h->ops[0]->ops[1], 0) || !e || e->op != OXI_BR ||
+      h->ops[0]->ops[0] != head->instrs.items[0] || !invariant(h->ops[0]->ops[1], &budget) || !e || e->op != OXI_BR ||
       e->target[0] != head || !lt || lt->op != OXI_CONDBR)
     return false;
   const oxi_instr *hi = h->ops[0]->ops[1], *stop = lt->ops[0];
@@ -154,7 +156,8 @@ bool oxt_ws_choose(oxt_lowerer *L) {
         lo = in->ops[0];
     }
   }
-  if (sets != 2 || !lo || !invariant(lo, 0))
+  int budget = 64;
+  if (sets != 2 || !lo || !invariant(lo, &budget))
     return false;
   L->ws.dot = dot;
   L->ws.hi = hi;

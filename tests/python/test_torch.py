@@ -445,26 +445,40 @@ fn mm_from1<const BM: i32, const BN: i32, const BK: i32>(c: &mut Tensor<f32, [BM
     }
     c.store(acc);
 }
+#[tile]
+fn mm_param<const BM: i32, const BN: i32, const BK: i32>(c: &mut Tensor<f32, [BM, BN]>, a: &Tensor<bf16, [-1, -1]>, b: &Tensor<bf16, [-1, -1]>, nk: u64) {
+    let pa = a.partition([BM, BK]);
+    let pb = b.partition([BK, BN]);
+    let mut acc = full([BM, BN], 0.0f32);
+    for k in 1..nk {
+        acc = mma(pa.load([tile_id(0), k]), pb.load([k, tile_id(1)]), acc);
+    }
+    c.store(acc);
+}
 """
 
 
+@pytest.mark.parametrize("bound", ["dims", "param"])
 @pytest.mark.parametrize("tiles", [(128, 256), (128, 128), (64, 128)])
 @pytest.mark.parametrize("shape", [(300, 520, 328), (1500, 1304, 200), (200, 136, 40)])
-def test_tile_matmul_k_loop_from_one(tdev, tiles, shape):
+def test_tile_matmul_k_loop_from_one(tdev, tiles, shape, bound):
     """A K loop that starts at tile 1: on sm_90 with 128-row tiles a producer
     warpgroup copies the operands (core/tile/ws.c), computing the loop's
     first and end values itself; the K tiles it walks must be the loop's, in
     persistent blocks that run several tiles (1500 x 1304), and none when the
     loop is empty (K = 40: the output is all zeros). Rows of whole 16-byte
-    pieces, which TMA copies need. Against float64, the output poisoned first."""
+    pieces, which TMA copies need. The loop's end from the tensors' dims, or
+    a scalar parameter. Against float64, the output poisoned first."""
     (M, N, K), (BM, BN) = shape, tiles
-    k = oxide.compile(MM_FROM1, tdev).mm_from1
+    mod = oxide.compile(MM_FROM1, tdev)
+    k = mod.mm_from1 if bound == "dims" else mod.mm_param
     k.set_generic("BK", 64)
     g = torch.Generator(device="cpu").manual_seed(M + N + K)
     a = torch.randn(M, K, generator=g).to(tdev, torch.bfloat16)
     b = torch.randn(K, N, generator=g).to(tdev, torch.bfloat16)
     c = torch.full((M, N), float("nan"), device=tdev)
-    k(oxide.from_dlpack(c).partition([BM, BN]), a, b)
+    extra = () if bound == "dims" else (oxide.u64((K + 63) // 64),)
+    k(oxide.from_dlpack(c).partition([BM, BN]), a, b, *extra)
     want = a.double().cpu()[:, 64:] @ b.double().cpu()[64:, :]
     err = (c.double().cpu() - want).abs().max().item()
     assert err <= 1e-3 * max(1.0, want.abs().max().item()), err
