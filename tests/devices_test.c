@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "../dlpack/dlpack.h"
 #include "check.h"
 
 static const char *SRC =
@@ -174,6 +175,23 @@ static void copies(ox_device d0, ox_device d1, int peer) {
   ox_module_destroy(m);
 }
 
+/* A tensor of cuda:1 leaves through DLPack with device id 1 and comes back
+ * on cuda:1 (its memory, not a copy). */
+static void dlpack_device_ids(ox_device d1) {
+  ox_tensor t = filled(d1, 5), back = NULL;
+  void *out = NULL;
+  CHECK_OK(ox_tensor_to_dlpack(t, NULL, 1, &out));
+  DLManagedTensorVersioned *m = out;
+  CHECK(m && m->dl_tensor.device.device_type == kDLCUDA && m->dl_tensor.device.device_id == 1,
+        "exported with device (%d, %d)", m ? (int)m->dl_tensor.device.device_type : -1,
+        m ? (int)m->dl_tensor.device.device_id : -1);
+  CHECK_OK(ox_tensor_from_dlpack(m, 1, &back));
+  CHECK(back && ox_tensor_device(back) == d1 && ox_tensor_data(back) == ox_tensor_data(t) && holds(back, 5),
+        "imported from device id 1: not the same memory on cuda:1");
+  ox_tensor_release(back);
+  ox_tensor_release(t);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "mock";
   mock = !strcmp(mode, "mock");
@@ -197,6 +215,7 @@ int main(int argc, char **argv) {
   CHECK_OK(ox_device_get(OX_DEVICE_CUDA, 0, &d0));
   CHECK_OK(ox_device_get(OX_DEVICE_CUDA, 1, &d1));
   launches_follow_tensors(d0, d1);
+  dlpack_device_ids(d1);
   const char *p = getenv(mock ? "MOCK_CUDA_PEER" : "OXIDE_PEER");
   copies(d0, d1, !(p && !strcmp(p, "0")));
   return test_done("devices_test");
