@@ -40,14 +40,17 @@ typedef struct stream {
 typedef struct event {
   ctx *c;
 } event;
+typedef struct function function;
 typedef struct module {
   ctx *c;
   char *image;
+  function *fns; /* looked up so far, freed with the module */
 } module;
-typedef struct function {
+struct function {
   module *m;
   char name[256];
-} function;
+  function *next;
+};
 typedef struct link {
   char *image;
 } link;
@@ -307,6 +310,10 @@ EXPORT CUresult cuModuleLoadDataEx(module **m, const void *image, unsigned n, vo
   return cuModuleLoadData(m, image);
 }
 EXPORT CUresult cuModuleUnload(module *m) {
+  for (function *f = m->fns, *next; f; f = next) {
+    next = f->next;
+    free(f);
+  }
   free(m->image);
   free(m);
   return OK;
@@ -316,11 +323,18 @@ EXPORT CUresult cuModuleGetFunction(function **f, module *m, const char *name) {
   snprintf(entry, sizeof entry, ".entry %s(", name);
   if (!strstr(m->image, entry))
     return NOT_FOUND;
-  *f = calloc(1, sizeof **f); /* (kept for the process: as many as kernels loaded) */
+  for (function *g = m->fns; g; g = g->next)
+    if (!strcmp(g->name, name)) {
+      *f = g;
+      return OK;
+    }
+  *f = calloc(1, sizeof **f);
   if (!*f)
     return OUT_OF_MEMORY;
   (*f)->m = m;
   snprintf((*f)->name, sizeof (*f)->name, "%s", name);
+  (*f)->next = m->fns;
+  m->fns = *f;
   return OK;
 }
 EXPORT CUresult cuFuncGetAttribute(int *v, int attr, function *f) {
