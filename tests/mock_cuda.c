@@ -60,12 +60,15 @@ static _Thread_local ctx *current;
 
 /* what the tests read */
 static int launches[NDEV], loads[NDEV], peer_copies, cross_waits;
+static void *last_stream;
 static char last_error[256];
 
 EXPORT int mock_cuda_launches(int d) { return launches[d]; }
 EXPORT int mock_cuda_module_loads(int d) { return loads[d]; }
 EXPORT int mock_cuda_peer_copies(void) { return peer_copies; }
 EXPORT int mock_cuda_cross_waits(void) { return cross_waits; }
+/* The stream of the last launch (NULL: a legacy default stream). */
+EXPORT void *mock_cuda_last_stream(void) { return last_stream; }
 /* The last refusal, for a test's message. */
 EXPORT const char *mock_cuda_last_refusal(void) { return last_error; }
 
@@ -357,8 +360,10 @@ EXPORT CUresult cuLaunchKernel(function *f, unsigned gx, unsigned gy, unsigned g
   if (!current || f->m->c != current)
     return refuse(INVALID_HANDLE, "cuLaunchKernel: the function is loaded in another context");
   CUresult r = same_ctx(s, "cuLaunchKernel on a stream of another context");
-  if (!r)
+  if (!r) {
     launches[current->ordinal]++;
+    last_stream = s;
+  }
   return r;
 }
 EXPORT CUresult cuStreamIsCapturing(stream *s, int *status) {

@@ -5,7 +5,8 @@ has two GPUs whose memory is host memory and runs no kernel
 tools/test_wheel.sh set it). A kernel compiled on cuda:0 and called with
 oxide tensors on cuda:1 runs on cuda:1; tensors of both devices are refused
 with both named; a copy from cuda:0 to cuda:1 is a peer copy with exact
-contents. Both launch paths (the extension and, with OXIDE_PURE_PYTHON=1,
+contents; arrays of a library with a current stream (a stand-in for CuPy)
+on cuda:1 launch on that library's stream of cuda:1. Both launch paths (the extension and, with OXIDE_PURE_PYTHON=1,
 ctypes), as the environment says."""
 import os
 import subprocess
@@ -45,6 +46,28 @@ SCRIPT = textwrap.dedent("""
     y = oxide.tensor(x * 3, device="cuda:0").to("cuda:1")
     assert mock.mock_cuda_peer_copies() == 1
     assert np.array_equal(y.numpy(), x * 3)
+
+    # arrays of a library with a current stream (here a stand-in "cupy" module: Oxide asks
+    # cupy.cuda.get_current_stream(device).ptr) on cuda:1: the launch takes that library's
+    # current stream on cuda:1, not its stream on the module's cuda:0
+    import sys, types
+    side = oxide.device("cuda:1").stream()
+    other = oxide.device("cuda:0").stream()
+    fake = types.ModuleType("cupy")
+    fake.cuda = types.SimpleNamespace(get_current_stream=lambda index=0: types.SimpleNamespace(
+        ptr=side.handle if index == 1 else other.handle))
+    sys.modules["cupy"] = fake
+    class Array:
+        def __init__(self, t): self.t = t
+        def __dlpack__(self, **kw): return self.t.__dlpack__(**kw)
+        def __dlpack_device__(self): return self.t.__dlpack_device__()
+    Array.__module__ = "cupy"
+    fa, fb, fc = (Array(oxide.tensor(x, device="cuda:1")) for _ in range(3))
+    before = mock.mock_cuda_launches(1)
+    k(fa, fb, fc, grid=4, block=256)
+    mock.mock_cuda_last_stream.restype = ctypes.c_void_p
+    assert mock.mock_cuda_launches(1) == before + 1
+    assert mock.mock_cuda_last_stream() == side.handle, (mock.mock_cuda_last_stream(), side.handle)
     print("ok")
 """)
 

@@ -1275,6 +1275,7 @@ _ext.load({
     "error": _args.error, "failure": _args.failure, "convert_other": _args.convert_other,
     "call_stream": _streams.call_stream, "wrapped": _streams.wrapped,
     "stream_getter": _streams.stream_getter, "producer_stream": _streams.producer_stream,
+    "array_stream": _streams.array_stream,
     "immutable_type": _args.immutable_type,
     "no_ordering": _streams.NO_ORDERING,
 })

@@ -275,6 +275,27 @@ def producer_stream(x, dev) -> Optional[int]:
     return g(dev)
 
 
+def array_stream(x):
+    """(known, stream): whether array x's library has a current stream Oxide
+    knows on x's own CUDA device, and that stream as an oxide.Stream (None:
+    the device's default stream). A launch takes it, on that device, which
+    may be another GPU than the kernel's module was compiled for."""
+    g = stream_getter(type(x))
+    if g is None:
+        return False, None
+    try:
+        kind, index = x.__dlpack_device__()
+    except (AttributeError, TypeError, ValueError):
+        return False, None
+    if kind != 2:  # kDLCUDA
+        return False, None
+    dev = _pkg().device(f"cuda:{int(index)}")
+    cu = g(dev)
+    if cu is None:
+        return False, None
+    return True, (None if cu in (0, 1) else wrapped(dev, cu))
+
+
 def call_stream(sig, values, stream):
     """The stream of a launch of signature `sig` (an oxide.Stream; None: the
     device's default) by the rule at the top."""
@@ -290,9 +311,9 @@ def call_stream(sig, values, stream):
     Tensor = _pkg().Tensor
     for p, x in zip(sig.params, values):
         if p.kind != "scalar" and not isinstance(x, Tensor):
-            cu = producer_stream(x, dev)
-            if cu is not None:
-                return None if cu in (0, 1) else wrapped(dev, cu)
+            known, s = array_stream(x)
+            if known:
+                return s
     return None
 
 
@@ -302,6 +323,7 @@ def release_on_producer(t, x, dev, cai_stream=None) -> None:
     named); unknown libraries keep the core's default (a host wait)."""
     if dev.type != "cuda":
         return
+    dev = t.device  # (another GPU than the kernel's module's, maybe)
     cu = producer_stream(x, dev)
     if cu is None:
         cu = cai_stream

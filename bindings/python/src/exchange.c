@@ -156,6 +156,23 @@ int fx_exchange_import(fx_call *c, PyObject *x, DLManagedTensorVersioned **out) 
   return 1;
 }
 
+int fx_exchange_device(PyObject *x, int *ordinal) {
+  const fx_dlx *api;
+  if (api_of(x, &api))
+    return -1;
+  if (!api || !api->dltensor_from_py_object_no_sync)
+    return 0;
+  DLTensor dl;
+  if (api->dltensor_from_py_object_no_sync(x, &dl)) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_BufferError, "__dlpack_c_exchange_api__: the producer gave no tensor");
+    return -1;
+  }
+  if (dl.device.device_type == kDLCUDA)
+    *ordinal = dl.device.device_id;
+  return 1;
+}
+
 int fx_exchange_stream(PyObject *x, int ordinal, void **cu) {
   const fx_dlx *api;
   *cu = NULL;

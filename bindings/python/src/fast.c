@@ -171,6 +171,7 @@ static PyObject *init(PyObject *self, PyObject *args) {
       {&fxo.convert_other, "convert_other"},
       {&fxo.call_stream, "call_stream"},   {&fxo.wrapped, "wrapped"},
       {&fxo.stream_getter, "stream_getter"}, {&fxo.producer_stream, "producer_stream"},
+      {&fxo.array_stream, "array_stream"},
       {&fxo.immutable_type, "immutable_type"},
   };
   for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++) {

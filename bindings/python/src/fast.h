@@ -35,7 +35,7 @@
 
 /* The version of the contract between this module and the package: the
  * package refuses a module of another (and launches through ctypes). */
-#define FX_ABI 3
+#define FX_ABI 4
 
 /* A kernel has at most this many parameters (the compiler's limit). */
 #define FX_MAX_PARAMS 64
@@ -75,6 +75,7 @@ typedef struct fx_objects {
   PyObject *wrapped;       /* _streams.wrapped(device, cu) -> Stream */
   PyObject *stream_getter; /* _streams.stream_getter(type) -> callable | None */
   PyObject *producer_stream; /* _streams.producer_stream(array, device) -> int | None */
+  PyObject *array_stream;  /* _streams.array_stream(array) -> (known, Stream | None) on the array's GPU */
   PyObject *stream_getters;  /* {type: stream_getter(type)}, filled as types come */
   PyObject *immutable_type;  /* _args.immutable_type(type) -> bool */
   PyObject *immutable_types; /* {type: immutable_type(type)}, filled as types come */
@@ -177,6 +178,10 @@ int fx_exchange_import(fx_call *c, PyObject *x, DLManagedTensorVersioned **out);
  * its exchange API) in *cu, 0 when x's type offers no exchange API, -1 on
  * error. */
 int fx_exchange_stream(PyObject *x, int ordinal, void **cu);
+/* 1 and, for a CUDA array, its device's ordinal in *ordinal (from its
+ * exchange API, without a copy), 0 when x's type offers no way to ask that
+ * (*ordinal unchanged), -1 on error. */
+int fx_exchange_device(PyObject *x, int *ordinal);
 
 /* capsule.c: dlpack_capsule(address, versioned), the module function that
  * wraps an exported managed tensor (ox_tensor_to_dlpack) in a capsule that

@@ -62,6 +62,55 @@ int fx_wrapped_stream(fx_call *c, void *cu, ox_stream *h, PyObject **obj) {
   return 0;
 }
 
+/* The package's stream getter of array type tp (_streams.stream_getter:
+ * None when its library has no current stream Oxide knows), remembered by
+ * type; borrowed; NULL on error. */
+static PyObject *getter_of(PyTypeObject *tp) {
+  PyObject *g = PyDict_GetItem(fxo.stream_getters, (PyObject *)tp); /* borrowed */
+  if (!g) {
+    g = PyObject_CallFunctionObjArgs(fxo.stream_getter, (PyObject *)tp, NULL);
+    int bad = !g || PyDict_SetItem(fxo.stream_getters, (PyObject *)tp, g);
+    Py_XDECREF(g); /* the dict holds it */
+    if (bad)
+      return NULL;
+  }
+  return g;
+}
+
+/* The call's stream by the package's rule (_streams.array_stream): array
+ * x's library's current stream on x's own GPU, which may be another than
+ * the kernel's module's (the launch then runs there). 1 when x's library
+ * has one (made the call's stream; None: that GPU's default stream, which
+ * the core picks from the tensors), 0 when not, -1 on error. */
+static int array_stream(fx_call *c, PyObject *x) {
+  PyObject *g = getter_of(Py_TYPE(x));
+  if (!g)
+    return -1;
+  if (g == Py_None)
+    return 0;
+  PyObject *r = PyObject_CallFunctionObjArgs(fxo.array_stream, x, NULL);
+  if (!r)
+    return -1;
+  PyObject *known = PyTuple_Check(r) && PyTuple_Size(r) == 2 ? PyTuple_GetItem(r, 0) : NULL; /* borrowed */
+  int k = known ? PyObject_IsTrue(known) : -1;
+  if (k < 0 && !PyErr_Occurred())
+    PyErr_SetString(PyExc_TypeError, "oxide._streams.array_stream: not a (known, stream) pair");
+  if (k > 0) {
+    PyObject *s = PyTuple_GetItem(r, 1);
+    if (s != Py_None) {
+      PyObject *h = PyObject_GetAttr(s, fxo.s_h);
+      c->stream = h && h != Py_None ? PyLong_AsVoidPtr(h) : NULL;
+      Py_XDECREF(h);
+      if (!h || PyErr_Occurred())
+        k = -1;
+      Py_INCREF(s);
+      set_stream_obj(c, s);
+    }
+  }
+  Py_DECREF(r);
+  return k;
+}
+
 /* 1 and the current CUstream of array x's library on the call's device in
  * *cu; 0 when its library has none Oxide knows; -1 on error. Remembered
  * for the call's next array of the same type. */
@@ -76,14 +125,9 @@ static int producer_stream(fx_call *c, PyObject *x, void **cu) {
   if (known < 0)
     return -1;
   if (!known) {
-    PyObject *g = PyDict_GetItem(fxo.stream_getters, (PyObject *)tp); /* borrowed */
-    if (!g) {
-      g = PyObject_CallFunctionObjArgs(fxo.stream_getter, (PyObject *)tp, NULL);
-      int bad = !g || PyDict_SetItem(fxo.stream_getters, (PyObject *)tp, g);
-      Py_XDECREF(g); /* the dict holds it */
-      if (bad)
-        return -1;
-    }
+    PyObject *g = getter_of(tp);
+    if (!g)
+      return -1;
     if (g != Py_None) {
       PyObject *dev = PyObject_GetAttr(c->L->sig, fxo.s_device);
       PyObject *r = dev ? PyObject_CallFunctionObjArgs(fxo.producer_stream, x, dev, NULL) : NULL;
@@ -134,6 +178,17 @@ int fx_launch_stream(fx_call *c, PyObject *stream) {
     if (L->params[i].kind == OX_PARAM_SCALAR ||
         PyType_IsSubtype(Py_TYPE(x), (PyTypeObject *)fxo.tensor_type))
       continue;
+    /* an array of another GPU than the module's (asked of its exchange API), or of a library
+       without that API: the package's rule */
+    int ordinal = L->ordinal, ex = fx_exchange_device(x, &ordinal);
+    if (ex < 0)
+      return -1;
+    if (!ex || ordinal != L->ordinal) {
+      int r = array_stream(c, x);
+      if (r)
+        return r < 0 ? -1 : 0;
+      continue;
+    }
     void *cu;
     int r = producer_stream(c, x, &cu);
     if (r <= 0) {
