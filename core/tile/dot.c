@@ -402,6 +402,8 @@ typedef struct pipe_state {
  * call, where its branch and its wait would follow the wgmmas, which ptxas
  * then serializes. A miss first waits out and releases the stages in flight,
  * so that every stage's copies and releases stay in step.
+ * With a producer warpgroup (ws.c) the call only waits for its stage's full
+ * mbarrier: the producer copies every call's operands, in order.
  * Slots from `slot`: whether prefetches are in flight, the next call's 4
  * coordinates as guessed, and this call's area in the ring. Returns the
  * element offset of this call's area. */
@@ -484,11 +486,11 @@ static void pipeline_advance(oxt_lowerer *L, const oxi_instr *in, oxi_mem m, int
   oxi_instr *t = oxt_emit(L, OXI_CONST, OX_BOOL);
   t->imm = 1;
   oxt_set_slot(L, slot, t);
-  oxi_instr *nc[4];
-  for (int i = 0; !L->pipe[in->id].ws && i < 4; i++) {
-    if (!i)
-      along_k(L, in, c, 1, nc);
-    oxt_set_slot(L, slot + 1 + i, nc[i]);
+  if (!L->pipe[in->id].ws) { /* the next call's coordinates, guessed (a producer needs no guess) */
+    oxi_instr *nc[4];
+    along_k(L, in, c, 1, nc);
+    for (int i = 0; i < 4; i++)
+      oxt_set_slot(L, slot + 1 + i, nc[i]);
   }
   oxt_set_slot(L, slot + 5, oxt_bin(L, OXI_REM, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, ps->r, oxt_u64(L, 1)), oxt_u64(L, (uint64_t)S)));
 }
