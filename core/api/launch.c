@@ -237,10 +237,12 @@ static ox_status resolve(const char *fn, ox_kernel kh, ox_stream sh, const ox_ar
     oxr_stream *given = oxr_stream_get(fn, sh);
     if (!given)
       return ox_last_status();
-    if (given->dev->type == dev->type) /* any device of the module's type */
-      dev = given->dev;
+    if (given->dev->type == dev->type) { /* any device of the module's type */
+      *s = given;
+      return OX_OK;
+    }
   }
-  return oxr_resolve_stream(fn, dev, sh, s);
+  return oxr_resolve_stream(fn, dev, sh, s); /* (a stream of another type: its error) */
 }
 
 ox_status ox_launch_check(ox_kernel kh, ox_stream sh, const ox_launch_config *cfg,
