@@ -142,6 +142,27 @@ static void copies(ox_device d0, ox_device d1, int peer) {
   CHECK(back && holds(back, 7), "cuda:1 -> cuda:0: wrong contents");
   if (mock)
     CHECK(peer_copies() == pc + (peer ? 2 : 0), "%d peer copies, expected %d", peer_copies() - pc, peer ? 2 : 0);
+  /* a strided source (a transposed view): made dense on its own GPU first, then one DMA */
+  int64_t shape2[2] = {N / 10, 10};
+  ox_tensor m2 = NULL, tv = NULL, moved = NULL;
+  CHECK_OK(ox_tensor_reshape(x0, 2, shape2, &m2));
+  CHECK_OK(ox_tensor_transpose(m2, 0, 1, &tv));
+  CHECK_OK(ox_tensor_to(tv, d1, NULL, &moved));
+  CHECK(moved && ox_tensor_device(moved) == d1 && ox_tensor_is_contiguous(moved), "a strided copy to cuda:1");
+  if (!mock) { /* element (i, j) of the transpose is x0[j * 10 + i] = 7 + j * 10 + i */
+    static float host[N];
+    CHECK_OK(ox_tensor_to_host(moved, NULL, host, sizeof host));
+    int ok = 1;
+    for (int i = 0; i < 10; i++)
+      for (int j = 0; j < N / 10; j++)
+        ok &= host[i * (N / 10) + j] == 7.0f + (float)(j * 10 + i);
+    CHECK(ok, "a strided copy to cuda:1: wrong contents");
+  }
+  if (mock)
+    CHECK(peer_copies() == pc + (peer ? 3 : 0), "the strided copy: %d peer copies in all", peer_copies() - pc);
+  ox_tensor_release(moved);
+  ox_tensor_release(tv);
+  ox_tensor_release(m2);
   /* the source written on cuda:0's own stream, copied on cuda:1's: cuda:1 waits for it on the device */
   ox_stream s0 = NULL;
   CHECK_OK(ox_stream_create(d0, &s0));

@@ -569,6 +569,18 @@ static ox_status copy_same(const char *fn, oxr_tensor *dst, oxr_tensor *src, oxr
   return named(fn, st);
 }
 
+/* For a DMA, which needs dense tensors: t itself if it is dense, else (in
+ * *out, whatever happens: the caller releases it if it is not t) a new dense
+ * tensor of t's shape on t's device, allocated on s, holding t's elements
+ * when `fill` (the DMA's source). */
+static ox_status dense_of(const char *fn, oxr_tensor *t, oxr_stream *s, bool fill, oxr_tensor **out) {
+  *out = t;
+  if (oxr_tensor_dense(t))
+    return OX_OK;
+  ox_status st = oxr_tensor_new(fn, t->dev, s, t->dtype, t->ndim, t->shape, out);
+  return st == OX_OK && fill ? copy_same(fn, *out, t, s) : st;
+}
+
 /* Copies between two GPUs with peer access (oxr_cuda_peer), on s (a stream
  * of dst's device), one DMA between dense tensors: a strided src is first
  * made dense on its own device's default stream, a strided dst is written
@@ -577,12 +589,9 @@ static ox_status copy_same(const char *fn, oxr_tensor *dst, oxr_tensor *src, oxr
  * storage's release order streams of two GPUs as of one). */
 static ox_status copy_peer(const char *fn, oxr_tensor *dst, oxr_tensor *src, oxr_stream *s) {
   oxr_tensor *sd = src, *dd = dst;
-  oxr_stream *ss = src->dev->default_stream;
-  ox_status st = OX_OK;
-  if (!oxr_tensor_dense(src) && (st = oxr_tensor_new(fn, src->dev, ss, src->dtype, src->ndim, src->shape, &sd)) == OX_OK)
-    st = copy_same(fn, sd, src, ss);
-  if (st == OX_OK && !oxr_tensor_dense(dst))
-    st = oxr_tensor_new(fn, dst->dev, s, dst->dtype, dst->ndim, dst->shape, &dd);
+  ox_status st = dense_of(fn, src, src->dev->default_stream, true, &sd);
+  if (st == OX_OK)
+    st = dense_of(fn, dst, s, false, &dd);
   if (st == OX_OK && (st = oxr_tensor_use(sd, s, false)) == OX_OK && (st = oxr_tensor_use(dd, s, true)) == OX_OK &&
       (st = oxr_cuda_make_current(dst->dev)) == OX_OK) {
     size_t bytes = (size_t)dst->numel * ox_dtype_size(dst->dtype);
@@ -628,16 +637,9 @@ static ox_status copy_any(const char *fn, oxr_tensor *dst, oxr_tensor *src, oxr_
    * either side for strided ones; s is a stream of the GPU. */
   bool to_gpu = dst->dev->type == OX_DEVICE_CUDA;
   oxr_tensor *h = to_gpu ? src : dst, *g = to_gpu ? dst : src, *hd = h, *gd = g;
-  if (!oxr_tensor_dense(h)) {
-    st = oxr_tensor_new(fn, cpu, cs, h->dtype, h->ndim, h->shape, &hd);
-    if (st == OX_OK && to_gpu)
-      st = copy_same(fn, hd, h, cs);
-  }
-  if (st == OX_OK && !oxr_tensor_dense(g)) {
-    st = oxr_tensor_new(fn, g->dev, s, g->dtype, g->ndim, g->shape, &gd);
-    if (st == OX_OK && !to_gpu)
-      st = copy_same(fn, gd, g, s);
-  }
+  st = dense_of(fn, h, cs, to_gpu, &hd);
+  if (st == OX_OK)
+    st = dense_of(fn, g, s, !to_gpu, &gd);
   if (st == OX_OK) {
     st = oxr_tensor_use(gd, s, to_gpu);
     if (st == OX_OK)
