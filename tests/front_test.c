@@ -367,6 +367,55 @@ static const fcase cases[] = {
     BAD("get_mut with a computed index", 1, K("if let Some(o) = c.get_mut(i.get()) { *o = 1.0; }"),
         "4:29 error: get_mut takes a thread-index witness from thread::index_1d() or "
         "thread::index_2d(), found u64: a computed index could let two threads write one element"),
+    BAD("two witness kinds on one output", 1,
+        K("if let Some(o) = c.get_mut(i) { *o = 1.0; }\nlet j = thread::index_block();\n"
+          "if let Some(o) = c.get_mut(j) { *o = 2.0; }"),
+        "6:28 error: 'c' is written through a thread::index_block() witness here and through a "
+        "thread::index_1d() witness on line 4: the two kinds give one element to different "
+        "threads, so two threads could write it; write each DisjointSlice through one kind of witness",
+        "4:28 note: 'c' is first written here"),
+    BAD("grid_stride and index_1d on one output", 1,
+        K("for j in thread::grid_stride(c.len()) { if let Some(o) = c.get_mut(j) { *o = 1.0; } }\n"
+          "if let Some(o) = c.get_mut(i) { *o = 2.0; }"),
+        "5:28 error: 'c' is written through a thread::index_1d() witness here and through a "
+        "thread::grid_stride() witness on line 4"),
+    BAD("index_1d and index_2d on one output", 1,
+        K("if let Some(o) = c.get_mut(i) { *o = 1.0; }\nlet j = thread::index_2d(4);\n"
+          "if let Some(o) = c.get_mut(j) { *o = 2.0; }"),
+        "6:28 error: 'c' is written through a thread::index_2d() witness here and through a "
+        "thread::index_1d() witness on line 4"),
+    BAD("index_2d with two widths", 1,
+        K("let j = thread::index_2d(n as usize);\nif let Some(o) = c.get_mut(j) { *o = 1.0; }\n"
+          "let q = thread::index_2d(n as usize + 1);\nif let Some(o) = c.get_mut(q) { *o = 2.0; }"),
+        "7:28 error: 'c' is written through thread::index_2d() witnesses of two row widths, here "
+        "and on line 5"),
+    BAD("index_2d with a per-thread width", 1,
+        K("let j = thread::index_2d(thread::thread_idx_x() as usize + 1);"),
+        "4:58 error: the row width of thread::index_2d must be the same in every thread and "
+        "everywhere in the kernel, or two threads could write one element; it depends on the "
+        "thread's or block's index"),
+    BAD("index_2d with a loop variable in the width", 1,
+        K("for q in 0..4u64 { let j = thread::index_2d(q + 2); }"),
+        "4:47 error: the row width of thread::index_2d must be the same in every thread and "
+        "everywhere in the kernel, or two threads could write one element; it depends on a variable"),
+    BAD("index_2d with a width read from memory", 1,
+        K("let j = thread::index_2d(b[i] as usize);"),
+        "4:31 error: the row width of thread::index_2d must be the same in every thread and "
+        "everywhere in the kernel, or two threads could write one element; it depends on a value "
+        "read from memory"),
+    OK("one witness kind per output, index_2d with one uniform width",
+       K("let w = (thread::block_dim_x() * thread::grid_dim_x()) as usize + n as usize;\n"
+         "let j = thread::index_2d(w);\nif let Some(o) = c.get_mut(j) { *o = 1.0; }\n"
+         "if thread::thread_idx_x() == 0u32 { let q = thread::index_2d(w);\n"
+         "if let Some(o) = c.get_mut(q) { *o = 2.0; } }\nif let Some(o) = c.get_mut(j) { *o = 3.0; }")),
+    OK("grid_stride loops with per-thread limits on one output",
+       K("for j in thread::grid_stride(n as usize + thread::thread_idx_x() as usize) {\n"
+         "if let Some(o) = c.get_mut(j) { *o = 1.0; } }\n"
+         "for j in thread::grid_stride(c.len()) { if let Some(o) = c.get_mut(j) { *o = 2.0; } }")),
+    OK("unsafe fn may mix witness kinds",
+       "#[kernel]\nunsafe fn k(c: DisjointSlice<f32>) {\n    let i = thread::index_1d();\n"
+       "    if let Some(o) = c.get_mut(i) { *o = 1.0; }\n    let j = thread::index_block();\n"
+       "    if let Some(o) = c.get_mut(j) { *o = 2.0; }\n}\n"),
     BAD("get_mut with a number", 1, K("if let Some(o) = c.get_mut(3) { *o = 1.0; }"),
         "4:28 error: get_mut takes a thread-index witness"),
     BAD("get_mut on a read-only slice", 1, K("if let Some(o) = a.get_mut(i) { *o = 1.0; }"),

@@ -451,6 +451,7 @@ oxi_instr *oxs_linear_index(sema *S) {
 static val block_witness(sema *S, const oxf_node *n) {
   oxs_argc(S, n, 0, "thread::index_block");
   binding *w = oxs_bind(S, B_WITNESS, NULL, n->loc);
+  w->wk = W_BLOCK;
   oxi_instr *bx = oxs_sreg64(S, OXI_SREG_CTAID_X), *by = oxs_sreg64(S, OXI_SREG_CTAID_Y),
             *bz = oxs_sreg64(S, OXI_SREG_CTAID_Z);
   oxi_instr *gx = oxs_sreg64(S, OXI_SREG_NCTAID_X), *gy = oxs_sreg64(S, OXI_SREG_NCTAID_Y);
@@ -472,6 +473,7 @@ static val block_witness(sema *S, const oxf_node *n) {
 
 static val make_witness(sema *S, const oxf_node *n, bool two_d) {
   binding *w = oxs_bind(S, B_WITNESS, NULL, n->loc);
+  w->wk = two_d ? W_INDEX_2D : W_INDEX_1D;
   if (!two_d) {
     w->v = oxs_linear_index(S);
     return (val){V_WITNESS, NULL, w, NULL};
@@ -486,6 +488,10 @@ static val make_witness(sema *S, const oxf_node *n, bool two_d) {
         oxi_type_name(width->type));
     return VERR;
   }
+  if (!S->kfn->is_unsafe &&
+      !oxs_check_uniform(S, width, ((oxf_node *)n->args.items[0])->loc, "the row width of thread::index_2d"))
+    return VERR;
+  w->width = width;
   oxi_instr *row = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64,
                        oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, oxs_sreg64(S, OXI_SREG_CTAID_Y), oxs_sreg64(S, OXI_SREG_NTID_Y)),
                        oxs_sreg64(S, OXI_SREG_TID_Y));
@@ -944,6 +950,8 @@ static val method(sema *S, const oxf_node *n, oxi_type hint) {
           oxs_vdesc(S, w));
       return VERR;
     }
+    if (!oxs_claim(S, mb, w.b, ((oxf_node *)n->args.items[0])->loc))
+      return VERR;
     return (val){V_OPTION, NULL, mb, w.b};
   }
   static const struct {

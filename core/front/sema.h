@@ -36,6 +36,11 @@ typedef struct val {
 
 typedef enum bkind { B_VALUE, B_SLOT, B_MEM, B_WITNESS, B_MUTREF, B_PART } bkind;
 
+/* How a witness deals out the elements (section 6 of docs/language.md): each kind
+ * gives element e to one thread, but to a different one per kind, so an output is
+ * written through one kind only (index_2d: with one width, the same for every thread). */
+typedef enum wkind { W_NONE, W_INDEX_1D, W_INDEX_2D, W_BLOCK, W_STRIDE } wkind;
+
 typedef struct name_rec name_rec; /* sema.c: the bindings of one name */
 
 struct binding {
@@ -50,6 +55,12 @@ struct binding {
   oxi_type type;    /* B_VALUE, B_SLOT; element type for B_MEM/B_MUTREF/B_PART */
   oxi_instr *v;     /* B_VALUE: the value; B_WITNESS: the index (u64); B_MUTREF: index */
   oxi_instr *row, *col; /* B_WITNESS from index_2d */
+  /* B_WITNESS: its kind, and index_2d's width (launch-uniform). B_MEM of a
+   * DisjointSlice: the kind and width of the first witness given to its get_mut,
+   * and where (W_NONE before any) */
+  wkind wk;
+  oxi_instr *width;
+  oxb_loc wloc;
   int slot;         /* B_SLOT */
   oxi_mem mem;      /* B_MEM, B_MUTREF, B_PART */
   oxf_tykind mkind; /* B_MEM: what kind of memory (slice, disjoint, shared, tensor...) */
@@ -222,6 +233,14 @@ oxi_instr *oxs_mem_access(sema *S, oxi_op op, binding *mb, oxi_instr *idx, bindi
                           const char *what);
 /* The thread's linear index in the grid (u64). */
 oxi_instr *oxs_linear_index(sema *S);
+
+/* ---- own.c: the ownership rule across witnesses */
+/* Whether v is the same in every thread and everywhere in the kernel; reports
+ * `what` at `at` otherwise. */
+bool oxs_check_uniform(sema *S, const oxi_instr *v, oxb_loc at, const char *what);
+/* Output `out` (a DisjointSlice) is written through witness w at `at`: reports
+ * a witness of another kind (or index_2d width) than its first one, in safe kernels. */
+bool oxs_claim(sema *S, binding *out, const binding *w, oxb_loc at);
 
 /* ---- stmt.c */
 void oxs_stmt(sema *S, const oxf_node *n);

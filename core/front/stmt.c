@@ -396,6 +396,7 @@ static void stride_copy(sema *S, const oxf_node *n, oxi_instr *iv, binding *boun
   int saved = S->nbinds, saved_facts = S->nfacts;
   binding *w = oxs_bind(S, B_WITNESS, n->name, n->loc);
   w->v = iv;
+  w->wk = W_STRIDE;
   if (bound)
     oxs_push_fact(S, w, bound->mem);
   loop_body(S, n->body, done, cont);
@@ -407,9 +408,9 @@ static void stride_copy(sema *S, const oxf_node *n, oxi_instr *iv, binding *boun
 /* for i in thread::grid_stride(n): i is a witness for each of the elements
  * 0..n that this thread owns. The elements are dealt out in chunks of four:
  * chunk c (elements 4c..4c+3) belongs to the thread whose index_1d() is c
- * modulo the grid's thread count, and the last n % 4 elements, 4q + t, to the
- * thread whose index_1d() is t modulo that count. Every element has exactly one owner, so each
- * iteration's witness is as unique as index_1d() itself.
+ * modulo the grid's thread count T, the last partial chunk included. An element's
+ * owner, (element / 4) mod T, depends on neither n nor the loop: each iteration's
+ * witness is as unique as index_1d() itself, in every grid_stride loop of the kernel.
  *
  * Chunks make a thread's accesses in one step contiguous: when every slice
  * parameter starts on a 16-byte boundary (checked once, in the kernel), the
@@ -508,25 +509,26 @@ static void grid_stride_for(sema *S, const oxf_node *n) {
     oxs_var_set(S, slot, adv);
     oxs_br(S, head);
   }
-  /* the last lim % 4 elements: element 4 * chunks + t to the thread whose
-   * index is t modulo the grid's thread count (a grid may have one thread) */
+  /* the last lim % 4 elements, 4 * chunks .. lim, make up chunk `chunks`: they go to
+   * that chunk's owner, the thread whose index is chunks modulo the grid's thread
+   * count, like every other chunk. So an element's owner is (element / 4) mod T
+   * whatever the limit is: two grid_stride loops over one output, even with limits
+   * that differ per thread, never give one element to two threads. */
   oxs_set_block(S, tail);
-  oxs_var_set(S, slot, me);
+  oxi_instr *owner = oxs_op2(S, OXI_BIN, OXI_REM, OX_U64, chunks, step);
+  oxi_instr *mine = oxs_op2(S, OXI_CMP, OXI_EQ, OX_BOOL, me, owner);
+  oxs_var_set(S, slot, oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, chunks, oxs_const_int(S, OX_U64, CHUNK)));
   oxi_block *thead = oxs_new_block(S), *last = oxs_new_block(S), *tnext = oxs_new_block(S);
   oxs_br(S, thead);
   oxs_set_block(S, thead);
-  oxi_instr *t = oxs_var_get(S, slot);
-  oxi_instr *e = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64,
-                     oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, chunks, oxs_const_int(S, OX_U64, CHUNK)), t);
-  oxi_instr *in_tail = oxs_op2(S, OXI_BIN, OXI_AND, OX_BOOL,
-                           oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, t, oxs_const_int(S, OX_U64, CHUNK)),
-                           oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, e, lim));
+  oxi_instr *e = oxs_var_get(S, slot);
+  oxi_instr *in_tail = oxs_op2(S, OXI_BIN, OXI_AND, OX_BOOL, mine, oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, e, lim));
   oxs_condbr(S, in_tail, last, done);
   oxs_count_loop(S, n->loc);
   oxs_set_block(S, last);
   stride_copy(S, n, e, bound, done, tnext);
   oxs_set_block(S, tnext);
-  oxi_instr *tadv = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, oxs_var_get(S, slot), step);
+  oxi_instr *tadv = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, oxs_var_get(S, slot), oxs_const_int(S, OX_U64, 1));
   tadv->nuw = true;
   oxs_var_set(S, slot, tadv);
   oxs_br(S, thead);

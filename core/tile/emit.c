@@ -235,10 +235,12 @@ void oxt_barrier(oxt_lowerer *L) {
     oxt_emit(L, OXI_BARRIER, OXI_VOID);
     return;
   }
-  /* barrier 0 for the consumer warpgroups alone: the producer never reaches it (ws.c) */
+  /* barrier 0 for the consumer warpgroups alone: the producer never reaches it (ws.c).
+   * Its id is made first: an operand must come before its use. */
+  oxi_instr *id = oxt_u64(L, 0);
   oxi_instr *b = oxt_emit(L, OXI_NAMED_BAR, OXI_VOID);
   b->imm = (uint64_t)L->T;
-  b->ops[0] = oxt_u64(L, 0);
+  b->ops[0] = id;
   b->nops = 1;
 }
 
