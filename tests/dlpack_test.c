@@ -222,6 +222,160 @@ static void test_hostile(void) {
   ox_tensor_release(mem);
 }
 
+/* Layouts that lie: sizes and strides whose byte extent overflows int64 or
+ * reaches past any address space (2^57 bytes), negative strides far below
+ * the data, huge byte offsets. Each is refused at import, naming what
+ * overflows, before anything computes with it; one honest huge layout (a
+ * broadcast of 2^62 elements) is accepted and handled. */
+static void test_hostile_layouts(void) {
+  const DLDataType U8 = {kDLUInt, 8, 1};
+  const int64_t P56 = INT64_C(1) << 56, P61 = INT64_C(1) << 61, P62 = INT64_C(1) << 62;
+  ox_tensor mem = seq(1, (int64_t[]){64});
+  for (int ver = 0; ver <= 1; ver++) {
+    int64_t s22[2] = {2, 2}, lie[2] = {P61, P62};
+    REFUSED(produce(mem, F32, 2, s22, lie), ver, OX_ERR_INVALID_ARGUMENT,
+            "the strides overflow the address range: dimension 0 (size 2, stride "
+            "2305843009213693952, of 4-byte f32 elements)");
+    /* 1-byte elements: the extent fits int64 but no address space */
+    REFUSED(produce(mem, U8, 2, s22, lie), ver, OX_ERR_INVALID_ARGUMENT,
+            "dimension 0 (size 2, stride 2305843009213693952, of 1-byte u8 elements) spans 2^57 "
+            "bytes or more");
+    /* a stride times its size overflows int64 */
+    int64_t s25[2] = {2, 5}, big[2] = {1, P62}, s3 = 3, max = INT64_MAX;
+    REFUSED(produce(mem, U8, 2, s25, big), ver, OX_ERR_INVALID_ARGUMENT,
+            "dimension 1 (size 5, stride 4611686018427387904");
+    REFUSED(produce(mem, F32, 1, &s3, &max), ver, OX_ERR_INVALID_ARGUMENT,
+            "dimension 0 (size 3, stride 9223372036854775807");
+    /* each dimension fits; together they do not */
+    int64_t both[2] = {P56, P56};
+    REFUSED(produce(mem, U8, 2, s22, both), ver, OX_ERR_INVALID_ARGUMENT,
+            "with dimension 1 (size 2, stride 72057594037927936) the tensor spans more than 2^57");
+    /* negative strides reaching more than 2^63 bytes below the data */
+    int64_t s23[2] = {2, 3}, low[2] = {INT64_MIN, 1}, n62 = -P62, s2 = 2;
+    REFUSED(produce(mem, F32, 2, s23, low), ver, OX_ERR_UNSUPPORTED,
+            "strides[0] is -9223372036854775808; negative strides are not supported");
+    REFUSED(produce(mem, F32, 1, &s2, &n62), ver, OX_ERR_UNSUPPORTED,
+            "strides[0] is -4611686018427387904; negative strides are not supported");
+    /* a dimension of 2^62 among 3 */
+    int64_t d62[3] = {1, P62, 1}, d62b[3] = {P62, 2, 2};
+    REFUSED(produce(mem, F32, 3, d62, NULL), ver, OX_ERR_INVALID_ARGUMENT, "byte size overflows");
+    REFUSED(produce(mem, U8, 3, d62b, NULL), ver, OX_ERR_INVALID_ARGUMENT, "byte size overflows");
+    REFUSED(produce(mem, U8, 3, d62, NULL), ver, OX_ERR_INVALID_ARGUMENT,
+            "dimension 1 (size 4611686018427387904, stride 1, of 1-byte u8 elements)");
+    /* huge byte offsets, with elements and without */
+    static const uint64_t offs[] = {UINT64_C(1) << 62, UINT64_C(1) << 63, INT64_MAX - 3,
+                                    UINT64_MAX - 7};
+    int64_t n4 = 4, n0 = 0;
+    for (size_t i = 0; i < COUNT(offs); i++) {
+      for (int e = 0; e <= 1; e++) {
+        producer *p = produce(mem, F32, 1, e ? &n0 : &n4, NULL);
+        p->v.dl_tensor.byte_offset = p->l.dl_tensor.byte_offset = offs[i];
+        REFUSED(p, ver, OX_ERR_INVALID_ARGUMENT, "plus the tensor's span overflows");
+      }
+    }
+    /* honest: 2^62 elements broadcast from one byte (0x3f, of 1.0f), read-only */
+    int64_t wide[3] = {P62, 1, 1}, bst[3] = {0, 1, 1};
+    producer *p = produce(mem, U8, 3, wide, bst);
+    p->v.dl_tensor.byte_offset = p->l.dl_tensor.byte_offset = 7;
+    ox_tensor t = NULL, r = NULL, sl = NULL, h = NULL;
+    CHECK_OK(take(p, ver, &t));
+    CHECK(t && ox_tensor_numel(t) == P62 && ox_tensor_is_read_only(t), "a 2^62-element broadcast");
+    if (t) {
+      CHECK_OK(ox_tensor_reshape(t, 2, (int64_t[]){P61, 2}, &r));
+      const int64_t *rs = r ? ox_tensor_strides(r) : NULL;
+      CHECK(rs && rs[0] == 0 && rs[1] == 0, "strides of the reshaped broadcast");
+      CHECK_OK(ox_tensor_slice(t, 0, P62 - 3, P62, 1, &sl));
+      if (sl)
+        CHECK_OK(ox_tensor_to(sl, cpu, NULL, &h));
+      const unsigned char *b = h ? ox_tensor_data(h) : NULL;
+      CHECK(b && ox_tensor_numel(h) == 3 && b[0] == 0x3f && b[1] == 0x3f && b[2] == 0x3f,
+            "the broadcast's last 3 elements");
+    }
+    ox_tensor_release(h);
+    ox_tensor_release(sl);
+    ox_tensor_release(r);
+    ox_tensor_release(t);
+  }
+  ox_tensor_release(mem);
+}
+
+/* ------------------------------------------------------ overlapping copies */
+
+/* Two views of one buffer that overlap: the copy goes through a temporary,
+ * and gives what reading all of src first gives. */
+static void test_overlapping_copies(void) {
+  float v[16];
+  for (int dir = 0; dir <= 1; dir++) { /* shift right by one, then left */
+    ox_tensor mem = seq(1, (int64_t[]){10}), a = NULL, b = NULL;
+    CHECK_OK(ox_tensor_slice(mem, 0, 1, 9, 1, &a)); /* elements 1..8 */
+    CHECK_OK(ox_tensor_slice(mem, 0, 0, 8, 1, &b)); /* elements 0..7 */
+    if (a && b)
+      CHECK_OK(dir ? ox_tensor_copy(b, a, NULL) : ox_tensor_copy(a, b, NULL));
+    static const float right[10] = {0, 0, 1, 2, 3, 4, 5, 6, 7, 9};
+    static const float left[10] = {1, 2, 3, 4, 5, 6, 7, 8, 8, 9};
+    CHECK(values(mem, v, 16) == 10 && !memcmp(v, dir ? left : right, sizeof right),
+          "overlapping shift %d: %g %g %g ... %g %g", dir, v[0], v[1], v[2], v[8], v[9]);
+    ox_tensor_release(a);
+    ox_tensor_release(b);
+    ox_tensor_release(mem);
+  }
+  /* a matrix onto its own transpose: every element but the diagonal moves */
+  ox_tensor m = seq(2, (int64_t[]){4, 4}), tr = NULL;
+  CHECK_OK(ox_tensor_transpose(m, 0, 1, &tr));
+  if (tr)
+    CHECK_OK(ox_tensor_copy(m, tr, NULL));
+  bool ok = values(m, v, 16) == 16;
+  for (int i = 0; i < 16 && ok; i++)
+    ok = v[i] == (float)(i % 4 * 4 + i / 4);
+  CHECK(ok, "in-place transpose: %g %g %g %g", v[0], v[1], v[2], v[3]);
+  ox_tensor_release(tr);
+  ox_tensor_release(m);
+}
+
+/* A source whose rows lie in two far-apart buffers (a global and a stack
+ * array): its claimed extent takes in the heap between them, so it overlaps
+ * every new tensor, the temporary too. The copy stops at that one
+ * temporary with a clear error (it used to recurse until the stack
+ * overflowed); so does a copy into such a layout, and dst is left alone. */
+static _Alignas(64) float far_low[4] = {10, 11, 12, 13};
+
+static void test_lying_extent(void) {
+  _Alignas(64) float far_high[4] = {20, 21, 22, 23};
+  /* addresses as integers: C compares pointers into one object only */
+  uintptr_t a = (uintptr_t)far_low, b = (uintptr_t)far_high, lo = a < b ? a : b, hi = a ^ b ^ lo;
+  int64_t shape[2] = {2, 4}, strides[2] = {(int64_t)((hi - lo) / sizeof(float)), 1};
+  DLManagedTensorVersioned m = {.version = {1, 1},
+                                .dl_tensor = {.data = (void *)lo,
+                                              .device = {kDLCPU, 0},
+                                              .ndim = 2,
+                                              .dtype = F32,
+                                              .shape = shape,
+                                              .strides = strides}};
+  ox_tensor liar = NULL, dst = NULL, good = NULL, out = NULL;
+  CHECK_OK(ox_tensor_from_dlpack(&m, 1, &liar));
+  CHECK_OK(ox_tensor_zeros(cpu, NULL, OX_F32, 2, shape, &dst));
+  CHECK_OK(ox_tensor_full(cpu, NULL, OX_F32, 2, shape, 5.0, &good));
+  if (liar && dst && good) {
+    /* what makes this case: the new tensors lie inside the liar's extent */
+    CHECK(lo < (uintptr_t)ox_tensor_data(dst) && (uintptr_t)ox_tensor_data(dst) < hi,
+          "dst %p is not between %p and %p; the test needs it there", ox_tensor_data(dst),
+          (void *)lo, (void *)hi);
+    CHECK_ERR(ox_tensor_copy(dst, liar, NULL), OX_ERR_INVALID_ARGUMENT,
+              "the source (shape [2, 4], strides [");
+    CHECK(strstr(ox_last_error(), "across memory it does not own"), "%s", ox_last_error());
+    const float *d = ox_tensor_data(dst);
+    CHECK(d[0] == 0 && d[7] == 0, "dst written by a refused copy: %g %g", d[0], d[7]);
+    CHECK_ERR(ox_tensor_to(liar, cpu, NULL, &out), OX_ERR_INVALID_ARGUMENT,
+              "across memory it does not own");
+    CHECK(out == NULL, "out set by a refused copy");
+    CHECK_ERR(ox_tensor_copy(liar, good, NULL), OX_ERR_INVALID_ARGUMENT, "the destination (shape");
+    CHECK(far_low[0] == 10 && far_high[3] == 23, "the liar's memory written by a refused copy");
+  }
+  ox_tensor_release(good);
+  ox_tensor_release(dst);
+  ox_tensor_release(liar);
+}
+
 /* --------------------------------------------------------------- imports */
 
 static void test_import_layouts(void) {
@@ -565,10 +719,13 @@ int main(int argc, char **argv) {
   if (!dev || !cpu)
     return test_done("dlpack_test");
   test_hostile();
+  test_hostile_layouts();
   test_import_layouts();
   test_flags();
   test_lifetime();
   test_round_trips();
+  test_overlapping_copies();
+  test_lying_extent();
   if (cuda)
     test_stream_rule();
   return test_done(cuda ? "dlpack_test cuda" : "dlpack_test");

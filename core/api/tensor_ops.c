@@ -207,7 +207,8 @@ static ox_status builtin_kernel(const char *fn, ox_device dev, int g, const char
 static ox_status launch_n(ox_kernel k, oxr_stream *s, int64_t n, bool per_thread, const ox_arg *args,
                           int nargs) {
   int64_t mp = s->dev->multiprocessors > 0 ? s->dev->multiprocessors : 1;
-  int64_t blocks = per_thread ? (n + 255) / 256 : (n + 1023) / 1024; /* grid_stride: 4 each */
+  /* rounded up without n + 255, which could overflow */
+  int64_t blocks = per_thread ? n / 256 + (n % 256 != 0) : n / 1024 + (n % 1024 != 0);
   if (!per_thread && blocks > 16 * mp)
     blocks = 16 * mp;
   if (blocks > s->dev->max_grid_dim[0]) /* 2^31 - 1 blocks on every GPU: 2^39 elements */
@@ -470,8 +471,12 @@ static void collapse(const oxr_tensor *dst, const oxr_tensor *src, plan *p) {
     int k = p->nd - 1;
     if (n == 1)
       continue;
-    if (k >= 0 && dst->strides[i] == p->d[k] * p->n[k] && src->strides[i] == p->s[k] * p->n[k]) {
-      p->n[k] *= n;
+    /* a stride cannot equal a product that does not fit: no merge then */
+    int64_t dstep, sstep, merged;
+    if (k >= 0 && !__builtin_mul_overflow(p->d[k], p->n[k], &dstep) &&
+        !__builtin_mul_overflow(p->s[k], p->n[k], &sstep) && dst->strides[i] == dstep &&
+        src->strides[i] == sstep && !__builtin_mul_overflow(p->n[k], n, &merged)) {
+      p->n[k] = merged;
       continue;
     }
     p->n[++k] = n;
@@ -485,35 +490,28 @@ static void collapse(const oxr_tensor *dst, const oxr_tensor *src, plan *p) {
   }
 }
 
-/* Elements from the first to the last one of a layout, inclusive. */
+/* Elements from the first to the last one of a layout, inclusive, or -1 if
+ * that count overflows (never for a tensor oxr_tensor_make accepted). */
 static int64_t span(const plan *p, const int64_t *strides) {
-  int64_t e = 1;
+  int64_t e = 1, ext;
   for (int k = 0; k < p->nd; k++)
-    e += (p->n[k] - 1) * strides[k];
+    if (__builtin_mul_overflow(p->n[k] - 1, strides[k], &ext) || __builtin_add_overflow(e, ext, &e))
+      return -1;
   return e;
 }
 
-/* Copies between two non-empty tensors of one device, queued on s. */
-static ox_status copy_same(const char *fn, oxr_tensor *dst, oxr_tensor *src, oxr_stream *s) {
-  uintptr_t dlo, dhi, slo, shi;
-  oxr_tensor_extent(dst, &dlo, &dhi);
-  oxr_tensor_extent(src, &slo, &shi);
+/* True if the extents (first to last byte) of tensors a and b meet. */
+static bool extents_meet(const oxr_tensor *a, const oxr_tensor *b) {
+  uintptr_t alo, ahi, blo, bhi;
+  oxr_tensor_extent(a, &alo, &ahi);
+  oxr_tensor_extent(b, &blo, &bhi);
+  return alo < bhi && blo < ahi;
+}
+
+/* Copies between two non-empty tensors of one device whose extents do not
+ * meet, queued on s. */
+static ox_status copy_apart(const char *fn, oxr_tensor *dst, oxr_tensor *src, oxr_stream *s) {
   ox_status st;
-  if (dlo < shi && slo < dhi) {
-    if (dst->data == src->data &&
-        !memcmp(dst->strides, src->strides, sizeof(int64_t) * (size_t)dst->ndim))
-      return OX_OK; /* a copy onto itself */
-    /* The memory overlaps (or interleaves, which a kernel's flat arguments
-     * cannot tell apart): read all of src before writing any of dst. */
-    oxr_tensor *tmp;
-    st = oxr_tensor_new(fn, dst->dev, s, src->dtype, src->ndim, src->shape, &tmp);
-    if (st != OX_OK)
-      return st;
-    if ((st = copy_same(fn, tmp, src, s)) == OX_OK)
-      st = copy_same(fn, dst, tmp, s);
-    oxr_tensor_release(tmp);
-    return st;
-  }
   plan p;
   collapse(dst, src, &p);
   size_t es = ox_dtype_size(dst->dtype);
@@ -545,9 +543,17 @@ static ox_status copy_same(const char *fn, oxr_tensor *dst, oxr_tensor *src, oxr
   ox_kernel k;
   if ((st = builtin_kernel(fn, dst->dev, G_COPY + log2_size(es), name, &k)) != OX_OK)
     return st;
+  int64_t sn = span(&p, p.s), dn = dense ? dst->numel : span(&p, p.d);
+  if (sn < 0 || dn < 0) {
+    const oxr_tensor *t = sn < 0 ? src : dst;
+    char b[200], b2[200];
+    return INVALID("%s: the %s (shape %s, strides %s) spans more elements than int64 holds", fn,
+                   t == src ? "source" : "destination", oxr_dims_str(t->ndim, t->shape, b),
+                   oxr_dims_str(t->ndim, t->strides, b2));
+  }
   oxr_tensor *sv = NULL, *dv = NULL;
-  if ((st = flat_view(src, u, span(&p, p.s), src->offset, &sv)) == OX_OK)
-    st = flat_view(dst, u, dense ? dst->numel : span(&p, p.d), dst->offset, &dv);
+  if ((st = flat_view(src, u, sn, src->offset, &sv)) == OX_OK)
+    st = flat_view(dst, u, dn, dst->offset, &dv);
   if (st == OX_OK) {
     ox_arg a[4 + 3 * OX_MAX_DIMS];
     int na = 0;
@@ -567,6 +573,44 @@ static ox_status copy_same(const char *fn, oxr_tensor *dst, oxr_tensor *src, oxr
   oxr_tensor_release(sv);
   oxr_tensor_release(dv);
   return named(fn, st);
+}
+
+/* Copies between two non-empty tensors of one device, queued on s. Source
+ * and destination memory that overlap (or interleave, which a kernel's flat
+ * arguments cannot tell apart) go through one dense temporary: all of src is
+ * read before any of dst is written. A new allocation shares no memory with
+ * a tensor's storage, so the two copies through it go straight to copy_apart:
+ * never a second temporary, whatever a layout claims. */
+static ox_status copy_same(const char *fn, oxr_tensor *dst, oxr_tensor *src, oxr_stream *s) {
+  if (!extents_meet(dst, src))
+    return copy_apart(fn, dst, src, s);
+  if (dst->data == src->data &&
+      !memcmp(dst->strides, src->strides, sizeof(int64_t) * (size_t)dst->ndim))
+    return OX_OK; /* a copy onto itself */
+  oxr_tensor *tmp;
+  ox_status st = oxr_tensor_new(fn, dst->dev, s, src->dtype, src->ndim, src->shape, &tmp);
+  if (st != OX_OK)
+    return st;
+  /* A foreign storage (DLPack) whose layout spans the new allocation claims
+   * memory it does not own; the copy kernels' overlap check would refuse it
+   * anyway, less clearly. */
+  const oxr_tensor *liar = extents_meet(tmp, src) ? src : extents_meet(tmp, dst) ? dst : NULL;
+  if (liar) {
+    uintptr_t lo, hi;
+    char b[200], b2[200];
+    oxr_tensor_extent(liar, &lo, &hi);
+    st = INVALID("%s: the %s (shape %s, strides %s) spans bytes [%p, %p), across memory it does "
+                 "not own (a new %lld-byte buffer at %p lies inside): its producer's layout "
+                 "overstates its memory",
+                 fn, liar == src ? "source" : "destination",
+                 oxr_dims_str(liar->ndim, liar->shape, b),
+                 oxr_dims_str(liar->ndim, liar->strides, b2), (void *)lo, (void *)hi,
+                 (long long)tmp->numel * (long long)ox_dtype_size(tmp->dtype), tmp->data);
+  }
+  if (st == OX_OK && (st = copy_apart(fn, tmp, src, s)) == OX_OK)
+    st = copy_apart(fn, dst, tmp, s);
+  oxr_tensor_release(tmp);
+  return st;
 }
 
 /* For a DMA, which needs dense tensors: t itself if it is dense, else (in

@@ -139,6 +139,14 @@ static bool may_overlap(int ndim, const int64_t *shape, const int64_t *strides) 
   return false;
 }
 
+/* No 64-bit platform Oxide runs on gives a process addresses at or past
+ * 2^57 (x86-64 and RISC-V with 5-level paging: 2^56 or 2^57; aarch64: 2^52;
+ * CUDA's unified addresses lie within them). A layout reaching further lies
+ * about its memory: refusing it keeps every later extent, offset and
+ * size-times-stride product far from int64's range. */
+#define ADDRESS_BITS (UINTPTR_MAX > 0xffffffffu ? 57 : 32)
+#define ADDRESS_LIMIT ((int64_t)1 << ADDRESS_BITS)
+
 /* Validates the DLTensor and makes the Oxide tensor. On failure nothing owns
  * the managed tensor yet, unless *owned says the storage took it. */
 static ox_status import(const DLTensor *dl, uint64_t dl_flags, void (*release)(void *),
@@ -184,19 +192,30 @@ static ox_status import(const DLTensor *dl, uint64_t dl_flags, void (*release)(v
     strides[i] = dl->strides ? dl->strides[i] : next;
     next *= shape[i] ? shape[i] : 1; /* bounded by the product above */
   }
-  /* the byte span from the first element to the end of the last one */
+  /* the byte span from the first element to the end of the last one,
+   * checked dimension by dimension so that the message names the liar */
   int64_t span = empty ? 0 : es, ext;
   for (int i = 0; i < ndim; i++) {
-    if (strides[i] < 0)
+    if (strides[i] < 0) /* before any product with it */
       return oxb_set_error(OX_ERR_UNSUPPORTED,
                            IMPORT ": strides[%d] is %lld; negative strides are not supported (copy "
                                   "the tensor to a non-negative layout first)",
                            i, (long long)strides[i]);
-    if (!empty &&
-        (__builtin_mul_overflow(shape[i] - 1, strides[i], &ext) ||
-         __builtin_mul_overflow(ext, es, &ext) || __builtin_add_overflow(span, ext, &span)))
+    if (empty)
+      continue;
+    if (__builtin_mul_overflow(shape[i] - 1, strides[i], &ext) ||
+        __builtin_mul_overflow(ext, es, &ext) || ext >= ADDRESS_LIMIT)
       return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
-                           IMPORT ": the strides overflow the address range");
+                           IMPORT ": the strides overflow the address range: dimension %d (size "
+                                  "%lld, stride %lld, of %lld-byte %s elements) spans 2^%d bytes "
+                                  "or more",
+                           i, (long long)shape[i], (long long)strides[i], (long long)es,
+                           ox_dtype_name(dtype), ADDRESS_BITS);
+    if (__builtin_add_overflow(span, ext, &span) || span > ADDRESS_LIMIT)
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                           IMPORT ": the strides overflow the address range: with dimension %d "
+                                  "(size %lld, stride %lld) the tensor spans more than 2^%d bytes",
+                           i, (long long)shape[i], (long long)strides[i], ADDRESS_BITS);
   }
   if (!dl->data && !empty)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
@@ -209,17 +228,21 @@ static ox_status import(const DLTensor *dl, uint64_t dl_flags, void (*release)(v
                          (unsigned long long)off, ox_dtype_name(dtype), (long long)es);
   if (!dl->data)
     off = 0; /* an empty tensor without memory: keep NULL + 0 */
-  uintptr_t first = (uintptr_t)dl->data + (uintptr_t)off;
-  if (__builtin_add_overflow(off, (uint64_t)span, &end) || end > INT64_MAX || end > SIZE_MAX ||
-      first < (uintptr_t)dl->data || first + (uintptr_t)span < first)
+  /* the end of the last element must be an address, with no wrap-around */
+  uint64_t first, last;
+  if (__builtin_add_overflow(off, (uint64_t)span, &end) || end > ADDRESS_LIMIT || end > SIZE_MAX ||
+      __builtin_add_overflow((uint64_t)(uintptr_t)dl->data, off, &first) ||
+      __builtin_add_overflow(first, (uint64_t)span, &last) || last > ADDRESS_LIMIT)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
-                         IMPORT ": byte_offset %llu plus the tensor's span overflows",
-                         (unsigned long long)dl->byte_offset);
-  if (!empty && first % (uintptr_t)es) /* an empty tensor's address is never used */
+                         IMPORT ": byte_offset %llu plus the tensor's span overflows the address "
+                                "range (data %p, a span of %lld bytes; addresses end at 2^%d)",
+                         (unsigned long long)dl->byte_offset, dl->data, (long long)span,
+                         ADDRESS_BITS);
+  if (!empty && first % (uint64_t)es) /* an empty tensor's address is never used */
     return oxb_set_error(
         OX_ERR_INVALID_ARGUMENT,
         IMPORT ": the first element's address %p is not aligned to the %s element size %lld",
-        (void *)first, ox_dtype_name(dtype), (long long)es);
+        (void *)(uintptr_t)first, ox_dtype_name(dtype), (long long)es);
   int flags = 0;
   if ((dl_flags & DLPACK_FLAG_BITMASK_READ_ONLY) || (!empty && may_overlap(ndim, shape, strides)))
     flags |= OXR_T_READ_ONLY; /* overlapping views are read-only, like broadcast views */

@@ -79,56 +79,77 @@ ox_status ox_tensor_slice(ox_tensor h, int dim, int64_t start, int64_t stop, int
   memcpy(strides, t->strides, sizeof strides);
   int64_t len = stop - start;
   shape[dim] = len / step + (len % step != 0);
-  /* In a non-empty result the first element, and the second along `dim` when
-   * there is one, lie in the storage: no overflow. An empty one keeps the old
-   * offset and strides (its start may be the end of the storage). */
+  /* An empty result keeps the old offset and strides (its start may be the
+   * end of the storage). A non-empty one's first element, and its second
+   * along `dim`, lie in the storage, so the products below fit; they are
+   * checked all the same, as nothing here trusts a layout. */
   bool empty = false;
   for (int i = 0; i < t->ndim; i++)
     empty |= shape[i] == 0;
-  int64_t offset = t->offset;
+  int64_t offset = t->offset, skip;
   if (!empty) {
-    offset += start * t->strides[dim] * (int64_t)ox_dtype_size(t->dtype);
-    if (shape[dim] > 1)
-      strides[dim] = t->strides[dim] * step;
+    if (__builtin_mul_overflow(start, t->strides[dim], &skip) ||
+        __builtin_mul_overflow(skip, (int64_t)ox_dtype_size(t->dtype), &skip) ||
+        __builtin_add_overflow(offset, skip, &offset) ||
+        (shape[dim] > 1 && __builtin_mul_overflow(t->strides[dim], step, &strides[dim])))
+      return INVALID("%s: start %lld or step %lld times stride %lld of dim %d overflows", __func__,
+                     (long long)start, (long long)step, (long long)t->strides[dim], dim);
   }
   return make_view(t, t->ndim, shape, strides, offset, 0, out);
 }
 
-/* Strides that view (oshape, ostrides) as nshape without moving an element,
- * or false. The usual rule (as PyTorch's computeStride): the old dimensions
- * fall into chunks that are contiguous with each other (stride[i] ==
- * stride[i+1] * shape[i+1], size-1 dimensions ignored); a new dimension may
- * merge or split dimensions only within one chunk. */
-static bool view_strides(int ond, const int64_t *oshape, const int64_t *ostrides, int64_t numel,
-                         int nnd, const int64_t *nshape, int64_t *nstrides) {
-  if (numel == 0 || ond == 0) { /* nothing to keep in place: contiguous strides */
+/* Strides that view t as nshape without moving an element, or *copy set.
+ * The usual rule (as PyTorch's computeStride): the old dimensions fall into
+ * chunks that are contiguous with each other (stride[i] == stride[i+1] *
+ * shape[i+1], size-1 dimensions ignored); a new dimension may merge or split
+ * dimensions only within one chunk. A product that overflows is refused, not
+ * wrapped: a size-1 dimension may carry any stride, even a huge one. */
+static ox_status view_strides(const char *fn, const oxr_tensor *t, int nnd, const int64_t *nshape,
+                              int64_t *nstrides, bool *copy) {
+  int ond = t->ndim;
+  const int64_t *oshape = t->shape, *ostrides = t->strides;
+  char b[200];
+  *copy = false;
+  if (t->numel == 0 || ond == 0) { /* nothing to keep in place: contiguous strides */
     int64_t st = 1;
     for (int i = nnd - 1; i >= 0; i--) {
       nstrides[i] = st;
-      st *= nshape[i] ? nshape[i] : 1; /* bounded: the caller checked the product */
+      if (__builtin_mul_overflow(st, nshape[i] ? nshape[i] : 1, &st))
+        return INVALID("%s: shape %s has too many elements", fn, oxr_dims_str(nnd, nshape, b));
     }
-    return true;
+    return OX_OK;
   }
-  int vd = nnd - 1;
-  int64_t chunk_stride = ostrides[ond - 1], tnumel = 1, vnumel = 1;
+  int vd = nnd - 1, chunk_dim = ond - 1; /* the old dimension whose stride steps the chunk */
+  int64_t tnumel = 1, vnumel = 1, step;
   for (int td = ond - 1; td >= 0; td--) {
-    tnumel *= oshape[td];
-    if (td == 0 || (oshape[td - 1] != 1 && ostrides[td - 1] != tnumel * chunk_stride)) {
+    if (__builtin_mul_overflow(tnumel, oshape[td], &tnumel))
+      return INVALID("%s: shape %s has too many elements", fn, oxr_dims_str(ond, oshape, b));
+    /* a stride cannot equal a product that does not fit: the chunk ends */
+    if (td == 0 || (oshape[td - 1] != 1 &&
+                    (__builtin_mul_overflow(tnumel, ostrides[chunk_dim], &step) ||
+                     ostrides[td - 1] != step))) {
       /* the end of a chunk: the new dimensions up to its element count */
       while (vd >= 0 && (vnumel < tnumel || nshape[vd] == 1)) {
-        nstrides[vd] = vnumel * chunk_stride;
-        vnumel *= nshape[vd];
+        if (__builtin_mul_overflow(vnumel, ostrides[chunk_dim], &nstrides[vd]))
+          return INVALID("%s: the stride of new dimension %d (%lld times stride %lld of dimension "
+                         "%d) overflows",
+                         fn, vd, (long long)vnumel, (long long)ostrides[chunk_dim], chunk_dim);
+        if (__builtin_mul_overflow(vnumel, nshape[vd], &vnumel))
+          return INVALID("%s: shape %s has too many elements", fn, oxr_dims_str(nnd, nshape, b));
         vd--;
       }
-      if (vnumel != tnumel)
-        return false;
+      if (vnumel != tnumel) {
+        *copy = true;
+        return OX_OK;
+      }
       if (td > 0) {
-        chunk_stride = ostrides[td - 1];
+        chunk_dim = td - 1;
         tnumel = vnumel = 1;
       }
     }
   }
-  return vd == -1;
+  *copy = vd != -1;
+  return OX_OK;
 }
 
 ox_status ox_tensor_reshape(ox_tensor h, int ndim, const int64_t *shape, ox_tensor *out) {
@@ -179,7 +200,10 @@ ox_status ox_tensor_reshape(ox_tensor h, int ndim, const int64_t *shape, ox_tens
                    "(%lld elements)",
                    __func__, oxr_dims_str(t->ndim, t->shape, b), (long long)t->numel,
                    oxr_dims_str(ndim, nshape, b2), (long long)numel);
-  if (!view_strides(t->ndim, t->shape, t->strides, t->numel, ndim, nshape, nstrides)) {
+  bool copy;
+  if ((st = view_strides(__func__, t, ndim, nshape, nstrides, &copy)) != OX_OK)
+    return st;
+  if (copy) {
     char b3[200];
     return INVALID("%s: reshape of a non-contiguous tensor needs a copy (ox_tensor_to): shape %s "
                    "with strides %s cannot be viewed as %s",
