@@ -13,7 +13,7 @@
 #      examples (examples/interop),
 #   5. the Python wheel (tools/build_wheel.sh) installed into a fresh virtual
 #      environment, and the Python tests against the installed package,
-#   6. the front-end fuzzer for a bounded time ($OXIDE_FUZZ_SECONDS, default 120).
+#   6. the front-end fuzzer for a bounded CPU time ($OXIDE_FUZZ_SECONDS, default 300).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OXIDE_FUZZ=1 OXIDE_SWIG=1
@@ -70,7 +70,7 @@ bash tools/test_swig.sh "$PWD/$BUILD" || status=1
 
 step "front-end fuzzing"
 if [ -x tools/fuzz.sh ] || [ -f tools/fuzz.sh ]; then
-  bash tools/fuzz.sh "${OXIDE_FUZZ_SECONDS:-120}" || status=1
+  bash tools/fuzz.sh "${OXIDE_FUZZ_SECONDS:-300}" || status=1
 fi
 
 echo

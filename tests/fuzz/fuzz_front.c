@@ -11,7 +11,11 @@
  * #[tile] kernel specialized with generics chosen from the input's hash
  * (powers of two from 1 to 256, or 3), lowered for sm_90 (wgmma), sm_80
  * (mma.sync) and the CPU, each with contiguous16 launch facts or without; the
- * lowered module must verify. Refusals (a compile error of the binding, a
+ * lowered module must verify. Then, for sm_90 and sm_80, at the tile shapes that
+ * launches choose (the matmul and attention candidates: the first three generics
+ * 128 x 256 x 64, 128 x 128 x 64, 64 x 128 x 64, 64 x 64 x 64 and 128 x 128 x 32, the
+ * rest 64), with every tensor contiguous and with none: an internal error there is
+ * reached by an ordinary launch. Refusals (a compile error of the binding, a
  * limit, a tile or shared memory too large for the lowering) are ordinary.
  * Then code generation of the module for one of the three targets (by hash):
  * LLVM IR without optimization for every such input (codegen.c and LLVM's
@@ -23,9 +27,12 @@
  * [SECONDS]. */
 #include <stdbool.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "oxide/oxide.h"
@@ -75,17 +82,14 @@ static uint64_t hash(const uint8_t *data, size_t size) {
   return h;
 }
 
-/* Stage 2 for one target: sm 90 or 80, or 0 for the CPU. */
-static void lower_and_generate(const char *src, uint64_t h, int sm, bool codegen, bool full) {
+/* Stage 2 for one target (sm 90 or 80, or 0 for the CPU) and one specialization:
+ * generics `gen`; tensor parameter p contiguous when bit p % 20 of `contig` is set. */
+static void lower_and_generate(const char *src, const int64_t *gen, uint64_t contig, int sm, bool codegen, bool full) {
   oxb_arena a = {0};
   oxi_module m;
   const oxf_program *prog = NULL;
   if (oxa_front(&a, src, "fuzz.oxk", &m, NULL, &prog) != OX_OK)
     bug("the front end refused, the second time, a source it accepted", ox_last_error(), src);
-  int64_t gen[OXA_MAX_GENERICS];
-  static const int64_t choice[8] = {16, 32, 64, 128, 1, 8, 256, 3};
-  for (int g = 0; g < OXA_MAX_GENERICS; g++)
-    gen[g] = choice[(h >> (3 * g + 8)) & 7];
   bool lowered = true;
   for (int i = 0; i < prog->fns.len && lowered; i++) {
     const oxf_fn *fn = prog->fns.items[i];
@@ -106,7 +110,7 @@ static void lower_and_generate(const char *src, uint64_t h, int sm, bool codegen
       continue;
     for (int p = 0; p < k->params.len; p++) {
       oxi_param *ip = k->params.items[p];
-      ip->contiguous16 = oxi_is_tensor_kind(ip->kind) && ((h >> (40 + p % 20)) & 1);
+      ip->contiguous16 = oxi_is_tensor_kind(ip->kind) && ((contig >> (p % 20)) & 1);
     }
     ox_status st = oxt_lower(&m, k, sm, oxt_shared_limit(sm ? sm : 90));
     if (st == OX_ERR_COMPILE)
@@ -134,10 +138,35 @@ static void lower_and_generate(const char *src, uint64_t h, int sm, bool codegen
   ox_clear_error();
 }
 
+/* A hang is an input that computes too long: counted in CPU time (ITIMER_PROF,
+ * user + system), so that a loaded machine does not report one. The handler
+ * aborts, and libFuzzer keeps the input as a crash. */
+static void cpu_limit_hit(int sig) {
+  (void)sig;
+  static const char msg[] = "fuzz_front: an input took more than OXIDE_FUZZ_CPU_LIMIT seconds of CPU\n";
+  (void)!write(2, msg, sizeof msg - 1);
+  abort();
+}
+
+static void cpu_limit(bool on) {
+  static long limit = -1;
+  if (limit < 0) {
+    const char *e = getenv("OXIDE_FUZZ_CPU_LIMIT");
+    limit = e ? atol(e) : 30;
+    signal(SIGPROF, cpu_limit_hit);
+  }
+  struct itimerval t = {{0, 0}, {on ? limit : 0, 0}};
+  if (limit > 0)
+    setitimer(ITIMER_PROF, &t, NULL);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  cpu_limit(true);
   char *src = malloc(size + 1);
-  if (!src)
+  if (!src) {
+    cpu_limit(false);
     return 0;
+  }
   memcpy(src, data, size);
   src[size] = 0; /* the text ends at the first NUL, as for any C caller */
   ox_compile_options opts = {0};
@@ -158,11 +187,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ox_clear_error();
   if (s == OX_OK) {
     uint64_t h = hash(data, size);
+    int64_t gen[OXA_MAX_GENERICS];
+    static const int64_t choice[8] = {16, 32, 64, 128, 1, 8, 256, 3};
+    for (int g = 0; g < OXA_MAX_GENERICS; g++)
+      gen[g] = choice[(h >> (3 * g + 8)) & 7];
     static const int sms[3] = {90, 80, 0};
     int pick = (int)(h % 3);
     for (int t = 0; t < 3; t++)
-      lower_and_generate(src, h, sms[t], t == pick, t == pick && size <= 1024 && (h >> 4) % 16 == 0);
+      lower_and_generate(src, gen, h >> 40, sms[t], t == pick, t == pick && size <= 1024 && (h >> 4) % 16 == 0);
+    if (strstr(src, "#[tile]")) { /* the shapes launches choose */
+      static const int64_t shapes[5][3] = {{128, 256, 64}, {128, 128, 64}, {64, 128, 64}, {64, 64, 64}, {128, 128, 32}};
+      for (int c = 0; c < 5; c++) {
+        int64_t fixed[OXA_MAX_GENERICS];
+        for (int j = 0; j < OXA_MAX_GENERICS; j++)
+          fixed[j] = j < 3 ? shapes[c][j] : 64;
+        for (int t = 0; t < 2; t++)
+          for (int contig = 0; contig < 2; contig++)
+            lower_and_generate(src, fixed, contig ? ~(uint64_t)0 : 0, sms[t], false, false);
+      }
+    }
   }
   free(src);
+  cpu_limit(false);
   return 0;
 }
