@@ -511,10 +511,17 @@ def test_array_interface_read_only_and_errors(saxpy):
         ({"typestr": "<c8"}, r"typestr '<c8' has no Oxide dtype"),
         ({"typestr": ">f4"}, r"typestr '>f4' is not in the machine's byte order"),
         ({"data": None}, r"data must be an \(address, read-only\) tuple"),
+        ({"data": (-8, False)}, r"data must be .*, the address in 0\.\.2\*\*64-1"),
+        ({"data": (1 << 64, False)}, r"data must be .*, the address in 0\.\.2\*\*64-1"),
         ({"mask": o}, r"masked arrays are not supported"),
-        ({"shape": (8, -1)}, r"shape must be a tuple of at most 8 ints >= 0"),
+        ({"shape": (8, -1)}, r"shape must be a tuple of at most 8 ints in 0\.\.2\*\*63-1"),
+        # never taken modulo 2**64 (2**64 + 8 is not 8)
+        ({"shape": (2**64 + 8,)}, r"shape must be a tuple of at most 8 ints in 0\.\.2\*\*63-1"),
+        ({"shape": (2**63,)}, r"shape must be a tuple of at most 8 ints in 0\.\.2\*\*63-1"),
         ({"strides": (2,)}, r"strides \(2,\) are not multiples of the element size \(4 bytes\)"),
         ({"strides": (4, 4)}, r"strides must be None or a tuple of 1 ints"),
+        ({"strides": (2**64 + 4,)}, r"strides must be None or a tuple of 1 ints in "
+                                    r"-2\*\*63\.\.2\*\*63-1"),
     ]:
         raises(oxide.InvalidArgumentError, r"^kernel 'saxpy', argument 3 \('out'\): "
                r"__array_interface__: " + msg, saxpy, x, y, Interface(o, {**good, **change}), 1.0,
@@ -546,7 +553,7 @@ def test_cuda_array_interface_on_the_cpu(saxpy):
     gc.collect()
     assert sys.getrefcount(cai) == base
     raises(oxide.InvalidArgumentError, r"__cuda_array_interface__: stream must be None or a CUDA "
-           r"stream \(an int > 0\), got 0", saxpy, x, y,
+           r"stream \(an int in 1\.\.2\*\*64-1\), got 0", saxpy, x, y,
            Interface(o, dict(o.__array_interface__, stream=0), cuda=True), 1.0, grid=1, block=8)
 
 

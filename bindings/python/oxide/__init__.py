@@ -36,6 +36,8 @@ from . import _args
 from . import _decls as D
 from . import _dlpack
 from . import _ext
+from . import _handles
+from . import _sizes
 from . import _streams
 from ._lib import lib as _L
 
@@ -216,21 +218,28 @@ class Scalar:
             raise TypeError("use a dtype's class: oxide.f32(x), oxide.i32(x), ...")
         if t in _FLOATS:
             if not isinstance(value, numbers.Real):
-                raise TypeError(f"oxide.{t} takes a number, got {type(value).__name__}")
+                raise ArgumentTypeError(f"oxide.{t} takes a number, got {type(value).__name__}")
             value = float(value)
         elif t == "bool":
             if value not in (0, 1) or isinstance(value, float):
-                raise TypeError(f"oxide.bool_ takes True or False, got {value!r}")
+                raise ArgumentTypeError(f"oxide.bool_ takes True or False, got {value!r}")
             value = bool(value)
         else:
             if not isinstance(value, numbers.Integral):
-                raise TypeError(f"oxide.{t} takes an int, got {type(value).__name__}")
+                raise ArgumentTypeError(f"oxide.{t} takes an int, got {type(value).__name__}")
             bits = int(t[1:])
             lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if t[0] == "i" else (0, (1 << bits) - 1)
             if not lo <= value <= hi:
-                raise OverflowError(f"{value} is out of range for {t} ({lo}..{hi})")
+                raise ArgumentRangeError(f"{value} is out of range for {t} ({lo}..{hi})")
             value = int(value)
-        self.value = value
+        object.__setattr__(self, "value", value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # checked once, when made: a changed value would reach the launch unchecked
+        raise AttributeError(f"oxide.{type(self).__name__} is immutable")
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return type(self), (self.value,)  # copies and pickles are made (and checked) anew
 
     def __repr__(self) -> str:
         return f"oxide.{type(self).__name__}({self.value!r})"
@@ -340,8 +349,8 @@ def device(spec: DeviceLike = None) -> Device:
         return default_device()
     kind, _, idx = str(spec).partition(":")
     types = {"cpu": D.OX_DEVICE_CPU, "cuda": D.OX_DEVICE_CUDA}
-    if kind not in types or (idx and not idx.isdigit()):
-        raise ValueError(f"unknown device {spec!r}; use 'cpu', 'cuda' or 'cuda:N'")
+    if kind not in types or (idx and not idx.isdigit()) or int(idx or 0) > _sizes.INT32_MAX:
+        raise InvalidArgumentError(f"unknown device {spec!r}; use 'cpu', 'cuda' or 'cuda:N'")
     h = C.c_void_p()
     _check(_L.ox_device_get(types[kind], int(idx or 0), C.byref(h)))
     return Device._of(h.value)
@@ -376,7 +385,7 @@ from ._streams import handle_of as _stream_handle  # noqa: E402
 # ------------------------------------------------------------------ tensors
 
 
-class Tensor:
+class Tensor(_handles.Holder):
     """A typed, strided array in one device's memory. Holds one reference to
     the C tensor, dropped when the object is garbage-collected.
 
@@ -385,9 +394,10 @@ class Tensor:
     (`base`) alive, and writes through one are seen through the other."""
 
     __slots__ = ("_h", "_base", "_tile", "__weakref__")
-    _h: Optional[int]
+    _h: int
     _base: Tensor
     _tile: Tuple[int, ...]
+    _what = "oxide.Tensor"
 
     def __init__(self):
         raise TypeError("use oxide.tensor(), oxide.empty() or oxide.from_numpy()")
@@ -403,10 +413,9 @@ class Tensor:
             t._tile = tile
         return t
 
-    def __del__(self, _release=_L.ox_tensor_release):
-        h = getattr(self, "_h", None)
+    def __del__(self, _release=_L.ox_tensor_release, _take=_handles.take):
+        h = _take(self)
         if h:
-            self._h = None
             _release(h)
 
     @property
@@ -484,7 +493,7 @@ class Tensor:
         of a dimension the tile does not divide are cut at the edge. Tile
         kernels take tiles of powers of two: another size is refused by the
         launch (CompileError)."""
-        tile = _int_tuple(tile, "tile")
+        tile = _sizes.ints(tile, "tile")
         if len(tile) != self.ndim:
             raise InvalidArgumentError(
                 f"partition: tile {list(tile)} has {len(tile)} size{'s' if len(tile) != 1 else ''} "
@@ -511,13 +520,16 @@ class Tensor:
               step: Optional[int] = 1) -> Tensor:
         """Elements start, start+step, ... below stop along `dim`, as
         t[start:stop:step] along that dimension (negative and out-of-range
-        bounds are clipped as in Python; step must be > 0)."""
+        bounds are clipped as in Python, ints beyond int64 refused:
+        ArgumentRangeError; step must be > 0)."""
         dim = _dim_index(dim, self.ndim)
         if step is None:
             step = 1
-        if not isinstance(step, numbers.Integral) or int(step) <= 0:
-            raise ValueError(f"slice step must be a positive int (negative strides are not "
-                             f"supported), got {step!r}")
+        if not _sizes.is_int(step) or int(step) <= 0:
+            raise InvalidArgumentError(f"slice step must be a positive int (negative strides are "
+                                       f"not supported), got {step!r}")
+        start, stop, step = (None if v is None else _sizes.integer(v, f"slice {w}")
+                             for v, w in ((start, "start"), (stop, "stop"), (step, "step")))
         start, stop, step = slice(start, stop, step).indices(self.shape[dim])
         return self._view(_L.ox_tensor_slice, dim, start, max(stop, start), step)
 
@@ -537,8 +549,8 @@ class Tensor:
             if isinstance(k, slice):
                 if k != slice(None):
                     t = t.slice(d, k.start, k.stop, k.step)
-            elif isinstance(k, numbers.Integral) and not isinstance(k, bool):
-                n, i = self.shape[d], int(k)
+            elif _sizes.is_int(k):
+                n, i = self.shape[d], _sizes.integer(k, "index")
                 if not -n <= i < n:
                     raise IndexError(f"index {k} is out of range for dimension {d} of size {n}")
                 i %= n
@@ -557,13 +569,13 @@ class Tensor:
         """The same elements in another shape (one dimension may be -1), as a
         view: InvalidArgumentError when the strides do not allow it without a
         copy (then reshape t.contiguous())."""
-        shape = _int_tuple(shape[0] if len(shape) == 1 else shape, "shape", negative=True)
+        shape = _sizes.ints(shape[0] if len(shape) == 1 else shape, "shape", least=-1)
         dims = (C.c_int64 * max(len(shape), 1))(*shape)
         return self._view(_L.ox_tensor_reshape, len(shape), dims)
 
     def permute(self, *dims: Any) -> Tensor:
         """Dimensions reordered: result.shape[i] == self.shape[dims[i]]."""
-        dims = _int_tuple(dims[0] if len(dims) == 1 else dims, "dims", negative=True)
+        dims = _sizes.ints(dims[0] if len(dims) == 1 else dims, "dims", least=None)
         if len(dims) != self.ndim:
             raise ValueError(f"permute: {len(dims)} dims for a tensor of {self.ndim} dimensions")
         dims = tuple(_dim_index(d, self.ndim) for d in dims)
@@ -582,7 +594,7 @@ class Tensor:
     def broadcast_to(self, shape: ShapeLike) -> Tensor:
         """Size-1 dimensions (and missing leading ones) repeated by stride 0;
         the result is read-only."""
-        shape = _int_tuple(shape, "shape")
+        shape = _sizes.ints(shape, "shape")
         dims = (C.c_int64 * max(len(shape), 1))(*shape)
         return self._view(_L.ox_tensor_broadcast_to, len(shape), dims)
 
@@ -754,6 +766,8 @@ class Tensor:
         _check(_L.ox_tensor_copy_from_host(self._h, _stream_handle(stream), raw, len(raw)))
 
     def __repr__(self) -> str:
+        if _handles.peek(self) is None:
+            return "oxide.Tensor(released)"
         tile = f", tile={self.tile}" if self.tile is not None else ""
         return (f"oxide.Tensor(shape={self.shape}, dtype={self.dtype!r}, "
                 f"device={str(self.device)!r}{tile})")
@@ -856,19 +870,6 @@ _BUFFER_DTYPE = {"?": "bool", "b": "i8", "h": "i16", "i": "i32", "l": "i64", "q"
                  "f": "f32", "d": "f64"}
 
 
-def _int_tuple(v: Any, what: str, negative: bool = False) -> Tuple[int, ...]:
-    """A tuple of ints from an int or a sequence of ints (>= 0, or any sign)."""
-    vals = (v,) if isinstance(v, numbers.Integral) else tuple(v)
-    for x in vals:
-        if not isinstance(x, numbers.Integral) or isinstance(x, bool):
-            raise TypeError(f"{what} must be an int or a tuple of ints, got {v!r}")
-        if not negative and x < 0:
-            raise ValueError(f"{what} must not be negative, got {v!r}")
-    if len(vals) > D.OX_MAX_DIMS:
-        raise ValueError(f"{what} has {len(vals)} dimensions; Oxide has at most {D.OX_MAX_DIMS}")
-    return tuple(int(x) for x in vals)
-
-
 def _dim_index(dim, ndim):
     if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
         raise TypeError(f"a dimension is an int, got {dim!r}")
@@ -955,7 +956,7 @@ def _pack(data, dtype):
 def _new_tensor(dev, dtype, shape, src, stream):
     """A tensor on `dev`: uninitialized (src None) or a copy of bytes or a numpy array."""
     dev = device(dev)
-    shape = tuple(int(s) for s in shape)
+    shape = _sizes.ints(shape, "shape")
     dims = (C.c_int64 * max(len(shape), 1))(*shape)
     h = C.c_void_p()
     st = _stream_handle(stream)
@@ -991,18 +992,13 @@ def tensor(data: Any, dtype: DTypeLike = None, device: DeviceLike = None,
 def empty(shape: ShapeLike, dtype: DTypeLike = "f32", device: DeviceLike = None,
           stream: Optional[Stream] = None) -> Tensor:
     """An uninitialized tensor; shape is an int or a tuple."""
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
     return _new_tensor(device, _dtype_name(dtype), shape, None, stream)
-
-
-def _shape_tuple(shape: Any) -> Tuple[int, ...]:
-    return _int_tuple(shape, "shape")
 
 
 def zeros(shape: ShapeLike, dtype: DTypeLike = "f32", device: DeviceLike = None,
           stream: Optional[Stream] = None) -> Tensor:
     """A tensor of zeros; shape is an int or a tuple."""
-    shape, dev = _shape_tuple(shape), _as_device(device)
+    shape, dev = _sizes.ints(shape, "shape"), _as_device(device)
     dims = (C.c_int64 * max(len(shape), 1))(*shape)
     h = C.c_void_p()
     _check(_L.ox_tensor_zeros(dev._h, _stream_handle(stream), _CODE[_dtype_name(dtype)],
@@ -1026,7 +1022,7 @@ def full(shape: ShapeLike, value: float, dtype: DTypeLike = "f32", device: Devic
          stream: Optional[Stream] = None) -> Tensor:
     """A tensor with every element `value` (converted to dtype, as the C API
     does); shape is an int or a tuple."""
-    shape, dev, dtype = _shape_tuple(shape), _as_device(device), _dtype_name(dtype)
+    shape, dev, dtype = _sizes.ints(shape, "shape"), _as_device(device), _dtype_name(dtype)
     dims = (C.c_int64 * max(len(shape), 1))(*shape)
     h = C.c_void_p()
     _check(_L.ox_tensor_full(dev._h, _stream_handle(stream), _CODE[dtype], len(shape), dims,
@@ -1043,7 +1039,7 @@ def _like(x, dtype, device):
         if shape is None or (own is None and dtype is None):
             raise TypeError(f"expected an oxide.Tensor or an array with shape and dtype (numpy, "
                             f"PyTorch, ...), got {type(x).__name__}")
-        shape = tuple(int(n) for n in shape)
+        shape = _sizes.ints(shape, "shape")
         dev = None
         if device is None and hasattr(x, "__dlpack_device__"):
             kind, index = (int(v) for v in x.__dlpack_device__())
@@ -1089,7 +1085,7 @@ def arange(start: float, stop: Optional[float] = None, step: float = 1,
                          ((start, "start"), (stop, "stop"), (step, "step")))
     if step == 0:
         raise ValueError("arange: step must not be 0")
-    n = max(0, math.ceil((stop - start) / step))
+    n = _sizes.arange_length(start, stop, step)
     h = C.c_void_p()
     _check(_L.ox_tensor_arange(_as_device(device)._h, _stream_handle(stream), _CODE[dtype], start,
                                step, n, C.byref(h)))
@@ -1139,13 +1135,13 @@ def _options(filename, arch, opt_level, no_cache):
         o.filename = os.fsencode(filename)
     if arch is not None:
         a = str(arch)
-        o.sm = int(a[3:] if a.startswith("sm_") else a)
-    o.opt_level = opt_level
+        o.sm = _sizes.integer(int(a[3:] if a.startswith("sm_") else a), "arch", 32)
+    o.opt_level = _sizes.integer(opt_level, "opt_level", 32)
     o.no_cache = int(bool(no_cache))
     return o
 
 
-class Module:
+class Module(_handles.Holder):
     """Compiled kernels of one source text, loaded on one device. Kernels are
     `module["name"]` or `module.name`; each keeps its module alive."""
 
@@ -1154,10 +1150,11 @@ class Module:
     # _opts: liboxide keeps the options' filename pointer for later messages
     # (bounds errors, launch contracts) without copying it, so it must live on.
     __slots__ = ("_h", "device", "_kernels", "_opts", "__weakref__")
-    _h: Optional[int]
+    _h: int
     device: Device
     _kernels: Dict[str, Any]
     _opts: Any
+    _what = "oxide.Module"
 
     def __init__(self):
         raise TypeError("use oxide.compile() or oxide.compile_file()")
@@ -1168,11 +1165,14 @@ class Module:
         m._h, m.device, m._kernels, m._opts = handle, dev, {}, opts
         return m
 
-    def __del__(self, _destroy=_L.ox_module_destroy):
-        h = getattr(self, "_h", None)
-        if h:
-            self._h = None
-            _destroy(h)
+    def __del__(self, _destroy=_L.ox_module_destroy, _take=_handles.take):
+        h = _take(self)
+        if not h:
+            return
+        for _, _, proto in getattr(self, "_kernels", {}).values():
+            if proto is not None:  # its kernels die with it: their copies refuse to launch
+                proto._release()
+        _destroy(h)
 
     @property
     def from_cache(self) -> bool:
@@ -1180,16 +1180,17 @@ class Module:
         return bool(_L.ox_module_from_cache(self._h))
 
     def __getitem__(self, name: str) -> Kernel:
+        h = self._h  # first: a released module has no kernels
         entry = self._kernels.get(name)
         if entry is None:
             out = C.c_void_p()
-            _check(_L.ox_module_get_kernel(self._h, name.encode(), C.byref(out)))
+            _check(_L.ox_module_get_kernel(h, name.encode(), C.byref(out)))
             entry = self._kernels[name] = Kernel._entry(out.value, self.device)
         return Kernel._make(entry, self)
 
     def __getattr__(self, name: str) -> Kernel:
         if name.startswith("_"):
-            raise AttributeError(name)
+            return super().__getattr__(name)  # _h of a released module: its error
         try:
             return self[name]
         except NotFoundError as e:
@@ -1209,7 +1210,8 @@ class Module:
         return re.findall(r"'([A-Za-z_][A-Za-z0-9_]*)'", msg[at:]) if at >= 0 else []
 
     def __dir__(self) -> List[str]:
-        return sorted(set(super().__dir__()) | set(self.kernel_names()))
+        names = self.kernel_names() if _handles.peek(self) is not None else []
+        return sorted(set(super().__dir__()) | set(names))
 
     def __repr__(self) -> str:
         return f"<oxide.Module on {self.device}>"
@@ -1259,7 +1261,8 @@ def emit(source: str, kind: str = "ptx", target: Optional[str] = None,
     opts.emit_contiguous = int(bool(contiguous))
     if generics:
         values = (D.ox_generic_value * len(generics))(
-            *(D.ox_generic_value(str(k).encode(), int(v)) for k, v in generics.items()))
+            *(D.ox_generic_value(str(k).encode(), _sizes.integer(v, f"generic {k}"))
+              for k, v in generics.items()))
         opts.generics = values  # kept alive by `values` until the call returns
         opts.num_generics = len(generics)
     _check(_L.ox_emit(source.encode(), C.byref(opts), _TARGET[target], _EMIT[kind], C.byref(out)))
@@ -1276,7 +1279,7 @@ _ext.load({
     "call_stream": _streams.call_stream, "wrapped": _streams.wrapped,
     "stream_getter": _streams.stream_getter, "producer_stream": _streams.producer_stream,
     "array_stream": _streams.array_stream,
-    "immutable_type": _args.immutable_type,
+    "type_kind": _args.type_kind,
     "no_ordering": _streams.NO_ORDERING,
 })
 
@@ -1338,8 +1341,8 @@ class Kernel(_KernelBase):
     the kernel has run when the call returns. `check(...)` checks a launch
     the same way without running it."""
 
-    __slots__ = ("_h", "module", "name", "_sig")
-    _h: int
+    __slots__ = ("_kh", "module", "name", "_sig")
+    _kh: int
     module: Module
     name: str
     _sig: Any
@@ -1364,10 +1367,17 @@ class Kernel(_KernelBase):
     def _make(cls, entry, module):
         handle, sig, proto = entry
         k = cls.__new__(cls) if proto is None else cls.__new__(cls, proto)
-        k._h, k._sig = handle, sig
+        k._kh, k._sig = handle, sig
         k.module = module  # the module must outlive the kernel handle
         k.name = sig.kernel
         return k
+
+    @property
+    def _h(self) -> int:
+        """The kernel's handle, owned by its module: gone with it."""
+        if _handles.peek(self.module) is None:
+            raise _args.error(self._sig, "released", -1, None, "kernel")
+        return self._kh
 
     @property
     def num_params(self) -> int:
@@ -1384,7 +1394,8 @@ class Kernel(_KernelBase):
         """Gives tile-kernel const generic `name` an explicit value for the
         launches from now on (one that sizes no output dim gets its value only
         this way; one that does must agree with the partitions)."""
-        _check(_L.ox_kernel_set_generic(self._h, name.encode(), int(value)))
+        _check(_L.ox_kernel_set_generic(self._h, name.encode(),
+                                        _sizes.integer(value, f"generic {name}")))
 
     def set_candidates(self, candidates: Sequence[Mapping[str, int]]) -> None:
         """Lets the runtime choose this tile kernel's configuration, as
@@ -1403,7 +1414,7 @@ class Kernel(_KernelBase):
             for j, (name, value) in enumerate(c.items()):
                 b = str(name).encode()
                 keep.append(b)
-                vals[j].name, vals[j].value = b, int(value)
+                vals[j].name, vals[j].value = b, _sizes.integer(value, f"generic {name}")
             keep.append(vals)
             arr[i].values, arr[i].num_values = vals, len(c)
         _check(_L.ox_kernel_set_candidates(self._h, arr, len(cands)))
@@ -1413,17 +1424,19 @@ class Kernel(_KernelBase):
         """The candidate (a dict, as given to set_candidates) that a launch
         with these arguments runs, or None when none is chosen yet (the next
         launch measures them). Measures nothing."""
+        h = self._h  # first, as a launch checks it
         _, argv, nargs, _, temps = _args.prepare(self._sig, args, kwargs, None, None, None)
         try:
             idx = C.c_int(-1)
-            _check(_L.ox_kernel_tuned(self._h, argv, nargs, C.byref(idx)))
+            _check(_L.ox_kernel_tuned(h, argv, nargs, C.byref(idx)))
         finally:
             temps.clear()
-        return None if idx.value < 0 else dict(_CANDIDATES[self._h][idx.value])
+        return None if idx.value < 0 else dict(_CANDIDATES[h][idx.value])
 
     def _run(self, fn, args, kwargs):
         """The pure path: the arguments through _args, then ox_launch (or
         ox_launch_check) through ctypes."""
+        h = self._h  # first, as the C extension checks it
         grid, block, stream = (kwargs.pop(k, None) for k in ("grid", "block", "stream"))
         cfg, argv, nargs, sh, temps = _args.prepare(self._sig, args, kwargs, grid, block, stream)
         # Ctrl-C: a CPU launch runs the kernel inside this call, where Python
@@ -1438,7 +1451,7 @@ class Kernel(_KernelBase):
             _check(_L.ox_cancel_on_sigint(1))
         try:
             try:
-                status = fn(self._h, sh, None if cfg is None else C.byref(cfg), argv, nargs)
+                status = fn(h, sh, None if cfg is None else C.byref(cfg), argv, nargs)
             finally:
                 if ctrl_c:
                     _L.ox_cancel_on_sigint(0)

@@ -30,6 +30,8 @@ import struct
 import sys
 
 from . import _decls as D
+from . import _handles
+from . import _sizes
 from . import _streams
 from ._lib import lib as _L
 
@@ -187,6 +189,12 @@ def error(sig, code, index, value=None, extra=None):
                        f"__cuda_array_interface__ or __array_interface__), got {_what(value)}")
     if code == "interface":
         return ValueErr(f"{at}{extra}")
+    if code == "released":  # extra: what was released ("tensor", "stream" or "kernel")
+        if extra == "kernel":
+            return ValueErr(f"kernel '{k}': {_handles.message('oxide.Module of the kernel')}")
+        if extra == "stream":
+            return ValueErr(f"kernel '{k}': stream=: {_handles.message('oxide.Stream')}")
+        return ValueErr(f"{at}{_handles.message('oxide.Tensor')}")
     if code == "immutable":
         return ValueErr(f"{at}{_what(value)} is immutable, and the kernel writes this parameter "
                         f"({_SPELLING.get(p.kind, p.kind)}); pass an array that may be written "
@@ -280,32 +288,42 @@ def convert_other(sig, i, x, stream):
     extension imports itself): an oxide.Tensor or oxide.Scalar to launch
     with, or the error. The C extension calls this too."""
     pkg = _pkg()
-    np = sys.modules.get("numpy")
-    if np is not None and isinstance(x, np.generic):
-        # a numpy scalar carries its dtype: as explicit as oxide.f32(x)
-        dt = _NUMPY_DTYPES.get(x.dtype.name)
-        if dt is None:
-            raise error(sig, "numpy_dtype", i, x)
-        return pkg._SCALARS[dt](x.item())
     p = sig.params[i]
     if p.kind == "scalar":
+        np = sys.modules.get("numpy")
+        if np is not None and isinstance(x, np.generic):
+            # a numpy scalar carries its dtype: as explicit as oxide.f32(x)
+            dt = _NUMPY_DTYPES.get(x.dtype.name)
+            if dt is None:
+                raise error(sig, "numpy_dtype", i, x)
+            return pkg._SCALARS[dt](x.item())
         if isinstance(x, (int, float)):  # subclasses of them (bool is an int)
             return pkg._SCALARS[p.dtype](number(sig, i, x))
         raise error(sig, "not_scalar", i, x)
-    if p.writable and immutable_type(type(x)):
+    kind = type_kind(type(x))
+    if kind == IMMUTABLE and p.writable:
         raise error(sig, "immutable", i, x)
-    if not isinstance(x, (int, float)):
+    if kind != SCALAR:
         t = import_array(sig, i, x, stream)
         if t is not None:
             return t
     raise error(sig, "not_tensor", i, x)
 
 
-def immutable_type(tp):
-    """True for array types whose values must never change (JAX's: JAX
-    exports them through DLPack without the read-only flag, so the
-    producer cannot say it). The C extension asks this once per type."""
-    return tp.__module__.split(".")[0] in ("jax", "jaxlib")
+ARRAY, IMMUTABLE, SCALAR = 0, 1, 2  # type_kind's answers
+
+
+def type_kind(tp):
+    """What values of type tp are to a tensor parameter: SCALAR for numbers
+    (numpy scalars too: they offer __array_interface__, but are values, not
+    memory a kernel may use), IMMUTABLE for arrays whose values must never
+    change (JAX's: JAX exports them through DLPack without the read-only
+    flag, so the producer cannot say it), else ARRAY. The C extension asks
+    this once per type."""
+    np = sys.modules.get("numpy")
+    if issubclass(tp, (int, float, complex)) or (np is not None and issubclass(tp, np.generic)):
+        return SCALAR
+    return IMMUTABLE if tp.__module__.split(".")[0] in ("jax", "jaxlib") else ARRAY
 
 
 def import_array(sig, i, x, stream):
@@ -343,9 +361,10 @@ def parse_interface(sig, i, iface, name):
         raise bad(f"no {e.args[0]!r} entry") from None
     if iface.get("mask") is not None:
         raise bad("masked arrays are not supported")
-    if not isinstance(shape, tuple) or not all(type(s) is int and s >= 0 for s in shape) or \
-            len(shape) > D.OX_MAX_DIMS:
-        raise bad(f"shape must be a tuple of at most {D.OX_MAX_DIMS} ints >= 0, got {shape!r}")
+    if not isinstance(shape, tuple) or len(shape) > D.OX_MAX_DIMS or \
+            not all(type(s) is int and 0 <= s <= _sizes.INT64_MAX for s in shape):
+        raise bad(f"shape must be a tuple of at most {D.OX_MAX_DIMS} ints in 0..2**63-1, "
+                  f"got {shape!r}")
     if not (isinstance(typestr, str) and len(typestr) >= 3 and typestr[1] in _TYPESTR
             and typestr[2:].isdigit() and int(typestr[2:]) in _TYPESTR[typestr[1]][1]):
         raise bad(f"typestr {typestr!r} has no Oxide dtype")
@@ -353,19 +372,21 @@ def parse_interface(sig, i, iface, name):
     if typestr[0] not in ("|", "=", _NATIVE) and size > 1:
         raise bad(f"typestr {typestr!r} is not in the machine's byte order")
     if not (isinstance(data, tuple) and len(data) == 2 and type(data[0]) is int
-            and isinstance(data[1], bool)):
-        raise bad("data must be an (address, read-only) tuple")
+            and 0 <= data[0] < 1 << 64 and isinstance(data[1], bool)):
+        raise bad("data must be an (address, read-only) tuple, the address in 0..2**64-1")
     strides = iface.get("strides")
     if strides is not None:
         if not isinstance(strides, tuple) or len(strides) != len(shape) or \
-                not all(type(s) is int for s in strides):
-            raise bad(f"strides must be None or a tuple of {len(shape)} ints, got {strides!r}")
+                not all(type(s) is int and _sizes.INT64_MIN <= s <= _sizes.INT64_MAX
+                        for s in strides):
+            raise bad(f"strides must be None or a tuple of {len(shape)} ints in "
+                      f"-2**63..2**63-1, got {strides!r}")
         if any(s % size for s in strides):
             raise bad(f"strides {strides!r} are not multiples of the element size ({size} bytes)")
         strides = tuple(s // size for s in strides)
     stream = iface.get("stream") if name == "__cuda_array_interface__" else None
-    if stream is not None and (type(stream) is not int or stream <= 0):
-        raise bad(f"stream must be None or a CUDA stream (an int > 0), got {stream!r}")
+    if stream is not None and (type(stream) is not int or not 0 < stream < 1 << 64):
+        raise bad(f"stream must be None or a CUDA stream (an int in 1..2**64-1), got {stream!r}")
     return shape, strides, (_TYPESTR[typestr[1]][0], 8 * size), data[0], data[1], stream
 
 
@@ -496,7 +517,11 @@ def prepare(sig, args, kwargs, grid, block, stream):
     values = bind(sig, args, kwargs)
     cfg = config(sig, grid, block)
     stream = _streams.call_stream(sig, values, stream)  # an oxide.Stream, or None
-    sh = stream._h if stream is not None else None
+    sh = None
+    if stream is not None:
+        sh = _handles.peek(stream)
+        if sh is None:
+            raise error(sig, "released", -1, stream, "stream")
     argv = (D.ox_arg * max(len(values), 1))()
     temps = []
     for i, x in enumerate(values):
@@ -511,7 +536,10 @@ def prepare(sig, args, kwargs, grid, block, stream):
             if isinstance(x, Tensor):
                 temps.append(x)
         if isinstance(x, Tensor):
-            a.kind, a.dtype, a.v.tensor = D.OX_ARG_TENSOR, D.OX_F32, x._h
+            h = _handles.peek(x)
+            if h is None:
+                raise error(sig, "released", i, x, "tensor")
+            a.kind, a.dtype, a.v.tensor = D.OX_ARG_TENSOR, D.OX_F32, h
         else:
             x._fill(a)
     return cfg, argv, len(values), sh, temps

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from . import _args
+from . import _handles
 from . import _streams
 from ._errors import _check
 from ._lib import lib as _L
@@ -16,7 +17,7 @@ def _pkg():
     return sys.modules["oxide"]
 
 
-class Chain:
+class Chain(_handles.Holder):
     """Launches and copies recorded now, run later:
 
         chain = oxide.Chain("cuda")
@@ -31,6 +32,7 @@ class Chain:
     imported once, when recorded, and held until the chain is dropped."""
 
     __slots__ = ("_h", "device", "_keep")
+    _what = "oxide.Chain"
 
     def __init__(self, device: Any = None):
         self.device = _pkg().device(device)
@@ -43,8 +45,9 @@ class Chain:
                **kwargs: Any) -> None:
         """Records a launch of `kernel` (of this chain's device) with these
         arguments, under the rules of a call (kernel(...)), without stream=."""
+        kh = kernel._h  # first, as a launch checks it
         cfg, argv, nargs, _, temps = _args.prepare(kernel._sig, args, kwargs, grid, block, None)
-        _check(_L.ox_chain_launch(self._h, kernel._h, None if cfg is None else C.byref(cfg), argv,
+        _check(_L.ox_chain_launch(self._h, kh, None if cfg is None else C.byref(cfg), argv,
                                   nargs))
         self._keep.extend(temps)
 
@@ -71,10 +74,9 @@ class Chain:
         captured, else each step in order."""
         _check(_L.ox_chain_run(self._h, self._stream(stream)))
 
-    def __del__(self, _destroy=_L.ox_chain_destroy):
-        h = getattr(self, "_h", None)
+    def __del__(self, _destroy=_L.ox_chain_destroy, _take=_handles.take):
+        h = _take(self)
         if h:
-            self._h = None
             _destroy(h)
 
     def __repr__(self) -> str:

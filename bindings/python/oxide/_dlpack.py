@@ -202,7 +202,7 @@ def _consumer_stream(pkg, dev, stream):
         return None
     if stream is None or stream == 1:
         return dev.default_stream._h
-    if not isinstance(stream, int) or isinstance(stream, bool) or stream < 0:
+    if not isinstance(stream, int) or isinstance(stream, bool) or not 0 <= stream < 1 << 64:
         raise TypeError(f"stream must be None, -1, 1, 2 or a CUDA stream handle (int), got {stream!r}")
     if stream == 0:
         raise ValueError("stream=0 is ambiguous and not allowed by the DLPack protocol; "

@@ -1,15 +1,21 @@
 """The exception classes of `oxide`, one per ox_status, and the check that
 raises them. Re-exported by the package (their module is "oxide")."""
+from typing import Optional
+
 from . import _decls as D
 from ._lib import lib as _L
 
 
 class OxideError(Exception):
-    """A failed Oxide call. `status` is the ox_status code, `status_name` its
-    name ("OX_ERR_COMPILE"), str(e) Oxide's message."""
+    """A failed Oxide call. `status` is the ox_status code (by default the
+    class's own), `status_name` its name ("OX_ERR_COMPILE"), str(e) Oxide's
+    message."""
 
-    def __init__(self, message: str, status: int = D.OX_ERR_INTERNAL) -> None:
+    _status = D.OX_ERR_INTERNAL
+
+    def __init__(self, message: str, status: Optional[int] = None) -> None:
         super().__init__(message)
+        status = self._status if status is None else status
         self.status = status
         self.status_name = _L.ox_status_name(status).decode()
 
@@ -21,13 +27,14 @@ class InvalidArgumentError(OxideError, ValueError):
 class ArgumentTypeError(InvalidArgumentError, TypeError):
     """A kernel launch's arguments do not fit its parameters: too many, a
     missing, repeated or unknown name, or a value of the wrong kind (a float
-    for an i32, a list for a tensor). Also a TypeError, as Python's own call
-    errors are."""
+    for an i32, a list for a tensor); or a size, shape or generic that is no
+    int. Also a TypeError, as Python's own call errors are."""
 
 
 class ArgumentRangeError(InvalidArgumentError, OverflowError):
     """A number out of range for its parameter's dtype (2**40 for an i32, 1e300
-    for an f32). Also an OverflowError."""
+    for an f32), or a size, offset, stride or generic beyond the C integer
+    that carries it (2**64 for an int64). Also an OverflowError."""
 
 
 class CompileError(OxideError):
@@ -84,6 +91,10 @@ _ERRORS = {
     D.OX_ERR_UNSUPPORTED: UnsupportedError, D.OX_ERR_INTERNAL: InternalError,
     D.OX_ERR_CANCELLED: CancelledError,
 }
+
+
+for _status, _cls in _ERRORS.items():
+    _cls._status = _status  # each class's default status (ArgumentTypeError: its base's)
 
 
 def _check(status):

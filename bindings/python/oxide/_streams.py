@@ -24,6 +24,7 @@ import os
 import sys
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from . import _handles
 from ._errors import _check
 from ._lib import lib as _L
 
@@ -36,14 +37,15 @@ def _pkg():
     return sys.modules["oxide"]
 
 
-class Stream:
+class Stream(_handles.Holder):
     """An ordered queue of work on one device: one Oxide made
     (device.stream()), a device's default stream, or another library's
     stream wrapped (oxide.wrap_stream)."""
 
     __slots__ = ("_h", "_owned", "device", "__weakref__")
-    _h: Optional[int]
+    _h: int
     _owned: bool
+    _what = "oxide.Stream"
 
     def __init__(self):
         raise TypeError("use device.stream(), device.default_stream or oxide.wrap_stream(...)")
@@ -93,11 +95,12 @@ class Stream:
     def __hash__(self) -> int:
         return hash(self._h)
 
-    def __del__(self, _destroy=_L.ox_stream_destroy):
+    def __del__(self, _destroy=_L.ox_stream_destroy, _take=_handles.take):
         # default arguments survive interpreter shutdown, module globals may not
-        if getattr(self, "_owned", False) and self._h:
-            h, self._h = self._h, None
-            _destroy(h)
+        if getattr(self, "_owned", False):
+            h = _take(self)
+            if h:
+                _destroy(h)
 
     def __repr__(self) -> str:
         kind = "" if self._owned else " (default)"
@@ -106,11 +109,12 @@ class Stream:
         return f"<oxide.Stream on {self.device}{kind}>"
 
 
-class Event:
+class Event(_handles.Holder):
     """A point in a stream's work, to wait for or to time (as
     torch.cuda.Event, with timing always on)."""
 
     __slots__ = ("_h", "device")
+    _what = "oxide.Event"
 
     def __init__(self, device: Any = None):
         self.device = _pkg().device(device)
@@ -139,10 +143,9 @@ class Event:
         _check(_L.ox_event_elapsed_ms(self._h, end._h, C.byref(ms)))
         return ms.value
 
-    def __del__(self, _destroy=_L.ox_event_destroy):
-        h = getattr(self, "_h", None)
+    def __del__(self, _destroy=_L.ox_event_destroy, _take=_handles.take):
+        h = _take(self)
         if h:
-            self._h = None
             _destroy(h)
 
     def __repr__(self) -> str:
@@ -208,8 +211,8 @@ def as_stream(obj, dev) -> Stream:
                         f"{type(obj).__name__}")
     if dev.type != "cuda":
         raise ValueError(f"a CUDA stream cannot order work on {dev}")
-    if cu < 0:
-        raise ValueError(f"a CUstream handle is an int >= 0, got {cu}")
+    if not 0 <= cu < 1 << 64:
+        raise ValueError(f"a CUstream handle is an int in 0..2**64-1, got {cu}")
     dev_of = getattr(obj, "device", None)  # torch.cuda.Stream knows its device
     idx = getattr(dev_of, "index", None)
     if type(idx) is int and getattr(dev_of, "type", "cuda") == "cuda" and idx != dev.index:

@@ -172,7 +172,7 @@ static PyObject *init(PyObject *self, PyObject *args) {
       {&fxo.call_stream, "call_stream"},   {&fxo.wrapped, "wrapped"},
       {&fxo.stream_getter, "stream_getter"}, {&fxo.producer_stream, "producer_stream"},
       {&fxo.array_stream, "array_stream"},
-      {&fxo.immutable_type, "immutable_type"},
+      {&fxo.type_kind, "type_kind"},
   };
   for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++) {
     PyObject *v = item(objects, objs[i].key);
@@ -219,7 +219,7 @@ static PyObject *init(PyObject *self, PyObject *args) {
   set(&fxo.typestrs, make_typestrs());
   set(&fxo.exchange_apis, PyDict_New());
   set(&fxo.stream_getters, PyDict_New());
-  set(&fxo.immutable_types, PyDict_New());
+  set(&fxo.type_kinds, PyDict_New());
   set(&fxo.empty, PyTuple_New(0));
   set(&fxo.max_version, Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION));
   set(&fxo.kw_cpu, fxo.max_version
@@ -227,7 +227,7 @@ static PyObject *init(PyObject *self, PyObject *args) {
                                        fxo.max_version)
                        : NULL);
   set(&fxo.kw_cpu_legacy, Py_BuildValue("{O:O}", fxo.s_stream, Py_None));
-  if (!fxo.typestrs || !fxo.exchange_apis || !fxo.stream_getters || !fxo.immutable_types || !fxo.empty || !fxo.kw_cpu || !fxo.kw_cpu_legacy)
+  if (!fxo.typestrs || !fxo.exchange_apis || !fxo.stream_getters || !fxo.type_kinds || !fxo.empty || !fxo.kw_cpu || !fxo.kw_cpu_legacy)
     return NULL;
   fx_ready = 1;
   Py_RETURN_NONE;

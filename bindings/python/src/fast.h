@@ -35,7 +35,7 @@
 
 /* The version of the contract between this module and the package: the
  * package refuses a module of another (and launches through ctypes). */
-#define FX_ABI 4
+#define FX_ABI 5
 
 /* A kernel has at most this many parameters (the compiler's limit). */
 #define FX_MAX_PARAMS 64
@@ -77,8 +77,8 @@ typedef struct fx_objects {
   PyObject *producer_stream; /* _streams.producer_stream(array, device) -> int | None */
   PyObject *array_stream;  /* _streams.array_stream(array) -> (known, Stream | None) on the array's GPU */
   PyObject *stream_getters;  /* {type: stream_getter(type)}, filled as types come */
-  PyObject *immutable_type;  /* _args.immutable_type(type) -> bool */
-  PyObject *immutable_types; /* {type: immutable_type(type)}, filled as types come */
+  PyObject *type_kind;     /* _args.type_kind(type) -> ARRAY, IMMUTABLE or SCALAR */
+  PyObject *type_kinds;    /* {type: type_kind(type)}, filled as types come */
   int no_ordering;         /* OXIDE_DEBUG_NO_STREAM_ORDERING: ask producers for none */
   PyObject *typestrs;      /* {"<f4": (code, bits), ...}: array interface element types */
   PyObject *exchange_apis; /* {type: capsule or None}: __dlpack_c_exchange_api__ by type */
@@ -105,6 +105,8 @@ typedef struct fx_launcher {
   PyObject_HEAD
   PyObject *sig;            /* the package's _args.Signature (for messages) */
   PyObject *names;          /* the parameters' names, interned strings */
+  PyObject *proto;          /* the launcher this one is a copy of (NULL: none), whose
+                             * kernel is NULL once its module is released */
   ox_kernel kernel;
   ox_device device;
   ox_stream default_stream; /* the device's default stream */
@@ -141,6 +143,9 @@ int fx_failure(const fx_launcher *L, ox_status status, int config_null);
 /* launcher.c */
 extern PyType_Spec fx_launcher_spec;
 extern PyTypeObject *fx_launcher_type; /* made from the spec at import */
+/* The handle of oxide.Tensor (argument i) or oxide.Stream (i = -1) `x` into
+ * *h; 0, or -1 with the package's error when it was released. */
+int fx_handle(const fx_launcher *L, int i, PyObject *x, void **h);
 
 /* scalars.c: a plain bool, int or float for scalar parameter i into *a.
  * Returns 1 when converted, 0 when the value needs the package's slower

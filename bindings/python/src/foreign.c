@@ -217,7 +217,7 @@ static int import_interface(fx_call *c, PyObject *x, PyObject *iface, int cuda, 
   int bits = (int)PyLong_AsLong(PyTuple_GetItem(type, 1));
   long long size = bits / 8, addr, v, cu = 0;
   PyObject *ro = PyTuple_GetItem(data, 1);
-  if (!exact_int(PyTuple_GetItem(data, 0), &addr) || !PyBool_Check(ro))
+  if (!exact_int(PyTuple_GetItem(data, 0), &addr) || addr < 0 || !PyBool_Check(ro))
     return 0;
   if (stream && stream != Py_None && (!exact_int(stream, &cu) || cu <= 0))
     return 0;

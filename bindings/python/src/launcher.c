@@ -21,8 +21,10 @@ static PyObject *launcher_copy(PyTypeObject *type, PyObject *proto) {
     return NULL;
   L->sig = from->sig;
   L->names = from->names;
+  L->proto = from->proto ? from->proto : proto; /* the one its module releases */
   Py_INCREF(L->sig);
   Py_INCREF(L->names);
+  Py_INCREF(L->proto);
   L->kernel = from->kernel;
   L->device = from->device;
   L->default_stream = from->default_stream;
@@ -111,6 +113,7 @@ static void launcher_dealloc(PyObject *self) {
   PyTypeObject *type = Py_TYPE(self);
   Py_XDECREF(L->sig);
   Py_XDECREF(L->names);
+  Py_XDECREF(L->proto);
   freefunc free_fn = (freefunc)PyType_GetSlot(type, Py_tp_free);
   free_fn(self);
   Py_DECREF(type); /* instances of heap types hold their type */
@@ -295,15 +298,44 @@ void fx_adopt(fx_call *c, ox_tensor h, ox_arg *a) {
   a->v.tensor = h;
 }
 
-static int tensor_arg(PyObject *x, ox_arg *a) {
-  PyObject *h = PyObject_GetAttr(x, fxo.s_h);
-  if (!h)
+/* Raises the package's error for released `what` ("tensor", "stream" or
+ * "kernel"; index: the argument, or -1); returns -1. */
+static int released(const fx_launcher *L, int index, PyObject *x, const char *what) {
+  PyObject *w = PyUnicode_FromString(what);
+  if (w) {
+    fx_error(L, "released", index, x, w);
+    Py_DECREF(w);
+  }
+  return -1;
+}
+
+/* The handle (_h) of an oxide.Tensor or oxide.Stream into *h, or the
+ * package's error naming argument i (-1: stream=) when it was released
+ * (the slot deleted: generic lookup, past the package's __getattr__). */
+int fx_handle(const fx_launcher *L, int i, PyObject *x, void **h) {
+  PyObject *v = PyObject_GenericGetAttr(x, fxo.s_h);
+  if (!v) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+      return -1;
+    PyErr_Clear();
+  }
+  if (!v || v == Py_None) {
+    Py_XDECREF(v);
+    return released(L, i, x, i < 0 ? "stream" : "tensor");
+  }
+  *h = PyLong_AsVoidPtr(v);
+  Py_DECREF(v);
+  return PyErr_Occurred() ? -1 : 0;
+}
+
+static int tensor_arg(const fx_launcher *L, int i, PyObject *x, ox_arg *a) {
+  void *h;
+  if (fx_handle(L, i, x, &h))
     return -1;
   a->kind = OX_ARG_TENSOR;
   a->dtype = OX_F32;
-  a->v.tensor = h == Py_None ? NULL : PyLong_AsVoidPtr(h); /* a released tensor: NULL */
-  Py_DECREF(h);
-  return PyErr_Occurred() ? -1 : 0;
+  a->v.tensor = h;
+  return 0;
 }
 
 /* An oxide.Scalar (any subclass of it) into *a; 0 if x is none. */
@@ -321,19 +353,23 @@ static int scalar_arg(PyObject *x, ox_arg *a) {
   return fx_scalar_object(x, (ox_dtype)t, a) ? -1 : 1;
 }
 
-/* 1 if x's type holds values that must never change (_args.immutable_type,
- * asked once per type), 0 if not, -1 on error. */
-static int immutable(PyObject *x) {
+/* _args.type_kind's answers */
+enum { KIND_ARRAY, KIND_IMMUTABLE, KIND_SCALAR };
+
+/* What x's type is to a tensor parameter (_args.type_kind, asked once per
+ * type), or -1 on error. */
+static int type_kind(PyObject *x) {
   PyObject *tp = (PyObject *)Py_TYPE(x);
-  PyObject *v = PyDict_GetItem(fxo.immutable_types, tp); /* borrowed */
+  PyObject *v = PyDict_GetItem(fxo.type_kinds, tp); /* borrowed */
   if (!v) {
-    v = PyObject_CallFunctionObjArgs(fxo.immutable_type, tp, NULL);
-    int bad = !v || PyDict_SetItem(fxo.immutable_types, tp, v);
+    v = PyObject_CallFunctionObjArgs(fxo.type_kind, tp, NULL);
+    int bad = !v || PyDict_SetItem(fxo.type_kinds, tp, v);
     Py_XDECREF(v); /* the dict holds it */
     if (bad)
       return -1;
   }
-  return PyObject_IsTrue(v);
+  long k = PyLong_AsLong(v);
+  return k == -1 && PyErr_Occurred() ? -1 : (int)k;
 }
 
 static int convert(fx_call *c, int i) {
@@ -344,7 +380,7 @@ static int convert(fx_call *c, int i) {
   const fx_param *p = &L->params[i];
   if (tp == (PyTypeObject *)fxo.tensor_type ||
       PyType_IsSubtype(tp, (PyTypeObject *)fxo.tensor_type))
-    return tensor_arg(x, a);
+    return tensor_arg(L, i, x, a);
   int r;
   if (p->kind == OX_PARAM_SCALAR &&
       (tp == &PyFloat_Type || tp == &PyLong_Type || tp == &PyBool_Type)) {
@@ -356,14 +392,16 @@ static int convert(fx_call *c, int i) {
   if (r)
     return r < 0 ? -1 : 0;
   if (p->kind != OX_PARAM_SCALAR) {
-    if (p->writable) {
-      r = immutable(x);
+    int kind = type_kind(x);
+    if (kind < 0)
+      return -1;
+    if (kind == KIND_IMMUTABLE && p->writable)
+      return fx_error(L, "immutable", i, x, NULL);
+    if (kind != KIND_SCALAR) { /* numbers (numpy scalars too) are no arrays */
+      r = fx_import(c, i, x, a);
       if (r)
-        return r < 0 ? -1 : fx_error(L, "immutable", i, x, NULL);
+        return r < 0 ? -1 : 0;
     }
-    r = fx_import(c, i, x, a);
-    if (r)
-      return r < 0 ? -1 : 0;
   }
   /* anything else: the package's conversion (numpy scalars, subclasses of
    * int and float, what this module does not import itself, the errors) */
@@ -372,7 +410,7 @@ static int convert(fx_call *c, int i) {
     return -1;
   c->keep[c->nkeep++] = y;
   if (PyType_IsSubtype(Py_TYPE(y), (PyTypeObject *)fxo.tensor_type))
-    return tensor_arg(y, a);
+    return tensor_arg(L, i, y, a);
   r = scalar_arg(y, a);
   if (r)
     return r < 0 ? -1 : 0;
@@ -404,6 +442,9 @@ static int prepare(fx_call *c, fx_launcher *L, PyObject *args, PyObject *kwargs,
   launch_kw kw;
   c->L = L;
   c->ntemps = c->nkeep = c->owns = 0;
+  const fx_launcher *P = L->proto ? (const fx_launcher *)L->proto : L;
+  if (!P->kernel) /* its module was released */
+    return released(L, -1, NULL, "kernel");
   if (bind(c, args, kwargs, &kw))
     return -1;
   /* a conversion may run Python code (a __dlpack__), which could change a
@@ -516,7 +557,16 @@ static PyObject *launcher_names(PyObject *self, void *closure) {
   return names;
 }
 
+/* _release(): the kernel is gone (its module was released); this launcher
+ * and its copies refuse to launch from now on. */
+static PyObject *launcher_release(PyObject *self, PyObject *unused) {
+  ((fx_launcher *)self)->kernel = NULL;
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef launcher_methods[] = {
+    {"_release", launcher_release, METH_NOARGS,
+     "_release(): the kernel's module was released; launches are refused from now on."},
     {"check", (PyCFunction)(void (*)(void))launcher_check, METH_VARARGS | METH_KEYWORDS,
      "check(*args, grid=None, block=None, stream=None, **kwargs): checks a launch like a call "
      "would, without running it."},

@@ -164,12 +164,11 @@ int fx_launch_stream(fx_call *c, PyObject *stream) {
     else if (!(s = PyObject_CallFunctionObjArgs(fxo.call_stream, L->sig, fxo.empty, stream, NULL)))
       return -1; /* not a stream: the package's error */
     set_stream_obj(c, s);
-    PyObject *h = PyObject_GetAttr(s, fxo.s_h);
-    if (!h)
-      return -1;
-    c->stream = h == Py_None ? NULL : PyLong_AsVoidPtr(h); /* a destroyed stream: NULL */
-    Py_DECREF(h);
-    return PyErr_Occurred() ? -1 : 0;
+    void *h;
+    if (fx_handle(L, -1, s, &h))
+      return -1; /* released */
+    c->stream = h;
+    return 0;
   }
   if (L->cpu)
     return 0;
