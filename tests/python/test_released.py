@@ -165,3 +165,21 @@ def test_event_and_chain():
     refused("Chain", lambda: chain.run())
     x = oxide.zeros(4, device=CPU)
     refused("Chain", lambda: chain.copy(x, x))
+
+
+def test_copy_and_deepcopy_of_a_tensor():
+    """copy.copy shares the memory and holds its own reference (each object
+    releases its own); copy.deepcopy copies the elements."""
+    import copy
+    import gc
+
+    t = oxide.from_numpy(np.arange(6, dtype=np.float32))
+    shared, deep = copy.copy(t), copy.deepcopy(t)
+    del t
+    gc.collect()
+    np.testing.assert_array_equal(shared.numpy(), np.arange(6, dtype=np.float32))
+    np.testing.assert_array_equal(deep.numpy(), np.arange(6, dtype=np.float32))
+    shared.copy_from(np.zeros(6, dtype=np.float32))
+    np.testing.assert_array_equal(deep.numpy(), np.arange(6, dtype=np.float32))
+    p = copy.copy(oxide.zeros(16).partition(4))
+    assert p._tile == (4,)

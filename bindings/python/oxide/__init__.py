@@ -611,6 +611,15 @@ class Tensor(_handles.Holder):
         """This tensor if it is contiguous, else a contiguous copy."""
         return self if self.is_contiguous() else self.to(self.device, stream)
 
+    def __copy__(self) -> Tensor:
+        """Another reference to the same memory (copy.copy), like a view."""
+        _L.ox_tensor_retain(self._h)  # each object releases its own reference
+        return Tensor._wrap(self._h, getattr(self, "_base", None), getattr(self, "_tile", None))
+
+    def __deepcopy__(self, memo: Any) -> Tensor:
+        """A new tensor with a copy of the elements (copy.deepcopy)."""
+        return self.to(self.device)
+
     def __len__(self) -> int:
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
