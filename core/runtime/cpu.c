@@ -103,6 +103,35 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
+/* ThreadSanitizer keeps a fixed-size shadow call stack per thread (64K
+ * entries), pushed and popped by hooks at each instrumented function's entry
+ * and exit. A block's fibers take turns on one thread: one sequential
+ * execution, which TSan's clock for the thread orders as the executor does.
+ * But a fiber ends by switching away inside fiber_main, which never returns,
+ * so its entries stayed pushed, until the stack overflowed (a TSan build
+ * crashed once some 64K GPU threads had run on one thread). So fiber_main and
+ * the switches below it get no hooks; every other frame on a fiber returns
+ * before its block ends. The fibers' entries interleave (a report's stack
+ * taken on a fiber may show its block-mates' frames) but balance. TSan's
+ * fiber API would instead make each fiber stack a TSan thread: in GCC's
+ * runtime about 1 MB and a vector-clock exchange per switch each, at most
+ * 8128 at once (tsan_fiber_test: 28 times slower, 5.5 GB). */
+#if defined(__SANITIZE_THREAD__)
+#define OXR_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define OXR_TSAN 1
+#endif
+#endif
+#ifndef OXR_TSAN
+#define OXR_NO_TSAN_HOOKS
+#elif defined(__clang__) && __has_attribute(disable_sanitizer_instrumentation)
+/* clang's no_sanitize("thread") keeps the entry/exit hooks */
+#define OXR_NO_TSAN_HOOKS __attribute__((disable_sanitizer_instrumentation))
+#else
+#define OXR_NO_TSAN_HOOKS __attribute__((no_sanitize("thread")))
+#endif
+
 enum {
   MAX_THREADS = 1024, /* threads per block, as on every CUDA GPU */
   WARP = 32,
@@ -233,8 +262,8 @@ static bool sched_reserve(sched *s, uint32_t n, size_t size) {
 /* Switches from context `from` to `to`, whose stack is [bottom, bottom+size).
  * `fake` keeps ASan's fake stack of the context we leave; NULL when we leave
  * it for good (a returned fiber), which frees it. */
-static void switch_to(ucontext_t *from, void **fake, ucontext_t *to, const void *bottom,
-                      size_t size) {
+static OXR_NO_TSAN_HOOKS void switch_to(ucontext_t *from, void **fake, ucontext_t *to,
+                                        const void *bottom, size_t size) {
 #ifdef OXR_ASAN
   __sanitizer_start_switch_fiber(fake, bottom, size);
 #endif
@@ -311,7 +340,7 @@ static fiber *pick_next(sched *s) {
 
 /* Called by the running fiber `f` once it waits or has returned: runs the next
  * fiber, or the hub after the last one. Returns when `f` runs again. */
-static void run_next(sched *s, fiber *f) {
+static OXR_NO_TSAN_HOOKS void run_next(sched *s, fiber *f) {
   fiber *next = pick_next(s);
   if (next == f) { /* released by the deadlock rule: go on */
     f->state = F_RUNNING;
@@ -328,18 +357,9 @@ static void run_next(sched *s, fiber *f) {
   }
 }
 
-static void fiber_main(void) {
-  sched *s = tl_sched;
-#ifdef OXR_ASAN
-  const void *bottom;
-  size_t size;
-  __sanitizer_finish_switch_fiber(NULL, &bottom, &size);
-  if (s->from_hub) { /* the block's first fiber: learn where the hub's stack is */
-    s->hub_bottom = bottom, s->hub_size = size;
-    s->from_hub = false;
-  }
-#endif
-  fiber *f = s->cur;
+/* Runs the thread of the running fiber `f` to its end. (Not inlined into
+ * fiber_main, where it would lose its TSan checks.) */
+static __attribute__((noinline)) void fiber_body(sched *s, fiber *f) {
   /* A cancelled launch does not start its remaining threads. */
   if (!(atomic_load_explicit(s->ctx->cancel, memory_order_relaxed) & 1)) {
     if (s->k->thread_fn)
@@ -362,6 +382,21 @@ static void fiber_main(void) {
   /* A returned thread counts as arrived at the barrier, and leaves its warp. */
   if (s->bar_n > 0 && s->bar_n == s->live) release_barrier(s);
   if (w->arrived && w->arrived == w->live) complete_warp_op(s, w, NULL);
+}
+
+static OXR_NO_TSAN_HOOKS void fiber_main(void) {
+  sched *s = tl_sched;
+#ifdef OXR_ASAN
+  const void *bottom;
+  size_t size;
+  __sanitizer_finish_switch_fiber(NULL, &bottom, &size);
+  if (s->from_hub) { /* the block's first fiber: learn where the hub's stack is */
+    s->hub_bottom = bottom, s->hub_size = size;
+    s->from_hub = false;
+  }
+#endif
+  fiber *f = s->cur;
+  fiber_body(s, f);
   run_next(s, f);
   assert(!"a returned fiber was resumed");
   abort();
