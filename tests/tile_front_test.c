@@ -450,9 +450,10 @@ static const bad bads[] = {
                          "let d = x.load([0]);\nlet e = z.partition([4]);\nlet g = z.foo();"), 6,
      {"3:15 error: axis 2 is out of range for 'dim': 'x' has rank 1 (axes 0..0)",
       "4:18 error: the axis of 'stride' must be an integer literal",
-      "5:10 error: a tensor (&Tensor) has methods partition([..]), dim(k) and stride(k), not 'len'",
-      "6:10 error: a tensor (&Tensor) has methods partition([..]), dim(k) and stride(k), not "
-      "'load'; partition it first",
+      "5:10 error: a tensor (&Tensor) has methods partition([..]), at([..]), load_at([..], [..]), "
+      "dim(k) and stride(k), not 'len'",
+      "6:10 error: a tensor (&Tensor) has methods partition([..]), at([..]), load_at([..], [..]), "
+      "dim(k) and stride(k), not 'load'; partition it first",
       "7:10 error: 'z' is an output tile (&mut Tensor), which cannot be partitioned again",
       "8:10 error: an output tile (&mut Tensor) has methods store(t), dim(k) and stride(k), not "
       "'foo'"}},
@@ -487,8 +488,10 @@ static const bad bads[] = {
     {"arrays elsewhere", T("let a = [1, 2];\nlet b = tile_id([0]);"), 2,
      {"3:9 error: an array '[..]' is written only as the sizes of x.partition([..]) and the "
       "indices of .load([..])", "4:17 error: the axis of tile_id must be an integer literal"}},
-    {"indexing tensors", T("let a = x[0];\nz[0] = 1.0;"), 2,
-     {"3:10 error: a tensor is not indexed element by element",
+    {"indexing tensors", T("let a = o[0];\nz[0] = 1.0;"), 2,
+     {"3:10 error: 'o' is an output tile (&mut Tensor): its other elements belong to other blocks, "
+      "so it is not read element by element; read this block's tile with load_tile_like(o, o), and "
+      "write it with 'o.store(t)'",
       "4:2 error: a tensor is not written element by element; store a whole tile into an output "
       "with 'z.store(t)'"}},
     {"generics cannot be assigned", T("B = 3;"), 1,

@@ -8,7 +8,8 @@
 #      (+ LeakSanitizer): API misuse, handles, the cache, threads included,
 #   3. the concurrency tests (ctest label "threads") under ThreadSanitizer,
 #   4. Python (pytest, twice: through the C extension, and with
-#      OXIDE_PURE_PYTHON=1 through ctypes), Rust (cargo test, a crate outside
+#      OXIDE_PURE_PYTHON=1 through ctypes; the tile tests a third time with
+#      OXIDE_TILE_THREADS=1, the GPU's tile lowering run on the CPU), Rust (cargo test, a crate outside
 #      the workspace) and SWIG (Java) bindings, and the cross-language
 #      examples (examples/interop),
 #   5. the Python wheel (tools/build_wheel.sh) installed into a fresh virtual
@@ -51,6 +52,10 @@ if [ -d tests/python ]; then
     python3 -m pytest -q tests/python || status=1
   OXIDE_LIBRARY="$PWD/$BUILD/liboxide.so" PYTHONPATH="$PWD/bindings/python" OXIDE_PURE_PYTHON=1 \
     python3 -m pytest -q tests/python || status=1
+  # the tile tests again with tile kernels lowered for the CPU as for a GPU (blocks of
+  # threads, shared memory, barriers): the GPU lowering's logic, checked without a GPU
+  OXIDE_TILE_THREADS=1 OXIDE_LIBRARY="$PWD/$BUILD/liboxide.so" PYTHONPATH="$PWD/bindings/python" \
+    python3 -m pytest -q tests/python/test_tile.py tests/python/test_tile_data.py || status=1
 fi
 
 step "Python wheel: build, install into a fresh venv, test the installed package"

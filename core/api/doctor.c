@@ -61,5 +61,5 @@ ox_status ox_doctor(char **out) {
   const char *ptxas = oxa_find_ptxas(buf, sizeof buf);
   oxb_str_addf(&o, "ptxas      %s\n", ptxas ? ptxas : "not found (only needed to validate PTX in tests)");
   *out = oxb_str_take(&o);
-  return OX_OK;
+  return *out ? OX_OK : oxb_set_error(OX_ERR_OUT_OF_MEMORY, "ox_doctor: out of memory writing the report");
 }

@@ -12,43 +12,61 @@
 
 /* ------------------------------------------------------------- front end */
 
-ox_status oxa_front(oxb_arena *a, const char *source, const char *filename, oxi_module *m,
-                    oxb_str *ast, const oxf_program **prog) {
-  if (!source)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel source is NULL");
+/* What the front end's region works on; the heap strings are freed by
+ * oxa_front whatever the outcome (base.h: protected regions). */
+typedef struct front_job {
+  oxb_arena *a;
+  const char *source, *filename;
+  oxi_module *m;
+  oxb_str *ast;
+  const oxf_program **prog;
+  oxb_diags d;
+  oxb_str err;
+} front_job;
+
+static ox_status front_run(void *arg) {
+  front_job *j = arg;
+  oxb_arena *a = j->a;
   oxb_source *src = oxb_alloc(a, sizeof *src);
   /* copied: messages read it long after the caller's string may be gone */
-  src->name = oxb_strndup(a, filename ? filename : "<input>", strlen(filename ? filename : "<input>"));
-  src->len = strlen(source);
-  src->text = oxb_strndup(a, source, src->len);
-  oxb_diags d = {0};
-  d.src = src;
-  memset(m, 0, sizeof *m);
+  const char *filename = j->filename ? j->filename : "<input>";
+  src->name = oxb_strndup(a, filename, strlen(filename));
+  src->len = strlen(j->source);
+  src->text = oxb_strndup(a, j->source, src->len);
+  oxb_diags *d = &j->d;
+  d->src = src;
+  oxi_module *m = j->m;
   m->arena = a;
   m->filename = src->name;
-  oxf_program *p = oxf_parse(a, &d, src);
-  if (prog)
-    *prog = p;
-  if (ast && !d.errors)
-    oxf_dump(p, ast);
-  if (!d.errors)
-    oxf_check(a, &d, p, m);
-  if (d.errors) {
-    if (oxb_too_many_errors(&d))
-      oxb_str_addf(&d.text, "too many errors; stopping\n");
-    ox_status s = oxb_set_error_text(OX_ERR_COMPILE, d.text.buf);
-    oxb_str_free(&d.text);
-    return s;
+  oxf_program *p = oxf_parse(a, d, src);
+  if (j->prog)
+    *j->prog = p;
+  if (j->ast && !d->errors)
+    oxf_dump(p, j->ast);
+  if (!d->errors)
+    oxf_check(a, d, p, m);
+  if (d->errors) {
+    if (oxb_too_many_errors(d))
+      oxb_str_addf(&d->text, "too many errors; stopping\n");
+    return oxb_set_error_text(OX_ERR_COMPILE, d->text.buf);
   }
-  oxb_str_free(&d.text);
-  oxb_str err = {0};
-  if (!oxi_verify(m, &err)) {
-    ox_status s = oxb_set_error(OX_ERR_INTERNAL, "internal error: %s", err.buf);
-    oxb_str_free(&err);
-    return s;
-  }
-  oxb_str_free(&err);
+  if (!oxi_verify(m, &j->err))
+    return oxb_set_error(OX_ERR_INTERNAL, "internal error: %s", j->err.buf);
   return OX_OK;
+}
+
+ox_status oxa_front(oxb_arena *a, const char *source, const char *filename, oxi_module *m,
+                    oxb_str *ast, const oxf_program **prog) {
+  memset(m, 0, sizeof *m);
+  if (prog)
+    *prog = NULL;
+  if (!source)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel source is NULL");
+  front_job j = {a, source, filename, m, ast, prog, {0}, {0}};
+  ox_status s = oxb_protected(front_run, &j);
+  oxb_str_free(&j.d.text);
+  oxb_str_free(&j.err);
+  return s;
 }
 
 /* ----------------------------------------------------------------- tags */
@@ -199,6 +217,9 @@ ox_status oxa_build(ox_device dev, const oxi_module *irm, const char *source, co
   if (cuda && lo.sm < 80)
     return oxb_set_error(OX_ERR_UNSUPPORTED, "Oxide targets sm_80 and newer; %s is sm_%d",
                          dev->name, lo.sm);
+  ox_status s = oxl_init();
+  if (s)
+    return s;
   char key[65];
   oxb_hasher h;
   oxb_hash_init(&h);
@@ -218,8 +239,11 @@ ox_status oxa_build(ox_device dev, const oxi_module *irm, const char *source, co
   bool cached = !o.no_cache && oxa_cache_enabled();
   size_t len = 0;
   char *art = cached ? oxa_cache_get(key, ext, &len) : NULL;
-  ox_status s = OX_OK;
-  if (art && (s = load_code(dev, irm, art, len, code)) != OX_OK) {
+  if (art && (s = load_code(dev, irm, art, len, code)) == OX_ERR_OUT_OF_MEMORY) {
+    free(art); /* not the entry's fault: keep it */
+    return s;
+  }
+  if (art && s != OX_OK) {
     /* an entry that passed the cache's checks yet does not load (a stale
      * artifact): drop it and compile again, once */
     oxa_cache_drop(key, ext, ox_last_error());
@@ -297,6 +321,85 @@ static ox_status read_options(const char *fn, const ox_compile_options *opts,
   return OX_OK;
 }
 
+/* What a module's compile region works on (base.h: protected regions):
+ * module_free(m) frees whatever it made, however far it got. */
+typedef struct compile_job {
+  oxa_module *m;
+  const char *source;
+  const ox_compile_options *o;
+  oxb_diags d;
+} compile_job;
+
+static ox_status compile_run(void *arg) {
+  compile_job *j = arg;
+  oxa_module *m = j->m;
+  ox_status s = oxa_front(&m->arena, j->source, j->o->filename, &m->ir, NULL, &m->prog);
+  if (s)
+    return s;
+  m->text = strdup(j->source);
+  m->sigs.arena = &m->arena;
+  m->sigs.filename = m->ir.filename;
+  /* kernels and their tags: #[kernel]s, then #[tile]s (signatures only) */
+  int ntile = 0;
+  for (int i = 0; i < m->prog->fns.len; i++)
+    ntile += ((const oxf_fn *)m->prog->fns.items[i])->is_tile;
+  m->kernels = calloc((size_t)(m->ir.kernels.len + ntile), sizeof *m->kernels);
+  if (!m->text || !m->kernels)
+    return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
+  m->nkernels = m->ir.kernels.len + ntile; /* (after: module_free walks them) */
+  int ti = m->ir.kernels.len;
+  for (int i = 0; i < m->prog->fns.len; i++) {
+    const oxf_fn *fn = m->prog->fns.items[i];
+    if (!fn->is_tile)
+      continue;
+    oxa_kernel *k = &m->kernels[ti++];
+    k->fn = fn;
+    k->ngenerics = fn->generics.len;
+    int64_t placeholders[OXA_MAX_GENERICS];
+    for (int g = 0; g < OXA_MAX_GENERICS; g++)
+      placeholders[g] = 16;
+    oxb_diags *d = &j->d;
+    oxb_str_free(&d->text);
+    memset(d, 0, sizeof *d);
+    oxb_source src = {m->ir.filename, m->text, strlen(m->text)};
+    d->src = &src;
+    if (k->ngenerics > OXA_MAX_GENERICS)
+      return oxb_set_error(OX_ERR_COMPILE, "%s: tile kernel '%s' has more than %d generics",
+                           m->ir.filename, fn->name, OXA_MAX_GENERICS);
+    if (!oxf_check_tile(&m->arena, d, m->prog, fn, placeholders, &m->sigs))
+      return oxb_set_error_text(OX_ERR_COMPILE, d->text.buf ? d->text.buf : "tile kernel error");
+    k->ir = m->sigs.kernels.items[m->sigs.kernels.len - 1];
+  }
+  for (int i = 0; i < m->nkernels; i++) {
+    oxa_kernel *k = &m->kernels[i];
+    k->mod = m;
+    if (i < m->ir.kernels.len)
+      k->ir = m->ir.kernels.items[i];
+    pthread_mutex_init(&k->lock, NULL);
+    pthread_mutex_init(&k->tune_lock, NULL);
+    for (int p = 0; p < k->ir->params.len; p++)
+      k->nflat += oxi_param_width(k->ir->params.items[p]);
+    if (k->ir->params.len > OXA_MAX_PARAMS)
+      return oxb_set_error(OX_ERR_COMPILE, "%s: kernel '%s' has more than %d parameters",
+                           m->ir.filename, k->ir->name, OXA_MAX_PARAMS);
+    k->tag = tag_register(k);
+    k->handle = (ox_kernel)(uintptr_t)oxb_handle_new(OXB_H_KERNEL, k);
+    if (!k->tag || !k->handle)
+      return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  /* code for the #[kernel]s: from the cache, or generated */
+  if (m->ir.kernels.len) {
+    int slot = oxa_slot(m->dev);
+    s = oxa_build(m->dev, &m->ir, j->source, "", j->o, &m->code[slot], &m->from_cache);
+    for (int i = 0; !s && i < m->ir.kernels.len; i++)
+      s = oxa_entry(m->dev, &m->code[slot], m->kernels[i].ir, &m->kernels[i].cu_fn[slot], &m->kernels[i].cpu);
+    if (s)
+      return s;
+    m->loaded[slot] = 1;
+  }
+  return OX_OK;
+}
+
 ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_options *opts,
                             ox_module *out) {
   if (!out)
@@ -322,87 +425,17 @@ ox_status ox_module_compile(ox_device dev, const char *source, const ox_compile_
   m->opts = o;
   m->opts.filename = NULL;
   pthread_mutex_init(&m->load_lock, NULL);
-  ox_status s = oxa_front(&m->arena, source, o.filename, &m->ir, NULL, &m->prog);
+  compile_job j = {m, source, &o, {0}};
+  ox_status s = oxb_protected(compile_run, &j);
+  oxb_str_free(&j.d.text);
+  if (!s) {
+    m->handle = (ox_module)(uintptr_t)oxb_handle_new(OXB_H_MODULE, m);
+    if (!m->handle)
+      s = oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
+  }
   if (s) {
     module_free(m);
     return s;
-  }
-  m->text = strdup(source);
-  m->sigs.arena = &m->arena;
-  m->sigs.filename = m->ir.filename;
-  /* kernels and their tags: #[kernel]s, then #[tile]s (signatures only) */
-  int ntile = 0;
-  for (int i = 0; i < m->prog->fns.len; i++)
-    ntile += ((const oxf_fn *)m->prog->fns.items[i])->is_tile;
-  m->nkernels = m->ir.kernels.len + ntile;
-  m->kernels = calloc((size_t)m->nkernels, sizeof *m->kernels);
-  if (!m->text || !m->kernels) {
-    module_free(m);
-    return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
-  }
-  int ti = m->ir.kernels.len;
-  for (int i = 0; i < m->prog->fns.len; i++) {
-    const oxf_fn *fn = m->prog->fns.items[i];
-    if (!fn->is_tile)
-      continue;
-    oxa_kernel *k = &m->kernels[ti++];
-    k->fn = fn;
-    k->ngenerics = fn->generics.len;
-    int64_t placeholders[OXA_MAX_GENERICS];
-    for (int g = 0; g < OXA_MAX_GENERICS; g++)
-      placeholders[g] = 16;
-    oxb_diags d = {0};
-    oxb_source src = {m->ir.filename, m->text, strlen(m->text)};
-    d.src = &src;
-    if (k->ngenerics > OXA_MAX_GENERICS || !oxf_check_tile(&m->arena, &d, m->prog, fn, placeholders, &m->sigs)) {
-      s = k->ngenerics > OXA_MAX_GENERICS
-              ? oxb_set_error(OX_ERR_COMPILE, "%s: tile kernel '%s' has more than %d generics",
-                              m->ir.filename, fn->name, OXA_MAX_GENERICS)
-              : oxb_set_error_text(OX_ERR_COMPILE, d.text.buf ? d.text.buf : "tile kernel error");
-      oxb_str_free(&d.text);
-      module_free(m);
-      return s;
-    }
-    oxb_str_free(&d.text);
-    k->ir = m->sigs.kernels.items[m->sigs.kernels.len - 1];
-  }
-  for (int i = 0; i < m->nkernels; i++) {
-    oxa_kernel *k = &m->kernels[i];
-    k->mod = m;
-    if (i < m->ir.kernels.len)
-      k->ir = m->ir.kernels.items[i];
-    pthread_mutex_init(&k->lock, NULL);
-    pthread_mutex_init(&k->tune_lock, NULL);
-    for (int j = 0; j < k->ir->params.len; j++)
-      k->nflat += oxi_param_width(k->ir->params.items[j]);
-    if (k->ir->params.len > OXA_MAX_PARAMS) {
-      module_free(m);
-      return oxb_set_error(OX_ERR_COMPILE, "%s: kernel '%s' has more than %d parameters",
-                           m->ir.filename, k->ir->name, OXA_MAX_PARAMS);
-    }
-    k->tag = tag_register(k);
-    k->handle = (ox_kernel)(uintptr_t)oxb_handle_new(OXB_H_KERNEL, k);
-    if (!k->tag || !k->handle) {
-      module_free(m);
-      return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-  }
-  /* code for the #[kernel]s: from the cache, or generated */
-  if (m->ir.kernels.len) {
-    int slot = oxa_slot(dev);
-    s = oxa_build(dev, &m->ir, source, "", &o, &m->code[slot], &m->from_cache);
-    for (int i = 0; !s && i < m->ir.kernels.len; i++)
-      s = oxa_entry(dev, &m->code[slot], m->kernels[i].ir, &m->kernels[i].cu_fn[slot], &m->kernels[i].cpu);
-    if (s) {
-      module_free(m);
-      return s;
-    }
-    m->loaded[slot] = 1;
-  }
-  m->handle = (ox_module)(uintptr_t)oxb_handle_new(OXB_H_MODULE, m);
-  if (!m->handle) {
-    module_free(m);
-    return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
   }
   *out = m->handle;
   return OX_OK;
@@ -416,7 +449,8 @@ ox_status ox_module_compile_file(ox_device dev, const char *path, const ox_compi
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_module_compile_file: path is NULL");
   char *text = oxb_read_file(path, NULL);
   if (!text)
-    return oxb_set_error(OX_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    return oxb_set_error(errno == ENOMEM ? OX_ERR_OUT_OF_MEMORY : OX_ERR_IO, "cannot read %s: %s", path,
+                         strerror(errno));
   ox_compile_options o;
   if (read_options(__func__, opts, &o) != OX_OK) {
     free(text);
@@ -630,6 +664,87 @@ static ox_status check_generics(const ox_compile_options *o, const oxf_program *
   return OX_OK;
 }
 
+/* What ox_emit's region works on; ox_emit frees it whatever the outcome. */
+typedef struct emit_job {
+  const char *source;
+  const ox_compile_options *o;
+  ox_target target;
+  ox_emit_kind kind;
+  char **out;
+  oxb_arena a;
+  oxi_module m;
+  oxb_str text, err;
+  oxb_diags d;
+} emit_job;
+
+static ox_status emit_run(void *arg) {
+  emit_job *j = arg;
+  const ox_compile_options *o = j->o;
+  ox_emit_kind kind = j->kind;
+  oxi_module *m = &j->m;
+  const oxf_program *prog = NULL;
+  ox_status s = oxa_front(&j->a, j->source, o->filename, m, kind == OX_EMIT_AST ? &j->text : NULL, &prog);
+  /* tile kernels: shown specialized with the generics the options give, the
+   * others at the placeholder (OXF_TILE_PLACEHOLDER); the IR before their
+   * lowering, code after it */
+  int first_tile = m->kernels.len;
+  if (!s && kind != OX_EMIT_AST)
+    s = check_generics(o, prog);
+  for (int i = 0; !s && kind != OX_EMIT_AST && i < prog->fns.len; i++) {
+    const oxf_fn *fn = prog->fns.items[i];
+    if (!fn->is_tile)
+      continue;
+    int64_t values[OXA_MAX_GENERICS];
+    if (fn->generics.len > OXA_MAX_GENERICS)
+      return oxb_set_error(OX_ERR_COMPILE, "%s: tile kernel '%s' has more than %d generics", m->filename,
+                           fn->name, OXA_MAX_GENERICS);
+    for (int g = 0; g < fn->generics.len; g++)
+      values[g] = generic_value(o, fn->generics.items[g]);
+    oxb_str_free(&j->d.text);
+    memset(&j->d, 0, sizeof j->d);
+    oxb_source src = {m->filename, j->source, strlen(j->source)};
+    j->d.src = &src;
+    if (!oxf_check_tile(&j->a, &j->d, prog, fn, values, m))
+      s = oxb_set_error_text(OX_ERR_COMPILE, j->d.text.buf ? j->d.text.buf : "tile kernel error");
+  }
+  ox_target target = j->target;
+  if (target == OX_TARGET_DEFAULT)
+    target = kind == OX_EMIT_PTX ? OX_TARGET_CUDA : OX_TARGET_CPU;
+  for (int i = first_tile; !s && kind != OX_EMIT_AST && kind != OX_EMIT_IR && i < m->kernels.len; i++) {
+    oxi_kernel *k = m->kernels.items[i];
+    for (int p = 0; p < k->params.len; p++) {
+      oxi_param *ip = k->params.items[p];
+      ip->contiguous16 = o->emit_contiguous && oxi_is_tensor_kind(ip->kind);
+    }
+    int sm = o->sm ? o->sm : 90; /* what code generation below targets */
+    s = oxt_lower(m, k, target == OX_TARGET_CUDA ? sm : 0, oxt_shared_limit(sm));
+  }
+  if (!s && first_tile < m->kernels.len && kind != OX_EMIT_AST && !oxi_verify(m, &j->err))
+    s = oxb_set_error(OX_ERR_INTERNAL, "internal error (tile IR): %s", j->err.buf);
+  if (s)
+    return s;
+  if (kind == OX_EMIT_AST || kind == OX_EMIT_IR) {
+    if (kind == OX_EMIT_IR)
+      oxi_print(m, &j->text);
+    if (!(*j->out = oxb_str_take(&j->text)))
+      return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
+    return OX_OK;
+  }
+  if (kind == OX_EMIT_PTX && target != OX_TARGET_CUDA)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "PTX is emitted for the CUDA target only");
+  if (kind == OX_EMIT_ASM && target != OX_TARGET_CPU)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "use PTX for the CUDA target's assembly");
+  if (kind < OX_EMIT_AST || kind > OX_EMIT_ASM)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_emit: unknown kind %d", (int)kind);
+  oxl_options lo = {target == OX_TARGET_CUDA ? OXL_CUDA : OXL_CPU, o->sm ? o->sm : 90,
+                    o->opt_level ? o->opt_level : 3};
+  if (lo.target == OXL_CUDA && lo.sm < 80)
+    return oxb_set_error(OX_ERR_UNSUPPORTED, "Oxide targets sm_80 and newer, not sm_%d", lo.sm);
+  size_t len;
+  oxl_output ok = kind == OX_EMIT_LLVM ? OXL_OUT_LLVM : kind == OX_EMIT_PTX ? OXL_OUT_PTX : OXL_OUT_ASM;
+  return oxl_generate(m, &lo, ok, j->out, &len);
+}
+
 ox_status ox_emit(const char *source, const ox_compile_options *opts, ox_target target,
                   ox_emit_kind kind, char **out) {
   if (!out)
@@ -641,79 +756,15 @@ ox_status ox_emit(const char *source, const ox_compile_options *opts, ox_target 
   if (o.opt_level < 0 || o.opt_level > 3)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_emit: opt_level must be 0 to 3 (0 means the "
                          "default, 3), found %d", o.opt_level);
-  oxb_arena a = {0};
-  oxi_module m;
-  oxb_str text = {0};
-  const oxf_program *prog = NULL;
-  ox_status s = oxa_front(&a, source, o.filename, &m, kind == OX_EMIT_AST ? &text : NULL, &prog);
-  /* tile kernels: shown specialized with the generics the options give, the
-   * others at the placeholder (OXF_TILE_PLACEHOLDER); the IR before their
-   * lowering, code after it */
-  int first_tile = m.kernels.len;
-  if (!s && kind != OX_EMIT_AST)
-    s = check_generics(&o, prog);
-  for (int i = 0; !s && kind != OX_EMIT_AST && i < prog->fns.len; i++) {
-    const oxf_fn *fn = prog->fns.items[i];
-    if (!fn->is_tile)
-      continue;
-    int64_t values[OXA_MAX_GENERICS];
-    if (fn->generics.len > OXA_MAX_GENERICS) {
-      s = oxb_set_error(OX_ERR_COMPILE, "%s: tile kernel '%s' has more than %d generics", m.filename,
-                        fn->name, OXA_MAX_GENERICS);
-      break;
-    }
-    for (int g = 0; g < fn->generics.len; g++)
-      values[g] = generic_value(&o, fn->generics.items[g]);
-    oxb_diags d = {0};
-    oxb_source src = {m.filename, source, strlen(source)};
-    d.src = &src;
-    if (!oxf_check_tile(&a, &d, prog, fn, values, &m))
-      s = oxb_set_error_text(OX_ERR_COMPILE, d.text.buf ? d.text.buf : "tile kernel error");
-    oxb_str_free(&d.text);
+  emit_job j = {.source = source, .o = &o, .target = target, .kind = kind, .out = out};
+  ox_status s = oxb_protected(emit_run, &j);
+  if (s) {
+    free(*out);
+    *out = NULL;
   }
-  if (target == OX_TARGET_DEFAULT)
-    target = kind == OX_EMIT_PTX ? OX_TARGET_CUDA : OX_TARGET_CPU;
-  for (int i = first_tile; !s && kind != OX_EMIT_AST && kind != OX_EMIT_IR && i < m.kernels.len; i++) {
-    oxi_kernel *k = m.kernels.items[i];
-    for (int p = 0; p < k->params.len; p++) {
-      oxi_param *ip = k->params.items[p];
-      ip->contiguous16 = o.emit_contiguous && oxi_is_tensor_kind(ip->kind);
-    }
-    int sm = o.sm ? o.sm : 90; /* what code generation below targets */
-    s = oxt_lower(&m, k, target == OX_TARGET_CUDA ? sm : 0, oxt_shared_limit(sm));
-  }
-  if (!s && first_tile < m.kernels.len && kind != OX_EMIT_AST) {
-    oxb_str err = {0};
-    if (!oxi_verify(&m, &err))
-      s = oxb_set_error(OX_ERR_INTERNAL, "internal error (tile IR): %s", err.buf);
-    oxb_str_free(&err);
-  }
-  if (!s) {
-    if (kind == OX_EMIT_AST) {
-      *out = oxb_str_take(&text);
-    } else if (kind == OX_EMIT_IR) {
-      oxi_print(&m, &text);
-      *out = oxb_str_take(&text);
-    } else {
-      if (kind == OX_EMIT_PTX && target != OX_TARGET_CUDA)
-        s = oxb_set_error(OX_ERR_INVALID_ARGUMENT, "PTX is emitted for the CUDA target only");
-      else if (kind == OX_EMIT_ASM && target != OX_TARGET_CPU)
-        s = oxb_set_error(OX_ERR_INVALID_ARGUMENT, "use PTX for the CUDA target's assembly");
-      else if (kind < OX_EMIT_AST || kind > OX_EMIT_ASM)
-        s = oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_emit: unknown kind %d", (int)kind);
-      if (!s) {
-        oxl_options lo = {target == OX_TARGET_CUDA ? OXL_CUDA : OXL_CPU, o.sm ? o.sm : 90,
-                          o.opt_level ? o.opt_level : 3};
-        if (lo.target == OXL_CUDA && lo.sm < 80)
-          s = oxb_set_error(OX_ERR_UNSUPPORTED, "Oxide targets sm_80 and newer, not sm_%d", lo.sm);
-        size_t len;
-        oxl_output ok = kind == OX_EMIT_LLVM ? OXL_OUT_LLVM : kind == OX_EMIT_PTX ? OXL_OUT_PTX : OXL_OUT_ASM;
-        if (!s)
-          s = oxl_generate(&m, &lo, ok, out, &len);
-      }
-    }
-  }
-  oxb_str_free(&text);
-  oxb_arena_free(&a);
+  oxb_str_free(&j.text);
+  oxb_str_free(&j.err);
+  oxb_str_free(&j.d.text);
+  oxb_arena_free(&j.a);
   return s;
 }

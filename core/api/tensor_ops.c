@@ -186,10 +186,12 @@ static ox_status builtin_kernel(const char *fn, ox_device dev, int g, const char
     char *src = group_source(g);
     char file[64];
     snprintf(file, sizeof file, "<oxide built-in %s kernels>", group_label(g, gl));
-    ox_compile_options o = {.filename = file};
-    st = ox_module_compile(dev, src, &o, &mods[slot][g]);
+    ox_compile_options o = {.size = sizeof o, .filename = file};
+    st = src ? ox_module_compile(dev, src, &o, &mods[slot][g])
+             : oxb_set_error(OX_ERR_OUT_OF_MEMORY, "%s: out of memory writing the source of Oxide's built-in %s kernels",
+                             fn, group_label(g, gl));
     free(src);
-    if (st != OX_OK) /* a bug in Oxide, or a device or driver problem */
+    if (st != OX_OK && st != OX_ERR_OUT_OF_MEMORY) /* a bug in Oxide, or a device or driver problem */
       st = oxb_set_error(st == OX_ERR_COMPILE ? OX_ERR_INTERNAL : st,
                          "%s: compiling Oxide's built-in %s kernels for %s: %s", fn,
                          group_label(g, gl), dev_label(dev, lab), ox_last_error());

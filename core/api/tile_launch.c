@@ -131,12 +131,63 @@ static ox_status spec_load(oxa_kernel *k, oxa_spec *sp, ox_device dev) {
   return s;
 }
 
+/* What a specialization's region works on (base.h: protected regions):
+ * specialize frees sp's arena and the strings whatever the outcome. */
+typedef struct spec_job {
+  oxa_kernel *k;
+  oxa_spec *sp;
+  const int64_t *gen;
+  uint64_t facts;
+  int sm;
+  int64_t limit;
+  oxi_kernel *ki; /* the lowered kernel */
+  oxb_diags d;
+  oxb_str err;
+} spec_job;
+
+/* Checks k's tile kernel with sp's generics and lowers it (the part of a
+ * specialization that allocates in the arena). */
+static ox_status spec_lower(void *arg) {
+  spec_job *j = arg;
+  oxa_spec *sp = j->sp;
+  const oxa_module *m = j->k->mod;
+  oxb_source src = {m->ir.filename, m->text, strlen(m->text)};
+  j->d.src = &src;
+  if (!oxf_check_tile(&sp->arena, &j->d, m->prog, j->k->fn, j->gen, &sp->irm))
+    return oxb_set_error_text(OX_ERR_COMPILE, j->d.text.buf ? j->d.text.buf : "tile kernel error");
+  oxi_kernel *ki = sp->irm.kernels.items[sp->irm.kernels.len - 1];
+  if (!oxi_verify(&sp->irm, &j->err))
+    return oxb_set_error(OX_ERR_INTERNAL, "internal error (tile IR): %s", j->err.buf);
+  for (int i = 0; i < ki->params.len && i < 64; i++)
+    ((oxi_param *)ki->params.items[i])->contiguous16 = (j->facts >> i) & 1;
+  ox_status s = oxt_lower(&sp->irm, ki, j->sm, j->limit);
+  if (!s && !oxi_verify(&sp->irm, &j->err))
+    s = oxb_set_error(OX_ERR_INTERNAL, "internal error (lowered tile IR): %s", j->err.buf);
+  if (!s)
+    j->ki = ki;
+  return s;
+}
+
+/* How tile kernels are lowered for the CPU: one thread a block (0), or, with
+ * OXIDE_TILE_THREADS=1 in the environment, as for a GPU (OXT_CPU_THREADS):
+ * tools/run_tests.sh runs the tile tests that way too, so that the GPU
+ * lowering's logic is checked without a GPU. Read once. */
+static int cpu_tile_sm(void) {
+  static _Atomic int mode = 1; /* 1: not read yet */
+  int m = mode;
+  if (m == 1) {
+    const char *e = getenv("OXIDE_TILE_THREADS");
+    mode = m = e && !strcmp(e, "1") ? OXT_CPU_THREADS : 0;
+  }
+  return m;
+}
+
 /* The specialization of k for `gen` and `facts` on device `dev`, made on
  * first use (lowered for dev's architecture and shared memory, which devices
  * of one kind share) and loaded on dev on its first use there. */
 static ox_status specialize(oxa_kernel *k, const int64_t *gen, uint64_t facts, ox_device dev, oxa_spec **out) {
   oxa_module *m = k->mod;
-  int sm = dev->type != OX_DEVICE_CUDA ? 0 : m->opts.sm ? m->opts.sm : dev->cc;
+  int sm = dev->type != OX_DEVICE_CUDA ? cpu_tile_sm() : m->opts.sm ? m->opts.sm : dev->cc;
   int64_t limit = dev->max_shared_per_block;
   if (oxa_slot(dev) >= OXA_MAX_DEVICES)
     return oxb_set_error(OX_ERR_UNSUPPORTED, "kernel '%s': Oxide runs kernels on CUDA devices 0 to %d, not %s",
@@ -152,6 +203,7 @@ static ox_status specialize(oxa_kernel *k, const int64_t *gen, uint64_t facts, o
     }
   oxa_spec *sp = calloc(1, sizeof *sp);
   ox_status s = sp ? OX_OK : oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
+  spec_job j = {k, sp, gen, facts, sm, limit, NULL, {0}, {0}};
   if (!s) {
     memcpy(sp->generics, gen, sizeof sp->generics);
     sp->facts = facts;
@@ -159,24 +211,12 @@ static ox_status specialize(oxa_kernel *k, const int64_t *gen, uint64_t facts, o
     sp->shared_limit = limit;
     sp->irm.arena = &sp->arena;
     sp->irm.filename = m->ir.filename;
-    oxb_source src = {m->ir.filename, m->text, strlen(m->text)};
-    oxb_diags d = {0};
-    d.src = &src;
-    if (!oxf_check_tile(&sp->arena, &d, m->prog, k->fn, gen, &sp->irm))
-      s = oxb_set_error_text(OX_ERR_COMPILE, d.text.buf ? d.text.buf : "tile kernel error");
-    oxb_str_free(&d.text);
+    /* protected, inside k->lock: an unwind ends here, and the lock is released below */
+    s = oxb_protected(spec_lower, &j);
   }
-  oxi_kernel *ki = !s ? sp->irm.kernels.items[sp->irm.kernels.len - 1] : NULL;
-  oxb_str err = {0};
-  if (!s && !oxi_verify(&sp->irm, &err))
-    s = oxb_set_error(OX_ERR_INTERNAL, "internal error (tile IR): %s", err.buf);
-  for (int i = 0; !s && i < ki->params.len && i < 64; i++)
-    ((oxi_param *)ki->params.items[i])->contiguous16 = (facts >> i) & 1;
-  if (!s)
-    s = oxt_lower(&sp->irm, ki, sm, limit);
-  if (!s && !oxi_verify(&sp->irm, &err))
-    s = oxb_set_error(OX_ERR_INTERNAL, "internal error (lowered tile IR): %s", err.buf);
-  oxb_str_free(&err);
+  oxb_str_free(&j.d.text);
+  oxb_str_free(&j.err);
+  oxi_kernel *ki = j.ki;
   if (!s) {
     int n = snprintf(sp->extra, sizeof sp->extra, "tile %s", ki->name);
     for (int g = 0; g < k->ngenerics && n < 400; g++)

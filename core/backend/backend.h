@@ -31,6 +31,12 @@ typedef struct oxl_options {
 ox_status oxl_generate(const oxi_module *m, const oxl_options *opt, oxl_output kind, char **out,
                        size_t *len);
 
+/* Initializes LLVM, once; OX_ERR_OUT_OF_MEMORY (with the last error) when the
+ * process's memory limit leaves too little for it (emit.c: memory for LLVM).
+ * oxl_generate and oxl_jit_load call it; so do compiles, before
+ * oxl_target_id, which would initialize LLVM without the check. */
+ox_status oxl_init(void);
+
 /* Identifies what generated code depends on besides the IR: the LLVM version,
  * and for the CPU the host CPU and its features. Fed into cache keys. */
 const char *oxl_target_id(oxl_target t);

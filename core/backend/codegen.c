@@ -642,7 +642,10 @@ static LLVMValueRef memop(cg_t *C, const oxi_instr *in) {
   unsigned align = (unsigned)ox_dtype_size(dt);
   LLVMValueRef r = NULL;
   LLVMValueRef p = elem_ptr(C, in->mem, idx);
-  if (in->op == OXI_LOAD) {
+  if (in->op == OXI_LOAD && in->type == OXI_V4) { /* 16 bytes in one load, aligned to them */
+    r = LLVMBuildLoad2(C->b, llty(C, OXI_V4), p, "");
+    LLVMSetAlignment(r, 16);
+  } else if (in->op == OXI_LOAD) {
     r = LLVMBuildLoad2(C->b, mt, p, "");
     LLVMSetAlignment(r, align);
     if (dt == OX_BOOL)
@@ -1098,9 +1101,9 @@ static void emit_instr(cg_t *C, const oxi_instr *in) {
  * already mapped to C->ptrs/lens/scalars. */
 void oxl_cg_body(cg_t *C) {
   const oxi_kernel *k = C->k;
-  C->vals = calloc((size_t)k->next_id + 1, sizeof(LLVMValueRef));
-  C->slots = calloc((size_t)k->slots.len + 1, sizeof(LLVMValueRef));
-  C->bbs = calloc((size_t)k->blocks.len, sizeof(LLVMBasicBlockRef));
+  C->vals = oxb_calloc((size_t)k->next_id + 1, sizeof(LLVMValueRef));
+  C->slots = oxb_calloc((size_t)k->slots.len + 1, sizeof(LLVMValueRef));
+  C->bbs = oxb_calloc((size_t)k->blocks.len, sizeof(LLVMBasicBlockRef));
   LLVMBasicBlockRef entry = LLVMGetInsertBlock(C->b);
   for (int i = 0; i < k->slots.len; i++)
     C->slots[i] = LLVMBuildAlloca(C->b, llty(C, oxi_slot_type(k, i)), "");
@@ -1111,9 +1114,9 @@ void oxl_cg_body(cg_t *C) {
   /* Blocks in reverse post-order, so that a value's definition (which
    * dominates its uses: the IR verifier checks it) is emitted before them,
    * whatever order the blocks were made in. Unreachable blocks get no code. */
-  int n = k->blocks.len, *order = malloc(sizeof(int) * (size_t)n * 3), *stack = order + n,
+  int n = k->blocks.len, *order = oxb_malloc(sizeof(int) * (size_t)n * 3), *stack = order + n,
       *next = order + 2 * n, done = 0, sp = 0;
-  char *seen = calloc((size_t)n, 1);
+  char *seen = oxb_calloc((size_t)n, 1);
   stack[sp++] = 0;
   next[0] = 0;
   seen[0] = 1;
@@ -1268,17 +1271,19 @@ ox_status oxl_cg_module(cg_t *C) {
     if (unsupported(C))
       return OX_ERR_UNSUPPORTED;
     int n = C->k->params.len + 1;
-    C->ptrs = calloc((size_t)n, sizeof(LLVMValueRef));
-    C->lens = calloc((size_t)n, sizeof(LLVMValueRef));
-    C->scalars = calloc((size_t)n, sizeof(LLVMValueRef));
-    C->dims = calloc((size_t)n, sizeof *C->dims);
-    C->strides = calloc((size_t)n, sizeof *C->strides);
+    C->ptrs = oxb_calloc((size_t)n, sizeof(LLVMValueRef));
+    C->lens = oxb_calloc((size_t)n, sizeof(LLVMValueRef));
+    C->scalars = oxb_calloc((size_t)n, sizeof(LLVMValueRef));
+    C->dims = oxb_calloc((size_t)n, sizeof *C->dims);
+    C->strides = oxb_calloc((size_t)n, sizeof *C->strides);
     C->kernel(C);
     free(C->ptrs);
     free(C->lens);
     free(C->scalars);
     free(C->dims);
     free(C->strides);
+    C->ptrs = C->lens = C->scalars = NULL; /* (oxl_generate frees what an unwind leaves) */
+    C->dims = C->strides = NULL;
   }
   char *msg = NULL;
   if (LLVMVerifyModule(C->mod, LLVMReturnStatusAction, &msg)) {

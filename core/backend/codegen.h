@@ -51,6 +51,7 @@ struct cg_t {
   } *frames;
   int nframes, cap_frames;
   char *diag_error; /* the first error diagnostic LLVM reported, if any */
+  bool oom;         /* the diagnostic handler ran out of memory */
 };
 
 /* codegen.c */

@@ -1,6 +1,7 @@
 /* emit.c - LLVM setup, the optimization pipeline, PTX / host code emission,
  * and the ORC JIT that loads host objects for the CPU device. */
 #include <llvm-c/Error.h>
+#include <llvm-c/ErrorHandling.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
 #include <llvm-c/Target.h>
@@ -11,13 +12,69 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 
 #include "backend/codegen.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static char host_id[1024];
 
+/* ---- memory for LLVM
+ * LLVM cannot fail an allocation: report_bad_alloc_error prints "LLVM ERROR:
+ * out of memory" and aborts, and a failed operator new terminates; neither
+ * can be caught through the C API. Under a memory limit a compile therefore
+ * checks first that what LLVM may use is there: with a finite RLIMIT_AS or
+ * RLIMIT_DATA it maps that much (untouched) and unmaps it, and a failure is
+ * OX_ERR_OUT_OF_MEMORY before LLVM starts. Best effort: another thread may
+ * take the room meanwhile. The estimates are twice the most a compile needed
+ * above what the process mapped before it (LLVM 19, the smallest RLIMIT_AS
+ * that let it finish, found by bisection): 2 MiB, 1.4 KiB per IR instruction
+ * (straight-line code: 24 MiB for 15,000 CPU instructions, 27 MiB for a
+ * 29,500-instruction attention kernel's PTX) and 300 KiB per loop (the CPU's
+ * loops are vectorized: 77 MiB for 253 loops in 3,861 instructions, 15 MiB
+ * for tile_layernorm's 37 in 1,072); the JIT 1 MiB and 40 bytes per byte of
+ * object (9.5 MiB for 230 KB), also linking it at the first lookup. */
+#define LLVM_INIT_ROOM ((size_t)4 << 20)
+#define LLVM_GEN_BASE ((size_t)4 << 20)
+#define LLVM_GEN_PER_INSTR ((size_t)3 << 10)
+#define LLVM_GEN_PER_LOOP ((size_t)768 << 10)
+#define LLVM_JIT_BASE ((size_t)2 << 20)
+#define LLVM_JIT_PER_BYTE 80
+
+/* OX_OK when `need` more bytes fit in the process's limits; else
+ * OX_ERR_OUT_OF_MEMORY saying that `what` needs them. */
+static ox_status llvm_room(size_t need, const char *what) {
+  struct rlimit as, data;
+  bool as_set = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
+  bool data_set = getrlimit(RLIMIT_DATA, &data) == 0 && data.rlim_cur != RLIM_INFINITY;
+  if (!as_set && !data_set)
+    return OX_OK;
+  /* writable private memory counts towards RLIMIT_DATA, any towards RLIMIT_AS */
+  void *p = mmap(NULL, need, data_set ? PROT_READ | PROT_WRITE : PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p != MAP_FAILED) {
+    munmap(p, need);
+    return OX_OK;
+  }
+  struct rlimit *l = as_set ? &as : &data;
+  return oxb_set_error(OX_ERR_OUT_OF_MEMORY,
+                       "out of memory: %s needs about %zu MiB more memory for LLVM than the process has "
+                       "left under its %s of %llu MiB; raise the limit, or use less memory",
+                       what, (need + (1u << 20) - 1) >> 20, as_set ? "RLIMIT_AS" : "RLIMIT_DATA",
+                       (unsigned long long)(l->rlim_cur >> 20));
+}
+
+/* LLVM's other fatal errors: it calls this, then exits the process (or
+ * aborts); the handler cannot return to the compile, since unwinding LLVM's
+ * C++ frames with longjmp would leave its locks and objects broken. It only
+ * says who is dying. */
+static void fatal_llvm_error(const char *reason) {
+  fprintf(stderr, "oxide: fatal error in LLVM, which ends the process: %s\n", reason);
+}
+
 static void init_llvm(void) {
+  LLVMInstallFatalErrorHandler(fatal_llvm_error);
   LLVMInitializeNVPTXTargetInfo();
   LLVMInitializeNVPTXTarget();
   LLVMInitializeNVPTXTargetMC();
@@ -27,15 +84,47 @@ static void init_llvm(void) {
   LLVMInitializeX86TargetMC();
   LLVMInitializeX86AsmPrinter();
   LLVMInitializeX86AsmParser();
-  char *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
-  snprintf(host_id, sizeof host_id, "llvm %s cpu %s %s", OXIDE_LLVM_VERSION, cpu, feat);
-  LLVMDisposeMessage(cpu);
-  LLVMDisposeMessage(feat);
+}
+
+/* host_id, made once it can be (LLVM's strings are NULL when out of memory). */
+static pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic bool host_ok;
+
+static bool host_id_ready(void) {
+  if (host_ok)
+    return true;
+  pthread_mutex_lock(&host_lock);
+  if (!host_ok) {
+    char *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
+    if (cpu && feat) {
+      snprintf(host_id, sizeof host_id, "llvm %s cpu %s %s", OXIDE_LLVM_VERSION, cpu, feat);
+      host_ok = true;
+    }
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(feat);
+  }
+  pthread_mutex_unlock(&host_lock);
+  return host_ok;
+}
+
+ox_status oxl_init(void) {
+  static _Atomic bool done;
+  if (!done) {
+    if (llvm_room(LLVM_INIT_ROOM, "starting LLVM") != OX_OK)
+      return OX_ERR_OUT_OF_MEMORY;
+    pthread_once(&init_once, init_llvm);
+    if (!host_id_ready())
+      return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory: LLVM could not name the host CPU");
+    done = true;
+  }
+  return OX_OK;
 }
 
 const char *oxl_target_id(oxl_target t) {
   pthread_once(&init_once, init_llvm);
-  return t == OXL_CUDA ? "llvm " OXIDE_LLVM_VERSION " nvptx64 +ptx80" : host_id;
+  if (t == OXL_CUDA)
+    return "llvm " OXIDE_LLVM_VERSION " nvptx64 +ptx80";
+  return host_id_ready() ? host_id : "llvm " OXIDE_LLVM_VERSION " cpu unknown";
 }
 
 static LLVMTargetMachineRef make_tm(const oxl_options *opt, char *triple_out, size_t n) {
@@ -60,6 +149,10 @@ static LLVMTargetMachineRef make_tm(const oxl_options *opt, char *triple_out, si
     snprintf(triple_out, n, "%s", triple);
   } else {
     char *triple = LLVMGetDefaultTargetTriple();
+    if (!triple) {
+      oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory: LLVM could not name the host");
+      return NULL;
+    }
     if (LLVMGetTargetFromTriple(triple, &target, &err)) {
       oxb_set_error(OX_ERR_INTERNAL, "LLVM has no host target for %s: %s", triple, err);
       LLVMDisposeMessage(err);
@@ -67,97 +160,156 @@ static LLVMTargetMachineRef make_tm(const oxl_options *opt, char *triple_out, si
       return NULL;
     }
     char *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
-    tm = LLVMCreateTargetMachine(target, triple, cpu, feat, lvl, LLVMRelocPIC, LLVMCodeModelSmall);
+    tm = cpu && feat ? LLVMCreateTargetMachine(target, triple, cpu, feat, lvl, LLVMRelocPIC, LLVMCodeModelSmall)
+                     : NULL;
     snprintf(triple_out, n, "%s", triple);
+    LLVMDisposeMessage(triple);
+    if (!cpu || !feat) {
+      LLVMDisposeMessage(cpu);
+      LLVMDisposeMessage(feat);
+      oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory: LLVM could not name the host CPU");
+      return NULL;
+    }
     LLVMDisposeMessage(cpu);
     LLVMDisposeMessage(feat);
-    LLVMDisposeMessage(triple);
   }
   if (!tm)
     oxb_set_error(OX_ERR_INTERNAL, "LLVM could not create a target machine");
   return tm;
 }
 
+/* One code generation (oxl_generate): what its region works on. */
+typedef struct gen_job {
+  cg_t C;
+  LLVMTargetMachineRef tm;
+  oxl_output kind;
+  char **out;
+  size_t *len;
+} gen_job;
+
+/* Copies n bytes to a new NUL-terminated *out (plain malloc: called with
+ * LLVM's buffers in hand, which the caller then disposes). */
+static ox_status copy_out(const char *p, size_t n, char **out, size_t *len) {
+  if (!(*out = malloc(n + 1)))
+    return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory: %zu bytes for the generated code", n + 1);
+  memcpy(*out, p, n);
+  (*out)[n] = 0;
+  *len = n;
+  return OX_OK;
+}
+
+/* Code generation, optimization and emission: protected (base.h), so that an
+ * allocation of ours that fails unwinds to oxl_generate, which disposes the
+ * LLVM objects. The unwinds start in our code between LLVM calls, never
+ * inside LLVM (its diagnostic handler only notes C->oom). */
+static ox_status gen_run(void *arg) {
+  gen_job *j = arg;
+  cg_t *C = &j->C;
+  bool cpu = C->opt->target == OXL_CPU;
+  ox_status st = oxl_cg_module(C);
+  if (st != OX_OK)
+    return st;
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  char passes[32];
+  snprintf(passes, sizeof passes, "default<O%d>", C->opt->opt_level < 0 ? 0 : C->opt->opt_level > 3 ? 3 : C->opt->opt_level);
+  LLVMErrorRef e = LLVMRunPasses(C->mod, passes, j->tm, po);
+  LLVMDisposePassBuilderOptions(po);
+  if (e) {
+    char *msg = LLVMGetErrorMessage(e);
+    st = oxb_set_error(OX_ERR_INTERNAL, "LLVM optimization failed: %s", msg);
+    LLVMDisposeErrorMessage(msg);
+    return st;
+  }
+  if (cpu)
+    oxl_cpu_finish(C);
+  else
+    oxl_cuda_finish(C);
+  if (j->kind == OXL_OUT_LLVM) {
+    char *s = LLVMPrintModuleToString(C->mod);
+    st = copy_out(s, strlen(s), j->out, j->len);
+    LLVMDisposeMessage(s);
+  } else {
+    char *err = NULL;
+    LLVMMemoryBufferRef buf = NULL;
+    LLVMCodeGenFileType ft = j->kind == OXL_OUT_OBJ ? LLVMObjectFile : LLVMAssemblyFile;
+    if (LLVMTargetMachineEmitToMemoryBuffer(j->tm, C->mod, ft, &err, &buf)) {
+      st = oxb_set_error(OX_ERR_INTERNAL, "LLVM code generation failed: %s", err);
+      LLVMDisposeMessage(err);
+      return st;
+    }
+    st = copy_out(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf), j->out, j->len);
+    LLVMDisposeMemoryBuffer(buf);
+  }
+  if (st == OX_OK && C->oom)
+    st = oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory while LLVM generated code");
+  if (st == OX_OK && C->diag_error)
+    st = oxb_set_error(OX_ERR_INTERNAL, "LLVM code generation failed: %s", C->diag_error);
+  if (st == OX_OK && cpu && j->kind == OXL_OUT_OBJ)
+    st = oxl_cpu_stack_table(C, j->out, j->len);
+  return st;
+}
+
+/* What generating code for m may take of LLVM's memory (above). */
+static size_t gen_need(const oxi_module *m) {
+  size_t n = LLVM_GEN_BASE;
+  for (int i = 0; i < m->kernels.len; i++) {
+    const oxi_kernel *k = m->kernels.items[i];
+    n += LLVM_GEN_PER_LOOP * (size_t)(k->nloops > 0 ? k->nloops : 0);
+    for (int b = 0; b < k->blocks.len; b++)
+      n += LLVM_GEN_PER_INSTR * (size_t)((const oxi_block *)k->blocks.items[b])->instrs.len;
+  }
+  return n;
+}
+
 ox_status oxl_generate(const oxi_module *m, const oxl_options *opt, oxl_output kind, char **out,
                        size_t *len) {
-  pthread_once(&init_once, init_llvm);
   *out = NULL;
   *len = 0;
+  char what[300];
+  snprintf(what, sizeof what, "generating code for %s", m->filename ? m->filename : "the kernels");
+  if (llvm_room(gen_need(m), what) != OX_OK || oxl_init() != OX_OK)
+    return OX_ERR_OUT_OF_MEMORY;
   char triple[256];
   LLVMTargetMachineRef tm = make_tm(opt, triple, sizeof triple);
   if (!tm)
-    return OX_ERR_INTERNAL;
-  cg_t C = {0};
-  C.ctx = LLVMContextCreate();
-  C.mod = LLVMModuleCreateWithNameInContext(m->filename ? m->filename : "oxide", C.ctx);
-  C.b = LLVMCreateBuilderInContext(C.ctx);
-  C.m = m;
-  C.opt = opt;
-  LLVMSetTarget(C.mod, triple);
+    return ox_last_status(); /* (make_tm set it) */
+  gen_job j = {{0}, tm, kind, out, len};
+  cg_t *C = &j.C;
+  C->ctx = LLVMContextCreate();
+  C->mod = LLVMModuleCreateWithNameInContext(m->filename ? m->filename : "oxide", C->ctx);
+  C->b = LLVMCreateBuilderInContext(C->ctx);
+  C->m = m;
+  C->opt = opt;
+  LLVMSetTarget(C->mod, triple);
   LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
-  LLVMSetModuleDataLayout(C.mod, td);
+  LLVMSetModuleDataLayout(C->mod, td);
   LLVMDisposeTargetData(td);
   bool cpu = opt->target == OXL_CPU;
   if (cpu) /* collects frame sizes; also keeps LLVM from printing or exiting on its own */
-    LLVMContextSetDiagnosticHandler(C.ctx, oxl_cpu_diagnostic, &C);
-  C.kernel = cpu ? oxl_cg_kernel_cpu : oxl_cg_kernel_cuda;
-  ox_status st = oxl_cg_module(&C);
-  if (st == OX_OK) {
-    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    char passes[32];
-    snprintf(passes, sizeof passes, "default<O%d>", opt->opt_level < 0 ? 0 : opt->opt_level > 3 ? 3 : opt->opt_level);
-    LLVMErrorRef e = LLVMRunPasses(C.mod, passes, tm, po);
-    LLVMDisposePassBuilderOptions(po);
-    if (e) {
-      char *msg = LLVMGetErrorMessage(e);
-      st = oxb_set_error(OX_ERR_INTERNAL, "LLVM optimization failed: %s", msg);
-      LLVMDisposeErrorMessage(msg);
-    }
-  }
-  if (st == OX_OK && cpu)
-    oxl_cpu_finish(&C);
-  else if (st == OX_OK)
-    oxl_cuda_finish(&C);
-  if (st == OX_OK) {
-    if (kind == OXL_OUT_LLVM) {
-      char *s = LLVMPrintModuleToString(C.mod);
-      *len = strlen(s);
-      *out = malloc(*len + 1);
-      memcpy(*out, s, *len + 1);
-      LLVMDisposeMessage(s);
-    } else {
-      char *err = NULL;
-      LLVMMemoryBufferRef buf = NULL;
-      LLVMCodeGenFileType ft = kind == OXL_OUT_OBJ ? LLVMObjectFile : LLVMAssemblyFile;
-      if (LLVMTargetMachineEmitToMemoryBuffer(tm, C.mod, ft, &err, &buf)) {
-        st = oxb_set_error(OX_ERR_INTERNAL, "LLVM code generation failed: %s", err);
-        LLVMDisposeMessage(err);
-      } else {
-        size_t n = LLVMGetBufferSize(buf);
-        *out = malloc(n + 1);
-        memcpy(*out, LLVMGetBufferStart(buf), n);
-        (*out)[n] = 0;
-        *len = n;
-        LLVMDisposeMemoryBuffer(buf);
-      }
-    }
-  }
-  if (st == OX_OK && C.diag_error)
-    st = oxb_set_error(OX_ERR_INTERNAL, "LLVM code generation failed: %s", C.diag_error);
-  if (st == OX_OK && cpu && kind == OXL_OUT_OBJ)
-    st = oxl_cpu_stack_table(&C, out, len);
+    LLVMContextSetDiagnosticHandler(C->ctx, oxl_cpu_diagnostic, C);
+  C->kernel = cpu ? oxl_cg_kernel_cpu : oxl_cg_kernel_cuda;
+  ox_status st = oxb_protected(gen_run, &j);
   if (st != OX_OK) {
     free(*out);
     *out = NULL;
     *len = 0;
   }
-  for (int i = 0; i < C.nframes; i++)
-    free(C.frames[i].fn);
-  free(C.frames);
-  free(C.diag_error);
-  LLVMDisposeBuilder(C.b);
-  LLVMDisposeModule(C.mod);
-  LLVMContextDispose(C.ctx);
+  /* what an unwind left (each is NULL once freed) */
+  free(C->vals);
+  free(C->slots);
+  free(C->bbs);
+  free(C->ptrs);
+  free(C->lens);
+  free(C->scalars);
+  free(C->dims);
+  free(C->strides);
+  for (int i = 0; i < C->nframes; i++)
+    free(C->frames[i].fn);
+  free(C->frames);
+  free(C->diag_error);
+  LLVMDisposeBuilder(C->b);
+  LLVMDisposeModule(C->mod);
+  LLVMContextDispose(C->ctx);
   LLVMDisposeTargetMachine(tm);
   return st;
 }
@@ -196,8 +348,10 @@ static ox_status read_stack_table(const char *art, size_t *len, oxl_jit *j) {
     memcpy(&j->stacks[i].bytes, p, 4);
     memcpy(&nl, p + 4, 2);
     p += 6;
-    if (end - p < nl || !(j->stacks[i].name = strndup(p, nl)))
+    if (end - p < nl)
       return oxb_set_error(OX_ERR_INTERNAL, "host code with a damaged stack-size table");
+    if (!(j->stacks[i].name = strndup(p, nl)))
+      return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
     j->nstacks++;
     p += nl;
   }
@@ -242,8 +396,10 @@ static float truncsfbf2(float f) {
 }
 
 ox_status oxl_jit_load(const void *obj, size_t len, oxl_jit **out) {
-  pthread_once(&init_once, init_llvm);
   *out = NULL;
+  if (llvm_room(LLVM_JIT_BASE + LLVM_JIT_PER_BYTE * len, "loading host code") != OX_OK ||
+      oxl_init() != OX_OK)
+    return OX_ERR_OUT_OF_MEMORY;
   oxl_jit *j = calloc(1, sizeof *j);
   if (!j)
     return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");

@@ -303,14 +303,12 @@ typedef struct dfs_edge {
  * that are no back-edges get none. */
 static void add_polls(cg_t *C, LLVMValueRef fn) {
   unsigned n = LLVMCountBasicBlocks(fn);
-  LLVMBasicBlockRef *bbs = malloc(n * sizeof *bbs);
-  bb_key *keys = malloc(n * sizeof *keys);
-  uint8_t *state = calloc(n, 1); /* 0 unseen, 1 on the stack, 2 done */
-  dfs_frame *stack = malloc(n * sizeof *stack);
-  dfs_edge *edges = malloc(n * sizeof *edges * 2);
+  LLVMBasicBlockRef *bbs = oxb_malloc(n * sizeof *bbs);
+  bb_key *keys = oxb_malloc(n * sizeof *keys);
+  uint8_t *state = oxb_calloc(n, 1); /* 0 unseen, 1 on the stack, 2 done */
+  dfs_frame *stack = oxb_malloc(n * sizeof *stack);
+  dfs_edge *edges = oxb_malloc(n * sizeof *edges * 2);
   unsigned nedges = 0, cap = 2 * n;
-  if (!bbs || !keys || !state || !stack || !edges)
-    abort(); /* as LLVM itself does when out of memory */
   LLVMGetBasicBlocks(fn, bbs);
   for (unsigned i = 0; i < n; i++)
     keys[i] = (bb_key){bbs[i], i};
@@ -334,9 +332,10 @@ static void add_polls(cg_t *C, LLVMValueRef fn) {
     } else if (state[v] == 1) {
       if (nedges == cap) {
         cap *= 2;
-        edges = realloc(edges, cap * sizeof *edges);
-        if (!edges)
-          abort();
+        dfs_edge *e = realloc(edges, cap * sizeof *edges);
+        if (!e)
+          oxb_oom(cap * sizeof *edges);
+        edges = e;
       }
       edges[nedges].u = b, edges[nedges].v = v, nedges++;
     }
@@ -383,20 +382,26 @@ void oxl_cpu_diagnostic(LLVMDiagnosticInfoRef di, void *cg) {
   static const char size_key[] = "stack frame size (", fn_key[] = "in function '";
   const char *s = strstr(d, size_key), *f = strstr(d, fn_key);
   const char *end = f ? strrchr(f + sizeof fn_key - 1, '\'') : NULL;
+  /* (called from inside LLVM: out of memory is noted in C->oom, never unwound) */
   if (s && end) {
+    void *p = NULL;
     if (C->nframes == C->cap_frames) {
       int cap = C->cap_frames ? 2 * C->cap_frames : 16;
-      void *p = realloc(C->frames, (size_t)cap * sizeof *C->frames);
-      if (!p)
-        abort();
-      C->frames = p, C->cap_frames = cap;
+      if ((p = realloc(C->frames, (size_t)cap * sizeof *C->frames)))
+        C->frames = p, C->cap_frames = cap;
     }
     f += sizeof fn_key - 1;
-    struct oxl_frame *fr = &C->frames[C->nframes++];
-    fr->bytes = strtoull(s + sizeof size_key - 1, NULL, 10);
-    fr->fn = strndup(f, (size_t)(end - f));
+    char *name = C->nframes < C->cap_frames ? strndup(f, (size_t)(end - f)) : NULL;
+    if (name) {
+      struct oxl_frame *fr = &C->frames[C->nframes++];
+      fr->bytes = strtoull(s + sizeof size_key - 1, NULL, 10);
+      fr->fn = name;
+    } else {
+      C->oom = true; /* a frame size lost: the stack table would be wrong */
+    }
   } else if (LLVMGetDiagInfoSeverity(di) == LLVMDSError && !C->diag_error) {
-    C->diag_error = strdup(d);
+    if (!(C->diag_error = strdup(d)))
+      C->oom = true;
   }
   LLVMDisposeMessage(d);
 }

@@ -181,8 +181,8 @@ static void split_wait(cg_t *C, LLVMBasicBlockRef bb, LLVMValueRef w) {
     for (unsigned i = 0; i < np; i++)
       if (incoming_index(p, LLVMGetIncomingBlock(phi0, i)) < 0)
         return;
-  LLVMBasicBlockRef *edge = malloc(sizeof *edge * np), *pred = malloc(sizeof *pred * np);
-  LLVMValueRef *waited = malloc(sizeof *waited * np), *args = malloc(sizeof *args * na);
+  LLVMBasicBlockRef *edge = oxb_malloc(sizeof *edge * np), *pred = oxb_malloc(sizeof *pred * np);
+  LLVMValueRef *waited = oxb_malloc(sizeof *waited * np), *args = oxb_malloc(sizeof *args * na);
   LLVMTypeRef fty = LLVMGetCalledFunctionType(w);
   for (unsigned i = 0; i < np; i++) {
     pred[i] = LLVMGetIncomingBlock(phi0, i);
@@ -206,7 +206,7 @@ static void split_wait(cg_t *C, LLVMBasicBlockRef bb, LLVMValueRef w) {
     for (unsigned a = 0; a < na && arg < 0; a++)
       if (LLVMGetOperand(w, a) == p)
         arg = (int)a;
-    LLVMValueRef *vals = malloc(sizeof *vals * np);
+    LLVMValueRef *vals = oxb_malloc(sizeof *vals * np);
     for (unsigned i = 0; i < np; i++) {
       if (arg >= 0) {
         LLVMPositionBuilderAtEnd(C->b, edge[i]); /* no terminator yet */

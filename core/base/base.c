@@ -1,12 +1,64 @@
 /* base.c - arenas, strings, diagnostics, last error, hashing. */
 #include "base/base.h"
 
+#include <errno.h>
 #include <llvm-c/blake3.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <pthread.h>
+
+/* ------------------------------------------------------- out of memory */
+
+/* The innermost protected region of this thread (base.h). */
+typedef struct region {
+  jmp_buf jb;
+  struct region *prev;
+} region;
+static _Thread_local region *tl_region;
+static _Thread_local size_t tl_oom_bytes; /* the failed allocation's size */
+
+ox_status oxb_protected(oxb_protected_fn fn, void *arg) {
+  region r;
+  r.prev = tl_region;
+  tl_region = &r;
+  /* (r.prev is not written after setjmp, so it is valid after the longjmp) */
+  if (setjmp(r.jb)) {
+    tl_region = r.prev;
+    return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory: an allocation of %zu bytes failed "
+                         "while compiling (the process's memory or address space is exhausted)",
+                         tl_oom_bytes);
+  }
+  ox_status s = fn(arg);
+  tl_region = r.prev;
+  return s;
+}
+
+_Noreturn void oxb_oom(size_t n) {
+  region *r = tl_region;
+  if (r) {
+    tl_oom_bytes = n;
+    longjmp(r->jb, 1);
+  }
+  fprintf(stderr, "oxide: out of memory (an allocation of %zu bytes failed outside a compile)\n", n);
+  abort();
+}
+
+void *oxb_malloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p)
+    oxb_oom(n);
+  return p;
+}
+
+void *oxb_calloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p)
+    oxb_oom(n * size);
+  return p;
+}
 
 /* ------------------------------------------------------------------ arena */
 
@@ -22,10 +74,8 @@ void *oxb_alloc(oxb_arena *a, size_t n) {
   if (!c || c->used + n > c->cap) {
     size_t cap = n > 60000 ? n : 60000;
     c = malloc(sizeof(*c) + cap);
-    if (!c) {
-      fprintf(stderr, "oxide: out of memory\n");
-      abort();
-    }
+    if (!c)
+      oxb_oom(sizeof(*c) + cap);
     c->cap = cap;
     c->used = 0;
     c->next = a->head;
@@ -67,23 +117,31 @@ void oxb_vec_push(oxb_arena *a, oxb_vec *v, void *item) {
 
 /* ----------------------------------------------------------------- string */
 
-static void str_reserve(oxb_str *s, size_t extra) {
-  if (s->len + extra + 1 <= s->cap)
-    return;
+/* Room for `extra` more bytes; false when the string failed (base.h). */
+static bool str_reserve(oxb_str *s, size_t extra) {
+  if (s->failed)
+    return false;
+  size_t want = extra < SIZE_MAX - s->len - 1 ? s->len + extra + 1 : SIZE_MAX;
+  if (want <= s->cap)
+    return true;
   size_t cap = s->cap ? s->cap : 256;
-  while (cap < s->len + extra + 1)
+  while (cap < want && cap <= SIZE_MAX / 2)
     cap *= 2;
-  char *buf = realloc(s->buf, cap);
+  char *buf = cap >= want && want < SIZE_MAX ? realloc(s->buf, cap) : NULL;
   if (!buf) {
-    fprintf(stderr, "oxide: out of memory\n");
-    abort();
+    s->failed = true;
+    if (tl_region) /* (s->buf, still valid, leaks unless its owner frees it) */
+      oxb_oom(cap);
+    return false;
   }
   s->buf = buf;
   s->cap = cap;
+  return true;
 }
 
 void oxb_str_add(oxb_str *s, const char *text, size_t n) {
-  str_reserve(s, n);
+  if (!str_reserve(s, n))
+    return;
   memcpy(s->buf + s->len, text, n);
   s->len += n;
   s->buf[s->len] = 0;
@@ -94,9 +152,8 @@ void oxb_str_vaddf(oxb_str *s, const char *fmt, va_list ap) {
   va_copy(ap2, ap);
   int n = vsnprintf(NULL, 0, fmt, ap2);
   va_end(ap2);
-  if (n < 0)
+  if (n < 0 || !str_reserve(s, (size_t)n))
     return;
-  str_reserve(s, (size_t)n);
   vsnprintf(s->buf + s->len, (size_t)n + 1, fmt, ap);
   s->len += (size_t)n;
 }
@@ -110,14 +167,15 @@ void oxb_str_addf(oxb_str *s, const char *fmt, ...) {
 
 char *oxb_str_take(oxb_str *s) {
   char *p = s->buf;
-  if (!p) {
-    p = malloc(1);
-    if (!p)
-      abort();
+  if (s->failed) {
+    free(p);
+    p = NULL;
+  } else if (!p && (p = malloc(1))) {
     p[0] = 0;
   }
   s->buf = NULL;
   s->len = s->cap = 0;
+  s->failed = false;
   return p;
 }
 
@@ -125,6 +183,7 @@ void oxb_str_free(oxb_str *s) {
   free(s->buf);
   s->buf = NULL;
   s->len = s->cap = 0;
+  s->failed = false;
 }
 
 /* ------------------------------------------------------------ diagnostics */
@@ -186,6 +245,8 @@ bool oxb_too_many_errors(const oxb_diags *d) {
  * at every thread exit). The key holds the same pointer as tl_message. */
 static _Thread_local ox_status tl_status;
 static _Thread_local char *tl_message;
+/* the message's start when there was no heap memory for it (tl_message NULL) */
+static _Thread_local char tl_short[256];
 static pthread_key_t tl_key;
 static pthread_once_t tl_once = PTHREAD_ONCE_INIT;
 static bool tl_key_ok;
@@ -204,29 +265,42 @@ static void tl_key_init(void) { tl_key_ok = pthread_key_create(&tl_key, tl_messa
 static void set_message(char *m) {
   free(tl_message);
   tl_message = m;
+  tl_short[0] = 0;
   pthread_once(&tl_once, tl_key_init);
   if (tl_key_ok) /* (without a key, as before: the message leaks at thread exit) */
     pthread_setspecific(tl_key, m);
 }
 
 ox_status oxb_set_error_text(ox_status s, const char *text) {
-  set_message(strdup(text ? text : ""));
+  text = text ? text : "";
+  char *m = strdup(text);
+  set_message(m);
+  if (!m)
+    snprintf(tl_short, sizeof tl_short, "%s", text);
   tl_status = s;
   return s;
 }
 
+/* (formats without oxb_str: an error is set inside regions, where a failed
+ * string would unwind) */
 ox_status oxb_set_error(ox_status s, const char *fmt, ...) {
-  oxb_str str = {0};
-  va_list ap;
+  va_list ap, ap2;
   va_start(ap, fmt);
-  oxb_str_vaddf(&str, fmt, ap);
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  char *m = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (m)
+    vsnprintf(m, (size_t)n + 1, fmt, ap);
+  set_message(m);
+  if (!m)
+    vsnprintf(tl_short, sizeof tl_short, fmt, ap);
   va_end(ap);
-  set_message(oxb_str_take(&str));
   tl_status = s;
   return s;
 }
 
-const char *ox_last_error(void) { return tl_message ? tl_message : ""; }
+const char *ox_last_error(void) { return tl_message ? tl_message : tl_short; }
 ox_status ox_last_status(void) { return tl_status; }
 void ox_clear_error(void) {
   set_message(NULL);
@@ -279,15 +353,19 @@ char *oxb_read_file(const char *path, size_t *len) {
   size_t n;
   while ((n = fread(buf, 1, sizeof buf, f)) > 0)
     oxb_str_add(&s, buf, n);
-  int bad = ferror(f);
+  int bad = ferror(f), err = errno;
   fclose(f);
-  if (bad) {
+  if (bad || s.failed) {
     oxb_str_free(&s);
+    errno = bad ? err : ENOMEM;
     return NULL;
   }
   if (len)
     *len = s.len;
-  return oxb_str_take(&s);
+  char *p = oxb_str_take(&s);
+  if (!p)
+    errno = ENOMEM;
+  return p;
 }
 
 uint64_t oxb_now_ns(void) {

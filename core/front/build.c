@@ -229,6 +229,36 @@ void oxs_var_set(sema *S, int slot, oxi_instr *v) {
   in->nops = 1;
 }
 
+/* Element idx[0..rank) of tensor parameter x as a scalar: 0 of x's dtype where
+ * an index is past its dim (a tile load's padding), so the read is never out of
+ * bounds. The load sits under a branch: a clamped index would still read memory. */
+oxi_instr *oxs_tensor_element(sema *S, const binding *x, oxi_instr *const *idx, int rank) {
+  oxi_instr *inb = NULL, *at = NULL;
+  for (int d = 0; d < rank; d++) {
+    oxi_instr *dim = oxs_emit(S, OXI_DIM, OX_U64), *stride = oxs_emit(S, OXI_STRIDE, OX_U64);
+    dim->mem = stride->mem = x->mem;
+    dim->index = stride->index = d;
+    oxi_instr *in = oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, idx[d], dim);
+    inb = inb ? oxs_op2(S, OXI_BIN, OXI_AND, OX_BOOL, inb, in) : in;
+    oxi_instr *term = oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, idx[d], stride);
+    at = at ? oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, at, term) : term;
+  }
+  int slot = oxi_slot_new(S->m, S->k, x->type);
+  oxi_instr *zero = oxi_is_float(x->type) ? oxs_const_float(S, x->type, 0) : oxs_const_int(S, x->type, 0);
+  oxs_var_set(S, slot, zero);
+  oxi_block *read = oxs_new_block(S), *done = oxs_new_block(S);
+  oxs_condbr(S, inb, read, done);
+  oxs_set_block(S, read);
+  oxi_instr *ld = oxs_emit(S, OXI_LOAD, x->type);
+  ld->mem = x->mem;
+  ld->ops[0] = at;
+  ld->nops = 1;
+  oxs_var_set(S, slot, ld);
+  oxs_br(S, done);
+  oxs_set_block(S, done);
+  return oxs_var_get(S, slot);
+}
+
 /* -------------------------------------------------------------- bindings */
 
 /* Bindings form a stack (sema.binds); a scope ends by popping back to where it

@@ -322,9 +322,34 @@ static val index_read(sema *S, const oxf_node *n) {
     return VERR;
   }
   binding *mb = base.b;
-  if (mb->mkind == OXF_TY_TENSOR || mb->mkind == OXF_TY_MUTTENSOR || mb->mkind == OXF_TY_ATOMICTENSOR) {
-    ERR(S, n->loc, "a tensor is not indexed element by element; load tiles of it with "
-                   "load_tile_like(x, out) or x.partition([..]).load([..])");
+  if (mb->mkind == OXF_TY_TENSOR && S->is_tile && ((oxi_param *)S->k->params.items[mb->mem.index])->rank == 1) {
+    /* x[i] of a 1-D input: its element as a scalar, 0 past its end (x.at([i])) */
+    oxi_instr *i = oxs_scalar_expr(S, n->rhs, OX_U64, "an element index");
+    if (!i)
+      return VERR;
+    if (i->type != OX_U64) {
+      ERR(S, n->rhs->loc, "an element index must be usize, found %s; convert it with 'as usize'",
+          oxi_type_name(i->type));
+      return VERR;
+    }
+    return oxs_value(oxs_tensor_element(S, mb, &i, 1));
+  }
+  if (mb->mkind == OXF_TY_TENSOR) {
+    ERR(S, n->loc, "'%s' has %d dims: read an element with '%s.at([i, j%s])', or load tiles of it "
+                   "with load_tile_like(x, out), x.partition([..]).load([..]) or x.load_at([..], [..])",
+        mb->name, ((oxi_param *)S->k->params.items[mb->mem.index])->rank, mb->name,
+        ((oxi_param *)S->k->params.items[mb->mem.index])->rank > 2 ? ", .." : "");
+    return VERR;
+  }
+  if (mb->mkind == OXF_TY_MUTTENSOR) {
+    ERR(S, n->loc, "'%s' is an output tile (&mut Tensor): its other elements belong to other blocks, "
+                   "so it is not read element by element; read this block's tile with "
+                   "load_tile_like(%s, %s), and write it with '%s.store(t)'",
+        mb->name, mb->name, mb->name, mb->name);
+    return VERR;
+  }
+  if (mb->mkind == OXF_TY_ATOMICTENSOR) {
+    ERR(S, n->loc, "'%s' is an atomic tensor: blocks add into it (atomic_add), none reads it", mb->name);
     return VERR;
   }
   if (mb->mkind == OXF_TY_DISJOINT) {

@@ -183,6 +183,8 @@ oxi_instr *oxs_sreg64(sema *S, int which); /* ... widened to u64 */
 oxi_instr *oxs_var_get(sema *S, int slot);
 void oxs_var_set(sema *S, int slot, oxi_instr *v);
 
+/* Element idx[0..rank) of tensor parameter x, 0 outside it (tile kernels). */
+oxi_instr *oxs_tensor_element(sema *S, const binding *x, oxi_instr *const *idx, int rank);
 /* Binds `name` (in the current scope) as a new binding of `kind`. */
 binding *oxs_bind(sema *S, bkind kind, const char *name, oxb_loc loc);
 /* Gives binding b (made without one) the name `name`, hiding earlier ones. */

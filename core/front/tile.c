@@ -853,6 +853,93 @@ static val atomic_add(sema *S, const oxf_node *n, binding *b, bool at) {
   return (val){V_UNIT, NULL, NULL, NULL};
 }
 
+/* The indices of x.at([..]) or x.load_at([..], ..): one usize per dim of x. */
+static bool element_indices(sema *S, const oxf_node *n, const binding *x, const char *what,
+                            oxi_instr **idx) {
+  const oxf_node *a = arg(n, 0);
+  int rank = param_of(S, x)->rank;
+  if (a->kind != OXF_ARRAY) {
+    ERR(S, a->loc, "%s takes element indices as an array, one usize per dim: '%s.%s([%s]%s)'", what,
+        x->name, what, rank == 1 ? "i" : rank == 2 ? "i, j" : "..", !strcmp(what, "load_at") ? ", [..]" : "");
+    return false;
+  }
+  if (a->args.len != rank) {
+    ERR(S, a->loc, "'%s' has rank %d, but %s gives %d index%s", x->name, rank, what, a->args.len,
+        a->args.len == 1 ? "" : "es");
+    return false;
+  }
+  bool ok = true;
+  for (int d = 0; d < rank; d++) {
+    const oxf_node *e = a->args.items[d];
+    idx[d] = oxs_operand(S, e, OX_U64, "an element index", false);
+    if (idx[d] && idx[d]->type != OX_U64) {
+      ERR(S, e->loc, "an element index must be usize, found %s; convert it with 'as usize'",
+          oxi_type_name(idx[d]->type));
+      idx[d] = NULL;
+    }
+    ok &= idx[d] != NULL;
+  }
+  return ok;
+}
+
+/* Inputs alone are read at elements: an output's other elements are other
+ * blocks' tiles, whose writes such a read would race with. */
+static bool readable_at(sema *S, const oxf_node *n, const binding *x, const char *what) {
+  if (x->mkind == OXF_TY_TENSOR)
+    return true;
+  if (x->mkind == OXF_TY_MUTTENSOR)
+    ERR(S, n->loc, "'%s' is an output tile (&mut Tensor): its other elements belong to other "
+                   "blocks, so it is not read with %s; read this block's tile with "
+                   "load_tile_like(%s, %s)", x->name, what, x->name, x->name);
+  else
+    ERR(S, n->loc, "'%s' is an atomic tensor: blocks add into it (atomic_add), none reads it", x->name);
+  return false;
+}
+
+/* x.at([i0, ..]): element [i0, ..] of input x as a scalar, 0 outside x (as a
+ * load's padding), the same in every thread. */
+static val element_at(sema *S, const oxf_node *n, binding *x) {
+  static const val err = {V_ERR, NULL, NULL, NULL};
+  oxi_instr *idx[OXI_MAX_RANK];
+  if (!readable_at(S, n, x, "at([..])") || !nargs(S, n, 1, "at") || !element_indices(S, n, x, "at", idx))
+    return err;
+  return oxs_value(oxs_tensor_element(S, x, idx, param_of(S, x)->rank));
+}
+
+/* x.load_at([o0, ..], [s0, ..]) and x.load_at([..], [..], pad): the tile of
+ * shape [s0, ..] whose element [l0, ..] is x[o0 + l0, ..]: a tile at any element
+ * offset (T_LOAD with sub 1), elements outside x read the padding (0). */
+static val load_at(sema *S, const oxf_node *n, binding *x) {
+  static const val err = {V_ERR, NULL, NULL, NULL};
+  int rank = param_of(S, x)->rank;
+  if (!readable_at(S, n, x, "load_at([..], [..])"))
+    return err;
+  if (n->args.len != 2 && n->args.len != 3) {
+    ERR(S, n->loc, "load_at takes the first element's indices, the tile's shape and optionally a "
+                   "padding value: '%s.load_at([%s], [%s])'", x->name, rank == 1 ? "i" : "i, j",
+        rank == 1 ? "B" : "BM, BN");
+    return err;
+  }
+  oxi_instr *idx[OXI_MAX_RANK];
+  if (!element_indices(S, n, x, "load_at", idx))
+    return err;
+  const oxi_tshape *shape = shape_arg(S, arg(n, 1), "load_at");
+  if (!shape)
+    return err;
+  if (shape->rank != rank) {
+    ERR(S, arg(n, 1)->loc, "'%s' has rank %d, but the tile of load_at has %d dims", x->name, rank, shape->rank);
+    return err;
+  }
+  uint64_t imm = 0;
+  double fimm = 0;
+  if (n->args.len == 3 && !padding(S, arg(n, 2), x->type, &imm, &fimm))
+    return err;
+  val v = tile_load(S, n->loc, x, idx, rank, shape, imm, fimm);
+  if (v.k == V_TILE)
+    v.v->sub = 1;
+  return v;
+}
+
 val oxs_tile_method(sema *S, const oxf_node *n, val recv, oxi_type hint) {
   static const val err = {V_ERR, NULL, NULL, NULL};
   (void)hint;
@@ -864,6 +951,10 @@ val oxs_tile_method(sema *S, const oxf_node *n, val recv, oxi_type hint) {
     return atomic_add(S, n, b, name[10] == '_');
   if (!strcmp(name, "partition"))
     return partition(S, n, b);
+  if (!strcmp(name, "at"))
+    return element_at(S, n, b);
+  if (!strcmp(name, "load_at"))
+    return load_at(S, n, b);
   if (!strcmp(name, "store"))
     return store(S, n, b);
   bool dim = !strcmp(name, "dim");
@@ -884,8 +975,8 @@ val oxs_tile_method(sema *S, const oxf_node *n, val recv, oxi_type hint) {
     ERR(S, n->loc, "an atomic tensor has methods atomic_add([..], t), atomic_add_at(index, v), "
                    "dim(k) and stride(k), not '%s'", name);
   else
-    ERR(S, n->loc, "a tensor (&Tensor) has methods partition([..]), dim(k) and stride(k), not "
-                   "'%s'%s", name, !strcmp(name, "load") ? "; partition it first: "
+    ERR(S, n->loc, "a tensor (&Tensor) has methods partition([..]), at([..]), load_at([..], [..]), "
+                   "dim(k) and stride(k), not '%s'%s", name, !strcmp(name, "load") ? "; partition it first: "
                                                            "x.partition([..]).load([..])" : "");
   return err;
 }

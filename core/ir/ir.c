@@ -137,6 +137,7 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
   switch (in->op) {
   case OXI_BIN: case OXI_ATOMIC: oxb_str_addf(o, ".%s%s", bin_name(in->sub), in->nuw ? ".nuw" : ""); break;
   case OXI_T_REDUCE: oxb_str_addf(o, ".%s axis %d,", bin_name(in->sub), in->index); break;
+  case OXI_T_LOAD: oxb_str_addf(o, "%s", in->sub ? ".at" : ""); break;
   case OXI_CMP: oxb_str_addf(o, ".%s", cmp_name(in->sub)); break;
   case OXI_SREG: oxb_str_addf(o, " %s", sreg_name(in->sub)); break;
   case OXI_MATH: oxb_str_addf(o, ".%s", oxi_math_name(in->sub)); break;
@@ -315,12 +316,12 @@ static bool compute_dominators(verifier *V) {
   const oxi_kernel *k = V->k;
   int n = k->blocks.len; /* >= 1: the verifier rejects kernels without blocks */
   size_t un = (size_t)(unsigned)n;
-  int *first = calloc(un + 1, sizeof(int)), *pred = calloc(un * 2 + 1, sizeof(int));
-  int *fill = calloc(un + 1, sizeof(int)), *rpo = malloc(un * sizeof(int));
-  int *order = malloc(un * sizeof(int)), *idom = malloc(un * sizeof(int));
-  int *stack = malloc(un * sizeof(int)), *edge = calloc(un, sizeof(int));
-  V->pre = malloc(un * sizeof(int));
-  V->post = malloc(un * sizeof(int));
+  int *first = oxb_calloc(un + 1, sizeof(int)), *pred = oxb_calloc(un * 2 + 1, sizeof(int));
+  int *fill = oxb_calloc(un + 1, sizeof(int)), *rpo = oxb_malloc(un * sizeof(int));
+  int *order = oxb_malloc(un * sizeof(int)), *idom = oxb_malloc(un * sizeof(int));
+  int *stack = oxb_malloc(un * sizeof(int)), *edge = oxb_calloc(un, sizeof(int));
+  V->pre = oxb_malloc(un * sizeof(int));
+  V->post = oxb_malloc(un * sizeof(int));
   bool ok = first && pred && fill && rpo && order && idom && stack && edge && V->pre && V->post;
   if (ok) {
     /* predecessor lists (CSR: preds of b are pred[first[b] .. first[b + 1])) */
@@ -481,7 +482,9 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
     break;
   case OXI_LEN: if (in->type != OX_U64 || in->nops) fail(V, b, in, "len is u64 of no operands"); break;
   case OXI_LOAD:
-    if (in->nops != 1 || in->type != (oxi_type)md) fail(V, b, in, "load type differs from memory");
+    if (in->nops != 1 || (in->type != (oxi_type)md &&
+                          !(in->type == OXI_V4 && (ox_dtype_size(md) == 2 || ox_dtype_size(md) == 4) && !in->check)))
+      fail(V, b, in, "load type differs from memory");
     if (in->mem.kind == OXI_MEM_PARAM &&
         ((oxi_param *)k->params.items[in->mem.index])->kind == OXI_P_ATOMIC)
       fail(V, b, in, "plain load from an atomic slice");
@@ -818,8 +821,8 @@ bool oxi_verify(const oxi_module *m, oxb_str *err) {
       all_ok = false;
       continue;
     }
-    V.def_block = malloc(sizeof(int) * (size_t)(k->next_id + 1));
-    V.def_pos = malloc(sizeof(int) * (size_t)(k->next_id + 1));
+    V.def_block = oxb_malloc(sizeof(int) * (size_t)(k->next_id + 1));
+    V.def_pos = oxb_malloc(sizeof(int) * (size_t)(k->next_id + 1));
     for (int i = 0; i <= k->next_id; i++)
       V.def_block[i] = -1;
     for (int bi = 0; bi < k->blocks.len; bi++) {

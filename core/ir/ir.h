@@ -33,7 +33,8 @@ typedef enum oxi_op {
   OXI_CONST,   /* imm / fimm of `type` (a vf32: all zeros) */
   OXI_PARAM,   /* the value of scalar parameter `index` */
   OXI_LEN,     /* u64: the element count of memory `mem` */
-  OXI_LOAD,    /* mem[ops0] */
+  OXI_LOAD,    /* mem[ops0]; or, of type v4, the 16 bytes from mem[ops0] on (a vector load: ops0
+                 a multiple of 16 bytes from a 16-byte aligned start; unchecked) */
   OXI_STORE,   /* mem[ops0] = ops1; or, a u64 ops1 into 16-bit memory: four elements from
                  mem[ops0] on (a vector store: ops0 a multiple of 4 where the memory is 8-byte
                  aligned; unchecked) */
@@ -58,7 +59,8 @@ typedef enum oxi_op {
   /* Tile ops (Tile pipeline; the tile-lowering pass, core/tile, rewrites them
    * into the ops above before code generation). Elementwise tile arithmetic
    * reuses OXI_BIN/CMP/NEG/NOT/CAST/SELECT/MATH with operands of one shape. */
-  OXI_T_LOAD,  /* tile of `tshape` from tensor `mem` at tile coordinates ops[0..rank) (u64);
+  OXI_T_LOAD,  /* tile of `tshape` from tensor `mem` at tile coordinates ops[0..rank) (u64), or
+                  with sub 1 from element offsets ops[0..rank) on (x.load_at);
                   elements outside the tensor read `fimm`/`imm` (the padding) */
   OXI_T_STORE, /* ops[0] (a tile) into the tile `mem` (an output partition) of this block;
                   elements outside the tensor are not written */

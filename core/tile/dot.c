@@ -37,7 +37,7 @@ static void stage(oxt_lowerer *L, const oxi_instr *old, oxi_mem m, int64_t base,
   bool mma = oxt_is_mma(L, old); /* from the layout it is held in: the mma layout's positions are
                                     one value a thread plus constants too */
   int n = oxt_count_in(L, s, mma);
-  int64_t *off = malloc(sizeof *off * (size_t)n);
+  int64_t *off = oxb_malloc(sizeof *off * (size_t)n);
   oxi_instr *fb = oxt_position_parts(L, s, mma, off);
   oxi_instr **v = oxt_in_layout(L, old, mma);
   if (!pitch) {
@@ -521,10 +521,10 @@ static void copy_load(oxt_lowerer *L, const oxi_instr *ld, oxi_mem m, int64_t at
  * (the others 1: a batch's and a head's tile of a 4-D tensor), whose elements
  * are then the load's in the same order; else NULL. */
 static const oxi_instr *load_beneath(const oxi_instr *x) {
-  if (x->op == OXI_T_LOAD)
-    return x->tshape->rank == 2 ? x : NULL;
+  if (x->op == OXI_T_LOAD) /* not at element offsets (load_at): copies and TMA boxes start at tiles */
+    return x->tshape->rank == 2 && !x->sub ? x : NULL;
   const oxi_instr *ld = x->ops[0];
-  if (x->op != OXI_T_RESHAPE || ld->op != OXI_T_LOAD || x->tshape->rank != 2)
+  if (x->op != OXI_T_RESHAPE || ld->op != OXI_T_LOAD || ld->sub || x->tshape->rank != 2)
     return NULL;
   const oxi_tshape *s = ld->tshape;
   for (int d = 0; d < s->rank - 2; d++)
@@ -694,7 +694,7 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
   oxi_instr **frag = NULL;
   if (a_in_registers(L, in)) {
     oxi_instr **two = oxt_pairs(L, in->ops[0]);
-    frag = malloc(sizeof *frag * (size_t)(K / 16));
+    frag = oxb_malloc(sizeof *frag * (size_t)(K / 16));
     for (int64_t ks = 0; ks < K / 16; ks++) {
       oxi_instr *p = oxt_emit(L, OXI_PACK, OXI_V4);
       p->nops = 4;
@@ -806,7 +806,7 @@ static void dot_tc(oxt_lowerer *L, const oxi_instr *in) {
   if (S)
     pipeline_advance(L, in, m, L->pipe[in->id].slot, S, &ps);
   int tiles = (int)(ml.wm / 16 * (ml.wn / 8));
-  oxi_instr **acc = malloc(sizeof *acc * (size_t)tiles);
+  oxi_instr **acc = oxb_malloc(sizeof *acc * (size_t)tiles);
   oxi_instr **c = in->nops == 3 ? oxt_in_layout(L, in->ops[2], true) : NULL;
   oxi_instr *zero = oxt_emit(L, OXI_CONST, OX_F32);
   zero->fimm = 0;
@@ -833,7 +833,7 @@ static void dot_tc(oxt_lowerer *L, const oxi_instr *in) {
                          oxt_bin(L, OXI_ADD, OX_U64, wcol,
                              oxt_bin(L, OXI_ADD, OX_U64, c8, oxt_bin(L, OXI_ADD, OX_U64, cur, oxt_u64(L, (uint64_t)(M * pa))))));
   int mt = (int)(ml.wm / 16), nt = (int)(ml.wn / 8);
-  oxi_instr **fa = malloc(sizeof *fa * (size_t)(mt + nt / 2)), **fb = fa + mt;
+  oxi_instr **fa = oxb_malloc(sizeof *fa * (size_t)(mt + nt / 2)), **fb = fa + mt;
   /* tf32's B: lane l holds B[k + l%4][n + l/4] and B[k + l%4 + 4][n + l/4] of
      each n8 tile (32-bit elements: no ldmatrix.trans); with rows of N + 8
      elements, the four k rows a load touches fall in distinct banks */
@@ -907,11 +907,11 @@ static void dot_simple(oxt_lowerer *L, const oxi_instr *in) {
   stage(L, in->ops[1], m, M * K, N);
   oxt_barrier(L);
   int n = oxt_count_in(L, in->tshape, false);
-  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  oxi_instr **f = oxb_malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
   oxt_positions(L, in->tshape, f, ok);
   oxi_instr **c = in->nops == 3 ? oxt_elements(L, in->ops[2]) : NULL;
-  int *acc = malloc(sizeof *acc * (size_t)n);
-  oxi_instr **arow = malloc(sizeof *arow * (size_t)n * 2), **bcol = arow + n;
+  int *acc = oxb_malloc(sizeof *acc * (size_t)n);
+  oxi_instr **arow = oxb_malloc(sizeof *arow * (size_t)n * 2), **bcol = arow + n;
   for (int e = 0; e < n; e++) {
     acc[e] = oxi_slot_new(L->m, L->nk, OX_F32);
     oxi_instr *z = oxt_emit(L, OXI_CONST, OX_F32);
@@ -975,7 +975,7 @@ static int dot_a_uses(const oxi_kernel *k, const oxi_instr *x) {
  * slots are made here and cleared at the kernel's entry. */
 void oxt_choose_direct_loads(oxt_lowerer *L) {
   const oxi_kernel *k = L->k;
-  int *uses = calloc((size_t)k->next_id + 1, sizeof *uses);
+  int *uses = oxb_calloc((size_t)k->next_id + 1, sizeof *uses);
   for (int bi = 0; bi < k->blocks.len; bi++) {
     const oxi_block *b = k->blocks.items[bi];
     for (int ii = 0; ii < b->instrs.len; ii++) {

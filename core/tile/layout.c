@@ -251,7 +251,7 @@ oxi_instr *oxt_exists(oxt_lowerer *L, const oxi_tshape *shape, bool mma, oxi_ins
  * `shape` in the given layout, and whether it exists (NULL: always). */
 void oxt_positions_in(oxt_lowerer *L, const oxi_tshape *shape, bool mma, oxi_instr **f, oxi_instr **ok) {
   int n = oxt_count_in(L, shape, mma);
-  int64_t *off = malloc(sizeof *off * (size_t)n);
+  int64_t *off = oxb_malloc(sizeof *off * (size_t)n);
   oxi_instr *fb = oxt_position_parts(L, shape, mma, off);
   for (int e = 0; e < n; e++) {
     f[e] = oxt_bin(L, OXI_ADD, OX_U64, fb, oxt_u64(L, (uint64_t)off[e]));
@@ -284,16 +284,15 @@ void oxt_positions(oxt_lowerer *L, const oxi_tshape *shape, oxi_instr **f, oxi_i
 /* For every element this thread holds (in the given layout) of a tile of
  * `shape` at tile coordinates `coord` (new u64 values) of tensor parameter
  * `param`: where it is and whether it is inside the tensor. */
-void oxt_sites(oxt_lowerer *L, const oxi_tshape *shape, bool mma, oxi_instr *const *coord, int param,
+void oxt_sites(oxt_lowerer *L, const oxi_tshape *shape, bool mma, oxi_instr *const *origin, int param,
                   oxt_element_site *out) {
   int rank = shape->rank, n = oxt_count_in(L, shape, mma);
-  int64_t *off = malloc(sizeof *off * (size_t)n);
+  int64_t *off = oxb_malloc(sizeof *off * (size_t)n);
   oxi_instr *fb = oxt_position_parts(L, shape, mma, off);
   /* g[d]: the coordinate in the tensor of this thread's position fb; i0 its offset */
   oxi_instr *g[OXI_MAX_RANK], *dim[OXI_MAX_RANK], *stride[OXI_MAX_RANK], *i0 = NULL;
   for (int d = 0; d < rank; d++) {
-    oxi_instr *base = oxt_bin(L, OXI_SHL, OX_U64, coord[d], oxt_u64(L, (uint64_t)oxt_log2i(shape->dims[d])));
-    g[d] = oxt_bin(L, OXI_ADD, OX_U64, base, oxt_coord_at(L, shape, d, fb));
+    g[d] = oxt_bin(L, OXI_ADD, OX_U64, origin[d], oxt_coord_at(L, shape, d, fb));
     dim[d] = oxt_param_info(L, OXI_DIM, param, d);
     stride[d] = oxt_param_info(L, OXI_STRIDE, param, d);
     oxi_instr *term = oxt_bin(L, OXI_MUL, OX_U64, g[d], stride[d]);
@@ -336,19 +335,41 @@ void oxt_clamp_coords(oxt_lowerer *L, const oxi_tshape *shape, oxi_instr **coord
   }
 }
 
-/* Whether the whole tile at `coord` lies inside tensor `param` (and every
+/* The first element of the tile at `coord` along each dim (in place), made safe for
+ * address arithmetic: tile coordinates (`at` false) clamped as above, times the
+ * tile's dims; element offsets (`at`, x.load_at) clamped to the dim, so that no
+ * element index wraps and one past the end is outside. */
+void oxt_origins(oxt_lowerer *L, const oxi_tshape *shape, oxi_instr **coord, int param, bool at) {
+  if (!at)
+    oxt_clamp_coords(L, shape, coord, param);
+  for (int d = 0; d < shape->rank; d++) {
+    if (!at) {
+      coord[d] = oxt_bin(L, OXI_SHL, OX_U64, coord[d], oxt_u64(L, (uint64_t)oxt_log2i(shape->dims[d])));
+      continue;
+    }
+    oxi_instr *dim = oxt_param_info(L, OXI_DIM, param, d);
+    oxi_instr *ok = oxt_bin(L, 100 + OXI_LE, OX_U64, coord[d], dim); /* made before its use */
+    oxi_instr *sel = oxt_emit(L, OXI_SELECT, OX_U64);
+    sel->ops[0] = ok;
+    sel->ops[1] = coord[d];
+    sel->ops[2] = dim;
+    sel->nops = 3;
+    coord[d] = sel;
+  }
+}
+
+/* Whether the whole tile from `origin` lies inside tensor `param` (and every
  * thread's chunks exist): then no element needs a predicate. The test is the
  * same for every thread of the block, so the branch on it does not diverge.
  * NULL when the layout always needs predicates. */
 oxi_instr *oxt_whole_tile_inside(oxt_lowerer *L, const oxi_tshape *shape, bool mma,
-                                    oxi_instr *const *coord, int param) {
+                                    oxi_instr *const *origin, int param) {
   oxt_mma_layout ml;
   if (!(mma && oxt_mma_layout_of(L, shape, &ml)) && oxt_layout_of(L, shape).guard)
     return NULL;
   oxi_instr *all = NULL;
   for (int d = 0; d < shape->rank; d++) {
-    oxi_instr *end = oxt_bin(L, OXI_SHL, OX_U64, oxt_bin(L, OXI_ADD, OX_U64, coord[d], oxt_u64(L, 1)),
-                         oxt_u64(L, (uint64_t)oxt_log2i(shape->dims[d])));
+    oxi_instr *end = oxt_bin(L, OXI_ADD, OX_U64, origin[d], oxt_u64(L, (uint64_t)shape->dims[d]));
     oxi_instr *in = oxt_bin(L, 100 + OXI_LE, OX_U64, end, oxt_param_info(L, OXI_DIM, param, d));
     all = all ? oxt_bin(L, OXI_AND, OX_BOOL, all, in) : in;
   }
@@ -380,7 +401,7 @@ void oxt_spill(oxt_lowerer *L, const oxi_instr *old) {
   const oxi_tshape *s = old->tshape;
   bool mma = oxt_is_mma(L, old);
   int n = oxt_count_in(L, s, mma);
-  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  oxi_instr **f = oxb_malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
   oxt_positions_in(L, s, mma, f, ok);
   oxi_instr **v = oxt_held(L, old);
   oxi_mem m = oxt_scratch(L, old->type, oxt_elems(s) > L->T ? oxt_elems(s) : L->T);
@@ -398,7 +419,7 @@ oxi_instr **oxt_in_layout(oxt_lowerer *L, const oxi_instr *old, bool mma) {
   oxt_spill(L, old);
   oxt_barrier(L);
   int n = oxt_count_in(L, s, mma);
-  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  oxi_instr **f = oxb_malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
   oxt_positions_in(L, s, mma, f, ok);
   oxi_instr **out = oxt_new_elements(L, s);
   oxi_mem m = oxt_scratch(L, old->type, 0);

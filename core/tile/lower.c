@@ -360,7 +360,7 @@ static int64_t block_threads(const oxi_kernel *k, int sm, int64_t *emax_out, int
       const oxi_instr *in = b->instrs.items[ii];
       if (in->tshape && oxt_elems(in->tshape) > emax)
         emax = oxt_elems(in->tshape);
-      if (sm && in->op == OXI_T_DOT && oxt_tc_operands(in)) {
+      if (sm > 0 && in->op == OXI_T_DOT && oxt_tc_operands(in)) {
         if (oxt_elems(in->tshape) > dot)
           dot = oxt_elems(in->tshape);
         wg_all &= oxt_wg_operands(in) && (!wg_m || wg_m == in->tshape->dims[0]);
@@ -481,7 +481,7 @@ static int wgmma_live(const oxt_lowerer *L) {
 
 ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) {
   assert(k->is_tile);
-  bool cuda = sm != 0, wg;
+  bool cuda = sm > 0, wg;
   int64_t emax, most, T = block_threads(k, sm, &emax, &most, &wg);
   widen_fp8_dots(m, k, wg);
   if (!T)
@@ -492,7 +492,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   oxt_lowerer L = {0};
   L.m = m;
   L.k = k;
-  L.serial = !cuda;
+  L.serial = sm == 0;
   L.T = L.serial ? 1 : (int)T;
   L.cuda = cuda;
   L.wg = wg;
@@ -509,33 +509,33 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
       others += ((oxi_kernel *)m->kernels.items[i])->ninstrs;
   ox_status st = OX_OK;
   size_t nv = (size_t)k->next_id + 1, ns = (size_t)k->slots.len + 1;
-  L.sval = calloc(nv, sizeof *L.sval);
-  L.tval = calloc(nv, sizeof *L.tval);
-  L.everywhere = calloc(nv, sizeof *L.everywhere);
-  L.mma = calloc(nv, 1);
-  L.splat = calloc(nv, 1);
-  L.slot_mma = calloc(ns, 1);
-  L.direct = calloc(nv, 1);
-  L.kmajor = calloc(nv, 1);
-  L.dot_of = calloc(nv, sizeof *L.dot_of);
-  L.area = calloc(nv, sizeof *L.area);
-  L.cp_at = calloc(nv, sizeof *L.cp_at);
-  L.cp_block = calloc(nv, sizeof *L.cp_block);
-  L.pipe = calloc(nv, sizeof *L.pipe);
-  L.tload = calloc(nv, sizeof *L.tload);
-  L.tslots = calloc(ns, sizeof *L.tslots);
-  L.vacc = calloc(nv, sizeof *L.vacc);
-  L.vslot = calloc(ns, sizeof *L.vslot);
-  L.pairs = calloc(nv, sizeof *L.pairs);
-  L.pair_reader = calloc(ns, sizeof *L.pair_reader);
-  L.wg_at = calloc(nv, sizeof *L.wg_at);
-  L.wg_block = calloc(nv, sizeof *L.wg_block);
-  L.wg_after = calloc(nv, sizeof *L.wg_after);
-  L.ready = calloc(nv, 1);
-  L.slot_busy = calloc(ns, 1);
-  L.rel_block = calloc(nv, sizeof *L.rel_block);
-  L.nb = calloc((size_t)k->blocks.len, sizeof *L.nb);
-  L.buf = calloc(nv, sizeof *L.buf);
+  L.sval = oxb_calloc(nv, sizeof *L.sval);
+  L.tval = oxb_calloc(nv, sizeof *L.tval);
+  L.everywhere = oxb_calloc(nv, sizeof *L.everywhere);
+  L.mma = oxb_calloc(nv, 1);
+  L.splat = oxb_calloc(nv, 1);
+  L.slot_mma = oxb_calloc(ns, 1);
+  L.direct = oxb_calloc(nv, 1);
+  L.kmajor = oxb_calloc(nv, 1);
+  L.dot_of = oxb_calloc(nv, sizeof *L.dot_of);
+  L.area = oxb_calloc(nv, sizeof *L.area);
+  L.cp_at = oxb_calloc(nv, sizeof *L.cp_at);
+  L.cp_block = oxb_calloc(nv, sizeof *L.cp_block);
+  L.pipe = oxb_calloc(nv, sizeof *L.pipe);
+  L.tload = oxb_calloc(nv, sizeof *L.tload);
+  L.tslots = oxb_calloc(ns, sizeof *L.tslots);
+  L.vacc = oxb_calloc(nv, sizeof *L.vacc);
+  L.vslot = oxb_calloc(ns, sizeof *L.vslot);
+  L.pairs = oxb_calloc(nv, sizeof *L.pairs);
+  L.pair_reader = oxb_calloc(ns, sizeof *L.pair_reader);
+  L.wg_at = oxb_calloc(nv, sizeof *L.wg_at);
+  L.wg_block = oxb_calloc(nv, sizeof *L.wg_block);
+  L.wg_after = oxb_calloc(nv, sizeof *L.wg_after);
+  L.ready = oxb_calloc(nv, 1);
+  L.slot_busy = oxb_calloc(ns, 1);
+  L.rel_block = oxb_calloc(nv, sizeof *L.rel_block);
+  L.nb = oxb_calloc((size_t)k->blocks.len, sizeof *L.nb);
+  L.buf = oxb_calloc(nv, sizeof *L.buf);
   if (!L.serial) { /* the CPU has one layout, a buffer, and no tensor cores */
     to_fixed_point(&L, layout_step);
     oxt_choose_direct_loads(&L);

@@ -22,15 +22,61 @@ void oxt_lower_load(oxt_lowerer *L, const oxi_instr *in) {
   oxi_instr *coord[OXI_MAX_RANK];
   for (int d = 0; d < in->nops; d++)
     coord[d] = oxt_mapped(L, in->ops[d]);
-  oxt_element_site *es = malloc(sizeof *es * (size_t)n);
-  int *slot = malloc(sizeof *slot * (size_t)n);
-  oxt_clamp_coords(L, in->tshape, coord, in->mem.index);
+  oxt_element_site *es = oxb_malloc(sizeof *es * (size_t)n);
+  int *slot = oxb_malloc(sizeof *slot * (size_t)n);
+  oxt_origins(L, in->tshape, coord, in->mem.index, in->sub == 1);
   oxt_sites(L, in->tshape, false, coord, in->mem.index, es);
   oxi_instr *full = oxt_whole_tile_inside(L, in->tshape, false, coord, in->mem.index);
   for (int e = 0; e < n; e++)
     slot[e] = oxi_slot_new(L->m, L->nk, in->type);
   oxi_block *done = oxi_block_new(L->m, L->nk), *slow;
-  if (full) {
+  const oxi_param *p = L->k->params.items[in->mem.index];
+  int last = in->tshape->rank - 1;
+  if (full && in->sub == 1 && p->contiguous16 && y.VEC > 1) {
+    /* at an element offset (load_at), a chunk is one aligned vector load only where the last
+       dim's offset is a multiple of VEC (the other strides are multiples of 16 bytes): the fast
+       path takes those tiles, with the offset masked to say so. Unaligned tiles take the
+       predicated path: a straight-line one beside this would be merged with it by LLVM
+       (common code sinking), and the merged loads are scalar. */
+    oxi_instr *rem = oxt_bin(L, OXI_AND, OX_U64, coord[last], oxt_u64(L, (uint64_t)y.VEC - 1));
+    full = oxt_bin(L, OXI_AND, OX_BOOL, full, oxt_bin(L, 100 + OXI_EQ, OX_U64, rem, oxt_u64(L, 0)));
+    coord[last] = oxt_bin(L, OXI_AND, OX_U64, coord[last], oxt_u64(L, ~((uint64_t)y.VEC - 1)));
+    oxt_begin_if(L, full, &slow);
+    oxt_element_site *va = oxb_malloc(sizeof *va * (size_t)n);
+    oxt_sites(L, in->tshape, false, coord, in->mem.index, va);
+    size_t esz = ox_dtype_size((ox_dtype)in->type);
+    bool v4 = (int64_t)esz * y.VEC == 16 && (esz == 4 || in->type == OX_BF16 || in->type == OX_F16);
+    for (int e = 0; e < n; e++) {
+      if (!v4) {
+        oxt_set_slot(L, slot[e], oxt_load_at(L, in, va[e].index));
+        continue;
+      }
+      /* one 16-byte load a chunk, said outright: LLVM cannot see the offset's alignment,
+         which only the branch above tells */
+      oxi_instr *chunk = oxt_emit(L, OXI_LOAD, OXI_V4);
+      chunk->mem = in->mem;
+      chunk->ops[0] = va[e].index;
+      chunk->nops = 1;
+      for (int v = 0; v < y.VEC; v++) {
+        oxi_instr *x = oxt_emit(L, OXI_UNPACK, esz == 4 ? in->type : OX_U32);
+        x->ops[0] = chunk;
+        x->nops = 1;
+        x->index = esz == 4 ? v : v / 2;
+        if (esz == 2) {
+          oxi_instr *h = oxt_emit(L, OXI_UNPACK, in->type);
+          h->ops[0] = x;
+          h->nops = 1;
+          h->index = v % 2;
+          x = h;
+        }
+        oxt_set_slot(L, slot[e + v], x);
+      }
+      e += y.VEC - 1;
+    }
+    free(va);
+    oxt_end_if(L, done);
+    L->cur = slow;
+  } else if (full) {
     oxt_begin_if(L, full, &slow); /* the fast path: straight-line loads */
     for (int e = 0; e < n; e++)
       oxt_set_slot(L, slot[e], oxt_load_at(L, in, es[e].index));
@@ -104,8 +150,8 @@ void oxt_lower_store(oxt_lowerer *L, const oxi_instr *in) {
   oxi_instr *coord[OXI_MAX_RANK];
   for (int d = 0; d < p->rank; d++)
     coord[d] = oxt_tile_id(L, in->mem.index, d);
-  oxt_element_site *es = malloc(sizeof *es * (size_t)n);
-  oxt_clamp_coords(L, s, coord, in->mem.index);
+  oxt_element_site *es = oxb_malloc(sizeof *es * (size_t)n);
+  oxt_origins(L, s, coord, in->mem.index, false);
   oxt_sites(L, s, mma, coord, in->mem.index, es);
   oxi_instr *full = oxt_whole_tile_inside(L, s, mma, coord, in->mem.index);
   oxi_instr **v = oxt_held(L, in->ops[0]);
@@ -206,7 +252,7 @@ void oxt_lower_broadcast(oxt_lowerer *L, const oxi_instr *in) {
   oxt_barrier(L);
   oxt_layout y = oxt_layout_of(L, dst);
   int n = y.J * y.VEC;
-  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  oxi_instr **f = oxb_malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
   oxt_positions(L, dst, f, ok);
   oxi_instr **out = oxt_new_elements(L, dst);
   int64_t after = oxt_elems(dst), src_after = oxt_elems(src);
@@ -254,7 +300,7 @@ void oxt_lower_move(oxt_lowerer *L, const oxi_instr *in) {
   oxt_spill(L, in->ops[0]);
   oxt_barrier(L);
   int n = yd.J * yd.VEC;
-  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  oxi_instr **f = oxb_malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
   oxt_positions(L, dst, f, ok);
   oxi_instr **out = oxt_new_elements(L, dst);
   int64_t dshift[OXI_MAX_RANK], sstride[OXI_MAX_RANK];
@@ -296,7 +342,7 @@ void oxt_lower_iota(oxt_lowerer *L, const oxi_instr *in) {
   if (oxi_is_int(in->type)) {
     /* the thread's coordinate plus a constant an element (oxt_position_parts): one value
        live, not one an element (a loop's masks would hold them all through the loop) */
-    int64_t *off = malloc(sizeof *off * (size_t)n);
+    int64_t *off = oxb_malloc(sizeof *off * (size_t)n);
     oxi_instr *base = oxt_cast(L, oxt_coord_at(L, s, in->index, oxt_position_parts(L, s, mma, off)), in->type);
     for (int e = 0; e < n; e++) {
       oxi_instr *c = oxt_emit(L, OXI_CONST, in->type);
@@ -307,7 +353,7 @@ void oxt_lower_iota(oxt_lowerer *L, const oxi_instr *in) {
     L->tval[in->id] = out;
     return;
   }
-  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  oxi_instr **f = oxb_malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
   oxt_positions_in(L, s, mma, f, ok);
   int64_t after = oxt_elems(s);
   for (int d = 0; d <= in->index; d++)
@@ -349,7 +395,7 @@ static void reduce_all(oxt_lowerer *L, const oxi_instr *in) {
   oxi_type t = in->type;
   oxt_layout y = oxt_layout_of(L, src);
   int n = y.J * y.VEC;
-  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  oxi_instr **f = oxb_malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
   oxt_positions(L, src, f, ok);
   oxi_instr **v = oxt_elements(L, in->ops[0]);
   oxi_instr *acc = NULL;
@@ -455,7 +501,7 @@ void oxt_lower_reduce(oxt_lowerer *L, const oxi_instr *in) {
       oxt_bin(L, OXI_AND, OX_U64, (r), oxt_u64(L, (uint64_t)(inner - 1))))
   oxt_layout y = oxt_layout_of(L, dst);
   int n = y.J * y.VEC;
-  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  oxi_instr **f = oxb_malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
   oxi_instr **out = oxt_new_elements(L, dst);
   if (R < L->T) {
     int64_t G = L->T / R;
@@ -472,7 +518,7 @@ void oxt_lower_reduce(oxt_lowerer *L, const oxi_instr *in) {
   } else {
     /* thread t folds results t, t + T, ...: R / T of them */
     int64_t per = R / L->T;
-    oxi_instr **res = malloc(sizeof *res * (size_t)per);
+    oxi_instr **res = oxb_malloc(sizeof *res * (size_t)per);
     for (int64_t i = 0; i < per; i++) {
       oxi_instr *r = oxt_bin(L, OXI_ADD, OX_U64, L->t, oxt_u64(L, (uint64_t)(i * L->T)));
       res[i] = fold_loop(L, sub, t, m, ROW_BASE(r), inner, oxt_u64(L, 0), 1, len);
@@ -608,8 +654,8 @@ void oxt_lower_atomic(oxt_lowerer *L, const oxi_instr *in) {
     oxi_instr *coord[OXI_MAX_RANK];
     for (int d = 0; d < p->rank; d++)
       coord[d] = oxt_mapped(L, in->ops[d]);
-    oxt_clamp_coords(L, s, coord, in->mem.index);
-    oxt_element_site *es = malloc(sizeof *es * (size_t)n);
+    oxt_origins(L, s, coord, in->mem.index, false);
+    oxt_element_site *es = oxb_malloc(sizeof *es * (size_t)n);
     oxt_sites(L, s, mma, coord, in->mem.index, es);
     oxi_instr **vals = oxt_held(L, v);
     for (int e = 0; e < n; e++)
@@ -620,7 +666,7 @@ void oxt_lower_atomic(oxt_lowerer *L, const oxi_instr *in) {
   const oxi_tshape *s = in->ops[0]->tshape;
   int n = oxt_count_in(L, s, false);
   oxi_instr **idx = oxt_elements(L, in->ops[0]), **vals = oxt_elements(L, in->ops[1]);
-  oxi_instr **f = malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  oxi_instr **f = oxb_malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
   oxt_positions(L, s, f, ok);
   oxi_instr *dim = oxt_param_info(L, OXI_DIM, in->mem.index, 0), *stride = oxt_param_info(L, OXI_STRIDE, in->mem.index, 0);
   for (int e = 0; e < n; e++) {

@@ -66,14 +66,12 @@ static void s_elementwise(oxt_lowerer *L, const oxi_instr *in) {
 
 /* The offset in tensor `param` of element f of a tile of `shape` at tile
  * coordinates `coord` (clamped), and whether it lies inside the tensor. */
-static oxi_instr *s_site(oxt_lowerer *L, const oxi_tshape *shape, oxi_instr *const *coord, int param, oxi_instr *f,
+static oxi_instr *s_site(oxt_lowerer *L, const oxi_tshape *shape, oxi_instr *const *origin, int param, oxi_instr *f,
                          oxi_instr **inb) {
   oxi_instr *index = NULL;
   *inb = NULL;
   for (int d = 0; d < shape->rank; d++) {
-    oxi_instr *g = oxt_bin(L, OXI_ADD, OX_U64,
-                       oxt_bin(L, OXI_SHL, OX_U64, coord[d], oxt_u64(L, (uint64_t)oxt_log2i(shape->dims[d]))),
-                       oxt_coord_at(L, shape, d, f));
+    oxi_instr *g = oxt_bin(L, OXI_ADD, OX_U64, origin[d], oxt_coord_at(L, shape, d, f));
     oxi_instr *in = oxt_bin(L, OXT_LT, OX_U64, g, oxt_param_info(L, OXI_DIM, param, d));
     *inb = *inb ? oxt_bin(L, OXI_AND, OX_BOOL, *inb, in) : in;
     oxi_instr *term = oxt_bin(L, OXI_MUL, OX_U64, g, oxt_param_info(L, OXI_STRIDE, param, d));
@@ -90,7 +88,7 @@ static void s_load(oxt_lowerer *L, const oxi_instr *in) {
   oxi_instr *coord[OXI_MAX_RANK];
   for (int d = 0; d < in->nops; d++)
     coord[d] = oxt_mapped(L, in->ops[d]);
-  oxt_clamp_coords(L, s, coord, in->mem.index);
+  oxt_origins(L, s, coord, in->mem.index, in->sub == 1);
   oxi_mem m = oxt_shared_array(L, in->type, E);
   oxi_block *done = oxi_block_new(L->m, L->nk), *edge;
   oxt_begin_if(L, oxt_whole_tile_inside(L, s, false, coord, in->mem.index), &edge);
@@ -123,7 +121,7 @@ static void s_store(oxt_lowerer *L, const oxi_instr *in) {
   oxi_instr *coord[OXI_MAX_RANK];
   for (int d = 0; d < p->rank; d++)
     coord[d] = oxt_tile_id(L, in->mem.index, d);
-  oxt_clamp_coords(L, s, coord, in->mem.index);
+  oxt_origins(L, s, coord, in->mem.index, false);
   oxt_counted_loop lp;
   oxi_instr *inb, *f = s_loop(L, &lp, oxt_elems(s));
   oxi_instr *index = s_site(L, s, coord, in->mem.index, f, &inb);
@@ -282,7 +280,7 @@ static void s_atomic(oxt_lowerer *L, const oxi_instr *in) {
     oxi_instr *coord[OXI_MAX_RANK];
     for (int d = 0; d < p->rank; d++)
       coord[d] = oxt_mapped(L, in->ops[d]);
-    oxt_clamp_coords(L, v->tshape, coord, in->mem.index);
+    oxt_origins(L, v->tshape, coord, in->mem.index, false);
     oxi_instr *inb, *f = s_loop(L, &lp, oxt_elems(v->tshape));
     oxi_instr *index = s_site(L, v->tshape, coord, in->mem.index, f, &inb);
     oxt_atomic_at(L, in, inb, index, s_elem(L, v, f));

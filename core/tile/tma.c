@@ -127,8 +127,8 @@ void oxt_mbar_inits(oxt_lowerer *L, int bars, int S) {
 /* Whether some path from the end of block `from` reaches block `to` (NULL:
  * a return) without passing through block `avoid`. */
 static bool path_avoiding(const oxi_kernel *k, const oxi_block *from, const oxi_block *to, const oxi_block *avoid) {
-  char *seen = calloc((size_t)k->blocks.len, 1);
-  int *stack = malloc(sizeof *stack * (size_t)k->blocks.len), n = 0;
+  char *seen = oxb_calloc((size_t)k->blocks.len, 1);
+  int *stack = oxb_malloc(sizeof *stack * (size_t)k->blocks.len), n = 0;
   bool found = false;
   const oxi_block *x = from;
   do {

@@ -1,0 +1,158 @@
+"""Data-dependent addressing in #[tile] kernels (docs/language.md section 12.5):
+an input's element as a scalar (`x[i]`, `x.at([i, j])`) and a tile at any
+element offset (`x.load_at([r, c], [BM, BN])`). Kernels written the way users
+port them (variable-length segments through cu_seqlens, a 3x3 convolution, an
+embedding lookup, a paged KV gather through a block table), on sizes no tile
+divides, against float64 NumPy; reads outside a tensor give the padding."""
+import pytest
+
+import oxide
+
+np = pytest.importorskip("numpy")
+
+KERNELS = """\
+#[tile]
+fn seg_sum<const B: i32>(z: &mut Tensor<f32, [1, 1]>, x: &Tensor<f32, [-1]>, cu: &Tensor<i32, [-1]>) {
+    let s = cu[tile_id(0)] as usize;
+    let e = cu[tile_id(0) + 1] as usize;
+    let mut acc = full([B], 0.0f32);
+    let mut i = s;
+    while i < e {
+        let t = x.load_at([i], [B]);
+        acc += select(iota([B], 0) + i < e, t, 0.0f32);
+        i += B as usize;
+    }
+    z.store(reshape(reduce_sum(acc, 0), [1, 1]));
+}
+
+#[tile]
+fn conv3<const BM: i32, const BN: i32>(z: &mut Tensor<f32, [BM, BN]>, x: &Tensor<f32, [-1, -1]>, w: &Tensor<f32, [3, 3]>) {
+    let r = tile_id(0) * (BM as usize);
+    let c = tile_id(1) * (BN as usize);
+    let mut acc = full([BM, BN], 0.0f32);
+    for di in 0..3usize {
+        for dj in 0..3usize {
+            acc += x.load_at([r + di, c + dj], [BM, BN]) * w.at([di, dj]);
+        }
+    }
+    z.store(acc);
+}
+
+#[tile]
+fn embed<const D: i32>(z: &mut Tensor<f32, [1, D]>, table: &Tensor<f32, [-1, -1]>, ids: &Tensor<i64, [-1]>) {
+    let row = ids[tile_id(0)] as usize;
+    z.store(table.load_at([row, tile_id(1) * (D as usize)], [1, D]));
+}
+
+#[tile]
+fn paged<const P: i32, const D: i32>(z: &mut Tensor<f16, [P, D]>, cache: &Tensor<f16, [-1, -1, -1]>, table: &Tensor<i32, [-1, -1]>, seq: usize) {
+    let page = table.at([seq, tile_id(0)]) as usize;
+    let t = cache.load_at([page, 0, tile_id(1) * (D as usize)], [1, P, D], -1.0);
+    z.store(reshape(t, [P, D]));
+}
+
+#[tile]
+fn shifted<const B: i32>(z: &mut Tensor<f32, [B]>, x: &Tensor<f32, [-1]>, off: usize) {
+    z.store(x.load_at([tile_id(0) * (B as usize) + off], [B], -1.0));
+}
+"""
+
+
+@pytest.fixture
+def mod(dev):
+    return oxide.compile(KERNELS, device=dev, filename="data.oxk")
+
+
+def test_varlen_segments_through_cu_seqlens(mod, dev):
+    rng = np.random.default_rng(0)
+    lens = [0, 1, 5, 64, 65, 300, 3]
+    cu = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+    x = rng.standard_normal(int(cu[-1]) + 7).astype(np.float32)  # a tail no segment reads
+    for B in (16, 64):
+        z = oxide.zeros((len(lens), 1), device=dev)
+        mod.seg_sum.set_generic("B", B)
+        mod.seg_sum(z.partition((1, 1)), oxide.from_numpy(x).to(dev), oxide.from_numpy(cu).to(dev))
+        ref = [x[cu[b]:cu[b + 1]].astype(np.float64).sum() for b in range(len(lens))]
+        np.testing.assert_allclose(z.numpy()[:, 0], ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape,tile", [((37, 53), (16, 16)), ((5, 130), (4, 64)), ((64, 64), (32, 32)),
+                                        ((3, 3), (16, 64))])
+def test_conv3x3_by_offset_loads(mod, dev, shape, tile):
+    rng = np.random.default_rng(1)
+    H, W = shape
+    x = rng.standard_normal((H + 2, W + 2)).astype(np.float32)
+    w = rng.standard_normal((3, 3)).astype(np.float32)
+    z = oxide.zeros((H, W), device=dev)
+    mod.conv3(z.partition(tile), oxide.from_numpy(x).to(dev), oxide.from_numpy(w).to(dev))
+    ref = sum(w[a, b].astype(np.float64) * x[a:a + H, b:b + W] for a in range(3) for b in range(3))
+    np.testing.assert_allclose(z.numpy(), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_conv3x3_of_a_strided_view(mod, dev):
+    """load_at follows the tensor's strides: a transposed input."""
+    rng = np.random.default_rng(2)
+    xt = rng.standard_normal((41, 22)).astype(np.float32)
+    x = oxide.from_numpy(xt).to(dev).permute((1, 0))  # (22, 41), strides (1, 22)
+    w = rng.standard_normal((3, 3)).astype(np.float32)
+    z = oxide.zeros((20, 39), device=dev)
+    mod.conv3(z.partition((8, 16)), x, oxide.from_numpy(w).to(dev))
+    xv = xt.T
+    ref = sum(w[a, b].astype(np.float64) * xv[a:a + 20, b:b + 39] for a in range(3) for b in range(3))
+    np.testing.assert_allclose(z.numpy(), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_embedding_lookup(mod, dev):
+    rng = np.random.default_rng(3)
+    table = rng.standard_normal((50, 96)).astype(np.float32)
+    ids = np.array([3, 0, 49, 3, 50, 2**40, 17], dtype=np.int64)  # 50 and 2**40: past the table
+    z = oxide.zeros((len(ids), 96), device=dev)
+    mod.embed(z.partition((1, 32)), oxide.from_numpy(table).to(dev), oxide.from_numpy(ids).to(dev))
+    ref = np.stack([table[i] if i < 50 else np.zeros(96, np.float32) for i in ids])
+    np.testing.assert_array_equal(z.numpy(), ref)
+
+
+def test_paged_kv_gather_through_a_block_table(mod, dev):
+    rng = np.random.default_rng(4)
+    pages, P, D = 9, 16, 40
+    cache = rng.standard_normal((pages, P, D)).astype(np.float16)
+    table = np.array([[4, 0, 8, 2], [1, 1, 7, 30]], dtype=np.int32)  # page 30 does not exist
+    for seq in range(2):
+        z = oxide.zeros((4 * P, D), dtype="f16", device=dev)
+        mod.paged(z.partition((P, 32)), oxide.from_numpy(cache).to(dev), oxide.from_numpy(table).to(dev),
+                  oxide.u64(seq))
+        ref = np.concatenate([cache[p] if p < pages else np.full((P, D), -1, np.float16) for p in table[seq]])
+        np.testing.assert_array_equal(z.numpy(), ref)
+
+
+@pytest.mark.parametrize("off", [0, 1, 3, 4, 97, 99, 100, 2**62, 2**64 - 1])
+def test_offset_loads_pad_outside(mod, dev, off):
+    x = np.arange(100, dtype=np.float32)
+    z = oxide.zeros(100, device=dev)
+    mod.shifted(z.partition(16), oxide.from_numpy(x).to(dev), oxide.u64(off))
+    # block b's offset is 16b + off in usize (it wraps, as the kernel's arithmetic does);
+    # from there on nothing wraps: elements past the end read the padding
+    o = [(16 * (i // 16) + off) % 2**64 for i in range(100)]
+    ref = np.array([x[o[i] + i % 16] if o[i] + i % 16 < 100 else -1 for i in range(100)], dtype=np.float32)
+    np.testing.assert_array_equal(z.numpy(), ref)
+
+
+@pytest.mark.parametrize("body,message", [
+    ("let v = z.at([0]);", "'z' is an output tile (&mut Tensor): its other elements belong to other blocks"),
+    ("let v = z[0];", "'z' is an output tile (&mut Tensor): its other elements belong to other blocks"),
+    ("let v = m[0];", "'m' has 2 dims: read an element with 'm.at([i, j])'"),
+    ("let v = m.at([0]);", "'m' has rank 2, but at gives 1 index"),
+    ("let v = x.at(0);", "at takes element indices as an array, one usize per dim: 'x.at([i])'"),
+    ("let v = x[1u32];", "an element index must be usize, found u32; convert it with 'as usize'"),
+    ("let t = x.load_at([0], [3]);", "tile shapes are static powers of two: dim 0 of load_at is 3"),
+    ("let t = m.load_at([0, 0], [4]);", "'m' has rank 2, but the tile of load_at has 1 dims"),
+    ("let t = x.load_at([0]);", "load_at takes the first element's indices, the tile's shape and optionally a padding value"),
+    ("let t = z.load_at([0], [16]);", "'z' is an output tile (&mut Tensor)"),
+])
+def test_errors(body, message):
+    src = ("#[tile]\nfn k(z: &mut Tensor<f32, [16]>, x: &Tensor<f32, [-1]>, m: &Tensor<f32, [-1, -1]>) {\n"
+           f"    {body}\n    z.store(0.0);\n}}\n")
+    with pytest.raises(oxide.CompileError) as e:
+        oxide.compile(src, filename="bad.oxk")
+    assert message in str(e.value)
+    assert "bad.oxk:3:" in str(e.value)
