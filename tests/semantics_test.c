@@ -214,6 +214,73 @@ static void test_math(void) {
   ox_module_destroy(m);
 }
 
+/* The math functions whose f32 formulas are Oxide's own (erf, sigmoid, atan,
+ * atan2), the CPU's or PTX's tan, and round/trunc/signum/clamp, against double
+ * references on both signs, on the target under test. */
+static void test_math_more(void) {
+  ox_module m = compile(
+      "#[kernel]\n"
+      "fn math2(x: &[f32], out: DisjointSlice<f32>, iout: DisjointSlice<i32>) {\n"
+      "    let i = thread::index_1d();\n"
+      "    let n = x.len();\n"
+      "    let j = i.get() % n;\n"
+      "    let f = i.get() / n;\n"
+      "    let v = x[j];\n"
+      "    let r = if f == 0 { erf(v) } else if f == 1 { sigmoid(v) } else if f == 2 { v.atan() }\n"
+      "        else if f == 3 { v.atan2(0.75 - v) } else if f == 4 { (v * 0.3).tan() } else if f == 5 { v.round() }\n"
+      "        else if f == 6 { v.trunc() } else if f == 7 { v.signum() } else { v.clamp(-1.5, 2.0) };\n"
+      "    if let Some(o) = out.get_mut(i) { *o = r; }\n"
+      "    if let Some(o) = iout.get_mut(i) { *o = (v as i32).signum() * 100 + (v as i32).clamp(-2, 3); }\n"
+      "}\n");
+  enum { N = 256, F = 9 };
+  float x[N], out[N * F];
+  int32_t iout[N * F];
+  for (int i = 0; i < N; i++)
+    x[i] = -5.0f + 10.0f * (float)i / N + (i % 8 == 0 ? 0.5f : 0.0f); /* halves, for round */
+  ox_tensor tx = tensor(OX_F32, N, x), to = tensor(OX_F32, N * F, NULL), ti = tensor(OX_I32, N * F, NULL);
+  ox_arg args[3] = {ox_arg_tensor(tx), ox_arg_tensor(to), ox_arg_tensor(ti)};
+  run(m, "math2", N * F / 128, 128, args, 3);
+  fetch(to, out);
+  fetch(ti, iout);
+  static const char *const names[F] = {"erf", "sigmoid", "atan", "atan2", "tan", "round", "trunc", "signum", "clamp"};
+  /* relative and absolute bounds: 2 ulp-ish for the formulas, PTX's sin/cos (tan on the GPU) and
+     ex2/rcp (sigmoid) about 2^-20 */
+  static const double rel[F] = {4e-7, 2e-6, 4e-7, 4e-7, 4e-6, 0, 0, 0, 0};
+  static const double abs_[F] = {1e-7, 1e-7, 1e-7, 1e-7, 2e-6, 0, 0, 0, 0};
+  for (int f = 0; f < F; f++) {
+    double worst = 0;
+    for (int i = 0; i < N; i++) {
+      double v = x[i], r;
+      switch (f) {
+      case 0: r = erf(v); break;
+      case 1: r = 1 / (1 + exp(-v)); break;
+      case 2: r = atan(v); break;
+      case 3: r = atan2(v, 0.75f - x[i]); break;
+      case 4: r = tan((double)(x[i] * 0.3f)); break;
+      case 5: r = round(v); break;
+      case 6: r = trunc(v); break;
+      case 7: r = v < 0 || (v == 0 && signbit(v)) ? -1 : 1; break;
+      default: r = v < -1.5 ? -1.5 : v > 2 ? 2 : v; break;
+      }
+      double err = fabs(out[f * N + i] - r) / (rel[f] * fabs(r) + abs_[f] + 1.2e-7 * fabs(r) + 1e-30);
+      worst = err > worst ? err : worst;
+    }
+    CHECK(worst <= 1.0, "%s: worst error %.3g times the allowed", names[f], worst);
+  }
+  for (int i = 0; i < N * F; i++) {
+    int v = (int)x[i % N];
+    int want = (v > 0) - (v < 0);
+    want = want * 100 + (v < -2 ? -2 : v > 3 ? 3 : v);
+    CHECK(iout[i] == want, "integer signum/clamp of %d: %d, expected %d", v, iout[i], want);
+    if (iout[i] != want)
+      break;
+  }
+  ox_tensor_release(tx);
+  ox_tensor_release(to);
+  ox_tensor_release(ti);
+  ox_module_destroy(m);
+}
+
 /* Casts saturate, integer corner cases are defined and do not trap. */
 static void test_ints(void) {
   ox_module m = compile(
@@ -420,6 +487,7 @@ int main(int argc, char **argv) {
   test_warp();
   test_atomics();
   test_math();
+  test_math_more();
   test_ints();
   test_loops();
   test_tf32_cast();

@@ -4,7 +4,7 @@
  * thread finds its indices (PTX special registers, or arguments and the CPU
  * context), barriers and warp operations (PTX intrinsics, or calls into the
  * CPU executor), shared memory (address space 3, or the block's buffer), and
- * math functions the GPU has no exact instruction for.
+ * math functions (math.c).
  *
  * Safety is kept in the generated code, not only in the front end: integer
  * division by zero, shifts by too much and float-to-int overflow are defined
@@ -56,68 +56,6 @@ static LLVMTypeRef ptrt(cg_t *C, unsigned as) { return LLVMPointerTypeInContext(
 static LLVMValueRef ci32(cg_t *C, uint64_t v) { return LLVMConstInt(i32t(C), v, 0); }
 static LLVMValueRef ci64(cg_t *C, uint64_t v) { return LLVMConstInt(i64t(C), v, 0); }
 
-/* Declares (once) and returns function `name`; intrinsics are recognized by name. */
-LLVMValueRef oxl_cg_fn(cg_t *C, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n,
-                       LLVMTypeRef *fty) {
-  LLVMTypeRef ty = LLVMFunctionType(ret, params, (unsigned)n, 0);
-  LLVMValueRef f = LLVMGetNamedFunction(C->mod, name);
-  if (!f)
-    f = LLVMAddFunction(C->mod, name, ty);
-  if (fty)
-    *fty = ty;
-  return f;
-}
-
-LLVMValueRef oxl_cg_call(cg_t *C, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n) {
-  LLVMTypeRef params[10];
-  assert(n <= 10);
-  for (int i = 0; i < n; i++)
-    params[i] = LLVMTypeOf(args[i]);
-  LLVMTypeRef fty;
-  LLVMValueRef f = oxl_cg_fn(C, name, ret, params, n, &fty);
-  return LLVMBuildCall2(C->b, fty, f, args, (unsigned)n, "");
-}
-
-static const char *suffix(cg_t *C, LLVMTypeRef t) {
-  (void)C;
-  switch (LLVMGetTypeKind(t)) {
-  case LLVMFloatTypeKind: return "f32";
-  case LLVMDoubleTypeKind: return "f64";
-  case LLVMHalfTypeKind: return "f16";
-  default: {
-    static const char *const ints[] = {"i1", "i8", "i16", "i32", "i64"};
-    unsigned w = LLVMGetIntTypeWidth(t);
-    return w == 1 ? ints[0] : w == 8 ? ints[1] : w == 16 ? ints[2] : w == 32 ? ints[3] : ints[4];
-  }
-  }
-}
-
-static LLVMValueRef intrinsic1(cg_t *C, const char *base, LLVMValueRef a) {
-  char name[64];
-  snprintf(name, sizeof name, "llvm.%s.%s", base, suffix(C, LLVMTypeOf(a)));
-  return oxl_cg_call(C, name, LLVMTypeOf(a), &a, 1);
-}
-
-static LLVMValueRef intrinsic2(cg_t *C, const char *base, LLVMValueRef a, LLVMValueRef b) {
-  char name[64];
-  snprintf(name, sizeof name, "llvm.%s.%s", base, suffix(C, LLVMTypeOf(a)));
-  LLVMValueRef args[2] = {a, b};
-  return oxl_cg_call(C, name, LLVMTypeOf(a), args, 2);
-}
-
-/* PTX inline assembly for a one-operand f32 instruction ("ex2.approx.ftz.f32"). */
-static LLVMValueRef ptx_f32(cg_t *C, const char *insn, LLVMValueRef a) {
-  char text[96];
-  snprintf(text, sizeof text, "%s $0, $1;", insn);
-  LLVMTypeRef p = f32t(C);
-  LLVMTypeRef fty = LLVMFunctionType(p, &p, 1, 0);
-  LLVMValueRef asmv = LLVMGetInlineAsm(fty, text, strlen(text), "=f,f", 4, 0, 0,
-                                       LLVMInlineAsmDialectATT, 0);
-  return LLVMBuildCall2(C->b, fty, asmv, &a, 1, "");
-}
-
-/* ---------------------------------------------------------------- values */
-
 static LLVMValueRef val(cg_t *C, const oxi_instr *v) {
   assert(v->id >= 0 && v->id < C->k->next_id && C->vals[v->id]);
   return C->vals[v->id];
@@ -141,26 +79,6 @@ static bool narrow_float(oxi_type t) { return t == OX_F16 || t == OX_BF16; }
 static LLVMValueRef narrow_result(cg_t *C, LLVMValueRef r, oxi_type t);
 static LLVMValueRef bf16_round(cg_t *C, LLVMValueRef f);
 
-static LLVMValueRef math_f32_gpu(cg_t *C, int fn, LLVMValueRef *a) {
-  const double LOG2E = 1.4426950408889634, LN2 = 0.6931471805599453;
-  LLVMValueRef x = a[0];
-  switch (fn) {
-  case OXI_M_EXP:
-    return ptx_f32(C, "ex2.approx.ftz.f32", LLVMBuildFMul(C->b, x, fconst(C, OX_F32, LOG2E), ""));
-  case OXI_M_EXP2: return ptx_f32(C, "ex2.approx.ftz.f32", x);
-  case OXI_M_LOG:
-    return LLVMBuildFMul(C->b, ptx_f32(C, "lg2.approx.f32", x), fconst(C, OX_F32, LN2), "");
-  case OXI_M_LOG2: return ptx_f32(C, "lg2.approx.f32", x);
-  case OXI_M_SIN: return ptx_f32(C, "sin.approx.f32", x);
-  case OXI_M_COS: return ptx_f32(C, "cos.approx.f32", x);
-  case OXI_M_RSQRT: return ptx_f32(C, "rsqrt.approx.f32", x);
-  /* not div.rn.f32, whose slow path is a subroutine call: a call in a function makes the driver
-     serialize all its wgmmas (C7509) */
-  case OXI_M_RECIP: return ptx_f32(C, "rcp.approx.ftz.f32", x);
-  default: return NULL;
-  }
-}
-
 static LLVMValueRef math(cg_t *C, const oxi_instr *in) {
   oxi_type t = in->type;
   LLVMValueRef a[3];
@@ -174,8 +92,18 @@ static LLVMValueRef math(cg_t *C, const oxi_instr *in) {
       LLVMValueRef lt = LLVMBuildICmp(C->b, LLVMIntSLT, a[0], LLVMConstInt(llty(C, t), 0, 0), "");
       return LLVMBuildSelect(C->b, lt, neg, a[0], "");
     }
-    case OXI_M_MIN: return intrinsic2(C, s ? "smin" : "umin", a[0], a[1]);
-    case OXI_M_MAX: return intrinsic2(C, s ? "smax" : "umax", a[0], a[1]);
+    case OXI_M_MIN: return oxl_intrinsic2(C, s ? "smin" : "umin", a[0], a[1]);
+    case OXI_M_MAX: return oxl_intrinsic2(C, s ? "smax" : "umax", a[0], a[1]);
+    case OXI_M_CLAMP:
+      return oxl_intrinsic2(C, s ? "smin" : "umin", oxl_intrinsic2(C, s ? "smax" : "umax", a[0], a[1]), a[2]);
+    case OXI_M_SIGNUM: { /* -1, 0 or 1 (unsigned: 0 or 1) */
+      LLVMTypeRef ty = llty(C, t);
+      LLVMValueRef pos = LLVMBuildZExt(C->b, LLVMBuildICmp(C->b, s ? LLVMIntSGT : LLVMIntUGT, a[0], LLVMConstInt(ty, 0, 0), ""), ty, "");
+      if (!s)
+        return pos;
+      LLVMValueRef neg = LLVMBuildZExt(C->b, LLVMBuildICmp(C->b, LLVMIntSLT, a[0], LLVMConstInt(ty, 0, 0), ""), ty, "");
+      return LLVMBuildSub(C->b, pos, neg, "");
+    }
     default: assert(!"integer math"); return NULL;
     }
   }
@@ -187,71 +115,7 @@ static LLVMValueRef math(cg_t *C, const oxi_instr *in) {
   }
   if (t == OX_TF32)
     ct = OX_F32;
-  LLVMValueRef r = NULL;
-  bool gpu = C->opt->target == OXL_CUDA;
-  if (gpu && ct == OX_F32)
-    r = math_f32_gpu(C, in->sub, a);
-  if (!r) {
-    switch (in->sub) {
-    case OXI_M_SQRT: r = intrinsic1(C, "sqrt", a[0]); break;
-    case OXI_M_RSQRT:
-      r = LLVMBuildFDiv(C->b, fconst(C, ct, 1.0), intrinsic1(C, "sqrt", a[0]), "");
-      break;
-    case OXI_M_EXP: r = intrinsic1(C, "exp", a[0]); break;
-    case OXI_M_EXP2: r = intrinsic1(C, "exp2", a[0]); break;
-    case OXI_M_LOG: r = intrinsic1(C, "log", a[0]); break;
-    case OXI_M_LOG2: r = intrinsic1(C, "log2", a[0]); break;
-    case OXI_M_SIN: r = intrinsic1(C, "sin", a[0]); break;
-    case OXI_M_COS: r = intrinsic1(C, "cos", a[0]); break;
-    case OXI_M_POW: {
-      /* pow(x, y) = exp2(y * log2(x)) on both targets, so they agree (x < 0 gives NaN) */
-      LLVMValueRef lg = gpu && ct == OX_F32 ? ptx_f32(C, "lg2.approx.f32", a[0])
-                                            : intrinsic1(C, "log2", a[0]);
-      LLVMValueRef p = LLVMBuildFMul(C->b, a[1], lg, "");
-      r = gpu && ct == OX_F32 ? ptx_f32(C, "ex2.approx.ftz.f32", p) : intrinsic1(C, "exp2", p);
-      break;
-    }
-    case OXI_M_TANH: {
-      /* tanh(x) = sign(x) * (1 - 2 / (exp(2|x|) + 1)); a short series near 0
-       * avoids the cancellation there. Identical formula on both targets. */
-      LLVMValueRef ax = intrinsic1(C, "fabs", a[0]);
-      LLVMValueRef e2x;
-      LLVMValueRef two_ax = LLVMBuildFMul(C->b, ax, fconst(C, ct, 2.0 * 1.4426950408889634), "");
-      if (gpu && ct == OX_F32)
-        e2x = ptx_f32(C, "ex2.approx.ftz.f32", two_ax);
-      else
-        e2x = intrinsic1(C, "exp2", two_ax);
-      LLVMValueRef big = LLVMBuildFSub(
-          C->b, fconst(C, ct, 1.0),
-          LLVMBuildFDiv(C->b, fconst(C, ct, 2.0), LLVMBuildFAdd(C->b, e2x, fconst(C, ct, 1.0), ""), ""),
-          "");
-      LLVMValueRef x2 = LLVMBuildFMul(C->b, ax, ax, "");
-      /* x - x^3/3 + 2x^5/15 - 17x^7/315 */
-      LLVMValueRef poly = fconst(C, ct, -17.0 / 315.0);
-      poly = LLVMBuildFAdd(C->b, LLVMBuildFMul(C->b, poly, x2, ""), fconst(C, ct, 2.0 / 15.0), "");
-      poly = LLVMBuildFAdd(C->b, LLVMBuildFMul(C->b, poly, x2, ""), fconst(C, ct, -1.0 / 3.0), "");
-      poly = LLVMBuildFMul(C->b, poly, x2, "");
-      poly = LLVMBuildFAdd(C->b, LLVMBuildFMul(C->b, poly, ax, ""), ax, "");
-      LLVMValueRef small = LLVMBuildFCmp(C->b, LLVMRealOLT, ax, fconst(C, ct, 0.125), "");
-      LLVMValueRef m = LLVMBuildSelect(C->b, small, poly, big, "");
-      r = intrinsic2(C, "copysign", m, a[0]);
-      break;
-    }
-    case OXI_M_FMA: {
-      char name[32];
-      snprintf(name, sizeof name, "llvm.fma.%s", suffix(C, LLVMTypeOf(a[0])));
-      r = oxl_cg_call(C, name, LLVMTypeOf(a[0]), a, 3);
-      break;
-    }
-    case OXI_M_ABS: r = intrinsic1(C, "fabs", a[0]); break;
-    case OXI_M_MIN: r = intrinsic2(C, "minnum", a[0], a[1]); break;
-    case OXI_M_MAX: r = intrinsic2(C, "maxnum", a[0], a[1]); break;
-    case OXI_M_FLOOR: r = intrinsic1(C, "floor", a[0]); break;
-    case OXI_M_CEIL: r = intrinsic1(C, "ceil", a[0]); break;
-    case OXI_M_RECIP: r = LLVMBuildFDiv(C->b, fconst(C, ct, 1.0), a[0], ""); break;
-    default: assert(!"math"); break;
-    }
-  }
+  LLVMValueRef r = oxl_math_float(C, in->sub, ct, a);
   if (narrow_float(t) || t == OX_TF32)
     r = narrow_result(C, r, t);
   return r;
@@ -264,17 +128,6 @@ static LLVMValueRef narrow_result(cg_t *C, LLVMValueRef r, oxi_type t) {
   if (t == OX_BF16 && C->opt->target == OXL_CPU)
     return bf16_round(C, r);
   return LLVMBuildFPTrunc(C->b, r, llty(C, t), "");
-}
-
-/* Does this math need a library the CUDA target lacks (f64 transcendentals)? */
-static bool gpu_lacks(const oxi_instr *in) {
-  if (in->type != OX_F64)
-    return false;
-  switch (in->sub) {
-  case OXI_M_EXP: case OXI_M_EXP2: case OXI_M_LOG: case OXI_M_LOG2: case OXI_M_SIN:
-  case OXI_M_COS: case OXI_M_TANH: case OXI_M_POW: return true;
-  default: return false;
-  }
 }
 
 /* -------------------------------------------------------- arithmetic */
@@ -520,7 +373,7 @@ static LLVMValueRef convert(cg_t *C, LLVMValueRef v, oxi_type from, oxi_type to)
       v = LLVMBuildFPExt(C->b, v, f32t(C), "");
     char name[64];
     snprintf(name, sizeof name, "llvm.%s.sat.%s.%s", oxi_is_signed(to) ? "fptosi" : "fptoui",
-             suffix(C, tt), suffix(C, LLVMTypeOf(v)));
+             oxl_type_suffix(tt), oxl_type_suffix(LLVMTypeOf(v)));
     return oxl_cg_call(C, name, tt, &v, 1);
   }
   if (oxi_is_float(to)) {
@@ -1244,7 +1097,7 @@ static bool unsupported(cg_t *C) {
     const oxi_block *b = C->k->blocks.items[bi];
     for (int ii = 0; ii < b->instrs.len; ii++) {
       const oxi_instr *in = b->instrs.items[ii];
-      if (in->op == OXI_MATH && gpu_lacks(in)) {
+      if (in->op == OXI_MATH && oxl_math_gpu_lacks(in->sub, in->type)) {
         oxb_set_error(OX_ERR_UNSUPPORTED,
                       "%s: kernel '%s': f64 %s is not supported on the CUDA target yet (f32 is)",
                       C->m->filename, C->k->name, oxi_math_name(in->sub));

@@ -54,10 +54,25 @@ struct cg_t {
   bool oom;         /* the diagnostic handler ran out of memory */
 };
 
-/* codegen.c */
+/* values.c */
 LLVMValueRef oxl_cg_fn(cg_t *C, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n,
                        LLVMTypeRef *fty);
 LLVMValueRef oxl_cg_call(cg_t *C, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n);
+/* "f32", "f64", "f16", "i1" ... "i64": an intrinsic's type suffix */
+const char *oxl_type_suffix(LLVMTypeRef t);
+/* llvm.BASE.SUFFIX of one or two operands of a's type */
+LLVMValueRef oxl_intrinsic1(cg_t *C, const char *base, LLVMValueRef a);
+LLVMValueRef oxl_intrinsic2(cg_t *C, const char *base, LLVMValueRef a, LLVMValueRef b);
+/* PTX instruction `insn` ("ex2.approx.ftz.f32") of one f32 operand, as inline assembly */
+LLVMValueRef oxl_ptx_f32(cg_t *C, const char *insn, LLVMValueRef a);
+
+/* math.c: math function `fn` (OXI_M_*) of f32 or f64 operands `a` (the
+ * formulas of docs/language.md section 5.5); and whether the GPU lacks it for
+ * type t (f64 transcendentals) */
+LLVMValueRef oxl_math_float(cg_t *C, int fn, oxi_type t, LLVMValueRef *a);
+bool oxl_math_gpu_lacks(int fn, oxi_type t);
+
+/* codegen.c */
 void oxl_cg_body(cg_t *C);
 void oxl_cg_map_params(cg_t *C, LLVMValueRef *params);
 int oxl_cg_param_types(cg_t *C, LLVMTypeRef *out, unsigned ptr_as);

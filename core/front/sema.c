@@ -387,7 +387,10 @@ static const struct {
                 {"tanh", OXI_M_TANH, 1},   {"pow", OXI_M_POW, 2},     {"powf", OXI_M_POW, 2},
                 {"fma", OXI_M_FMA, 3},     {"mul_add", OXI_M_FMA, 3}, {"abs", OXI_M_ABS, 1},
                 {"min", OXI_M_MIN, 2},     {"max", OXI_M_MAX, 2},     {"floor", OXI_M_FLOOR, 1},
-                {"ceil", OXI_M_CEIL, 1},   {"recip", OXI_M_RECIP, 1}};
+                {"ceil", OXI_M_CEIL, 1},   {"recip", OXI_M_RECIP, 1}, {"erf", OXI_M_ERF, 1},
+                {"sigmoid", OXI_M_SIGMOID, 1}, {"round", OXI_M_ROUND, 1}, {"trunc", OXI_M_TRUNC, 1},
+                {"tan", OXI_M_TAN, 1},     {"atan", OXI_M_ATAN, 1},   {"atan2", OXI_M_ATAN2, 2},
+                {"signum", OXI_M_SIGNUM, 1}, {"clamp", OXI_M_CLAMP, 3}};
 
 /* A math function applied to `args` (receiver first for method calls). */
 static val math_call(sema *S, const oxf_node *n, int fi, const oxf_node *const *args, int nargs,
@@ -424,7 +427,7 @@ static val math_call(sema *S, const oxf_node *n, int fi, const oxf_node *const *
     }
   }
   int fn = math_fns[fi].fn;
-  bool int_ok = fn == OXI_M_ABS || fn == OXI_M_MIN || fn == OXI_M_MAX;
+  bool int_ok = fn == OXI_M_ABS || fn == OXI_M_MIN || fn == OXI_M_MAX || fn == OXI_M_CLAMP || fn == OXI_M_SIGNUM;
   if (!(oxi_is_float(t) || (int_ok && oxi_is_int(t)))) {
     ERR(S, n->loc, "'%s' needs %s arguments, found %s", name, int_ok ? "numeric" : "floating-point",
         oxi_type_name(t));

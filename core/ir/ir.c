@@ -90,7 +90,9 @@ const char *oxi_op_name(oxi_op op) {
 const char *oxi_math_name(int m) {
   static const char *const names[] = {"sqrt", "rsqrt", "exp", "exp2", "log",   "log2",
                                       "sin",  "cos",   "tanh", "pow", "fma",   "abs",
-                                      "min",  "max",   "floor", "ceil", "recip"};
+                                      "min",  "max",   "floor", "ceil", "recip", "erf",
+                                      "sigmoid", "round", "trunc", "tan", "atan", "atan2",
+                                      "signum", "clamp"};
   _Static_assert(OXB_COUNT(names) == OXI_M_COUNT, "math names");
   return (m >= 0 && m < OXI_M_COUNT) ? names[m] : "?";
 }

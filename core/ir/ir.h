@@ -159,7 +159,8 @@ enum {                                                  /* OXI_SREG */
 enum { /* OXI_MATH */
   OXI_M_SQRT, OXI_M_RSQRT, OXI_M_EXP, OXI_M_EXP2, OXI_M_LOG, OXI_M_LOG2, OXI_M_SIN, OXI_M_COS,
   OXI_M_TANH, OXI_M_POW, OXI_M_FMA, OXI_M_ABS, OXI_M_MIN, OXI_M_MAX, OXI_M_FLOOR, OXI_M_CEIL,
-  OXI_M_RECIP, OXI_M_COUNT
+  OXI_M_RECIP, OXI_M_ERF, OXI_M_SIGMOID, OXI_M_ROUND, OXI_M_TRUNC, OXI_M_TAN, OXI_M_ATAN,
+  OXI_M_ATAN2, OXI_M_SIGNUM, OXI_M_CLAMP, OXI_M_COUNT
 };
 
 /* Memory a kernel can reach. */

@@ -1,0 +1,188 @@
+/* math.c - the math functions of f32 and f64 values (docs/language.md section
+ * 5.5). Where the targets' libraries differ (the GPU has approximate
+ * instructions and no libm; the CPU has libm), a formula of Oxide's own is
+ * written here once, so that both targets compute the same thing: tanh, erf,
+ * sigmoid, atan2 and atan of f32. f64 transcendentals are libm's on the CPU and
+ * missing on the GPU (oxl_math_gpu_lacks). Calls only values.c. */
+#include "backend/codegen.h"
+
+#include <assert.h>
+#include <stdio.h>
+
+#define LOG2E 1.4426950408889634
+#define LN2 0.6931471805599453
+#define PI 3.141592653589793
+
+static LLVMValueRef k(cg_t *C, oxi_type t, double v) {
+  return LLVMConstReal(t == OX_F64 ? LLVMDoubleTypeInContext(C->ctx) : LLVMFloatTypeInContext(C->ctx), v);
+}
+
+static bool gpu_f32(cg_t *C, oxi_type t) { return C->opt->target == OXL_CUDA && t == OX_F32; }
+
+/* 2^x: ex2.approx on the GPU for f32 (relative error about 2^-22), else exact. */
+static LLVMValueRef exp2_of(cg_t *C, oxi_type t, LLVMValueRef x) {
+  return gpu_f32(C, t) ? oxl_ptx_f32(C, "ex2.approx.ftz.f32", x) : oxl_intrinsic1(C, "exp2", x);
+}
+
+static LLVMValueRef add(cg_t *C, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFAdd(C->b, a, b, ""); }
+static LLVMValueRef mul(cg_t *C, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFMul(C->b, a, b, ""); }
+
+/* c[0] + c[1] u + ... + c[n-1] u^(n-1), by Horner's rule. */
+static LLVMValueRef poly(cg_t *C, oxi_type t, LLVMValueRef u, const double *c, int n) {
+  LLVMValueRef r = k(C, t, c[n - 1]);
+  for (int i = n - 2; i >= 0; i--)
+    r = add(C, mul(C, r, u), k(C, t, c[i]));
+  return r;
+}
+
+/* f32 on the GPU: the PTX approximate instructions; NULL where there is none. */
+static LLVMValueRef gpu_approx(cg_t *C, int fn, LLVMValueRef x) {
+  switch (fn) {
+  case OXI_M_EXP: return oxl_ptx_f32(C, "ex2.approx.ftz.f32", mul(C, x, k(C, OX_F32, LOG2E)));
+  case OXI_M_EXP2: return oxl_ptx_f32(C, "ex2.approx.ftz.f32", x);
+  case OXI_M_LOG: return mul(C, oxl_ptx_f32(C, "lg2.approx.f32", x), k(C, OX_F32, LN2));
+  case OXI_M_LOG2: return oxl_ptx_f32(C, "lg2.approx.f32", x);
+  case OXI_M_SIN: return oxl_ptx_f32(C, "sin.approx.f32", x);
+  case OXI_M_COS: return oxl_ptx_f32(C, "cos.approx.f32", x);
+  case OXI_M_TAN:
+    return LLVMBuildFDiv(C->b, oxl_ptx_f32(C, "sin.approx.f32", x), oxl_ptx_f32(C, "cos.approx.f32", x), "");
+  case OXI_M_RSQRT: return oxl_ptx_f32(C, "rsqrt.approx.f32", x);
+  /* not div.rn.f32, whose slow path is a subroutine call: a call in a function makes the driver
+     serialize all its wgmmas (C7509) */
+  case OXI_M_RECIP: return oxl_ptx_f32(C, "rcp.approx.ftz.f32", x);
+  default: return NULL;
+  }
+}
+
+/* tanh(x) = sign(x) * (1 - 2 / (exp(2|x|) + 1)); a short series near 0 avoids the
+ * cancellation there. */
+static LLVMValueRef tanh_of(cg_t *C, oxi_type t, LLVMValueRef x) {
+  LLVMValueRef ax = oxl_intrinsic1(C, "fabs", x);
+  LLVMValueRef e2x = exp2_of(C, t, mul(C, ax, k(C, t, 2.0 * LOG2E)));
+  LLVMValueRef big =
+      LLVMBuildFSub(C->b, k(C, t, 1.0), LLVMBuildFDiv(C->b, k(C, t, 2.0), add(C, e2x, k(C, t, 1.0)), ""), "");
+  static const double series[] = {1.0, -1.0 / 3.0, 2.0 / 15.0, -17.0 / 315.0}; /* x - x^3/3 + ... */
+  LLVMValueRef small = mul(C, poly(C, t, mul(C, ax, ax), series, 4), ax);
+  LLVMValueRef near0 = LLVMBuildFCmp(C->b, LLVMRealOLT, ax, k(C, t, 0.125), "");
+  return oxl_intrinsic2(C, "copysign", LLVMBuildSelect(C->b, near0, small, big, ""), x);
+}
+
+/* erf(x) of f32, within about 2 ulp: for |x| <= 1, x * P(x^2) (P fitted to
+ * erf(x)/x, relative error 1e-8); for 1 < |x| < 4, 1 - exp(-x^2 + Q(|x| - 2.5))
+ * (Q fitted to log(erfc(x)) + x^2, error 7e-8 in the exponent); from 4 on, 1
+ * (erf(4) rounds to 1 in f32). Coefficients fitted for Oxide by least squares. */
+static LLVMValueRef erf_of(cg_t *C, oxi_type t, LLVMValueRef x) {
+  static const double p[] = {1.1283791669401535,    -0.37612634119857996, 0.11283685275146874,
+                             -0.02685829734592531,  0.005197441070085595, -0.0008095523365237438,
+                             8.153021837843324e-05};
+  static const double q[] = {-1.5568152708441485,   -0.35268070186184153,  0.05610625510060691,
+                             -0.010858424910754418, 0.0021654257061628937, -0.00042024258826075557,
+                             7.718427449278806e-05, -1.3280548963808666e-05, 1.6652778854724492e-06};
+  LLVMValueRef ax = oxl_intrinsic1(C, "fabs", x), x2 = mul(C, x, x);
+  LLVMValueRef inner = mul(C, poly(C, t, x2, p, 7), ax);
+  LLVMValueRef expo = add(C, LLVMBuildFNeg(C->b, x2, ""), poly(C, t, LLVMBuildFSub(C->b, ax, k(C, t, 2.5), ""), q, 9));
+  LLVMValueRef outer = LLVMBuildFSub(C->b, k(C, t, 1.0), exp2_of(C, t, mul(C, expo, k(C, t, LOG2E))), "");
+  LLVMValueRef r = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOLE, ax, k(C, t, 1.0), ""), inner, outer, "");
+  r = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOGE, ax, k(C, t, 4.0), ""), k(C, t, 1.0), r, "");
+  return oxl_intrinsic2(C, "copysign", r, x); /* NaN stays NaN: the selects keep it */
+}
+
+/* atan2(y, x) of f32: atan of a = min(|x|, |y|) / max(|x|, |y|) in [0, 1] as
+ * a * P(a^2) (P fitted to atan(a)/a, relative error 2e-8), then the octant and
+ * quadrant: pi/2 - r where |y| > |x|, pi - r where x < 0, the sign of y. Equal
+ * magnitudes take a = 1 (atan2(inf, inf) = pi/4) and two zeros a = 0. */
+static LLVMValueRef atan2_of(cg_t *C, oxi_type t, LLVMValueRef y, LLVMValueRef x) {
+  assert(t == OX_F32); /* the sign test below reads f32 bits */
+  static const double p[] = {0.999999999707384,    -0.33333314873257647, 0.19999112484436068,
+                             -0.1427092691916138,  0.10990184719001231,  -0.08522398159440474,
+                             0.06011983136681691,  -0.03345106495581783, 0.01219612090244497,
+                             -0.002093313944551056};
+  LLVMValueRef ax = oxl_intrinsic1(C, "fabs", x), ay = oxl_intrinsic1(C, "fabs", y);
+  LLVMValueRef mx = oxl_intrinsic2(C, "maxnum", ax, ay), mn = oxl_intrinsic2(C, "minnum", ax, ay);
+  /* on the GPU a reciprocal (rcp.approx): div.rn.f32's slow path would be a call */
+  LLVMValueRef a = gpu_f32(C, t) ? mul(C, mn, oxl_ptx_f32(C, "rcp.approx.ftz.f32", mx)) : LLVMBuildFDiv(C->b, mn, mx, "");
+  a = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOEQ, mx, mn, ""), k(C, t, 1.0), a, "");
+  a = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOEQ, mx, k(C, t, 0.0), ""), k(C, t, 0.0), a, "");
+  LLVMValueRef r = mul(C, poly(C, t, mul(C, a, a), p, 10), a);
+  r = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOGT, ay, ax, ""),
+                      LLVMBuildFSub(C->b, k(C, t, PI / 2), r, ""), r, "");
+  /* x < 0, or x = -0.0 (the sign bit): pi - r */
+  LLVMValueRef neg = LLVMBuildICmp(C->b, LLVMIntSLT, LLVMBuildBitCast(C->b, x, LLVMInt32TypeInContext(C->ctx), ""),
+                                   LLVMConstInt(LLVMInt32TypeInContext(C->ctx), 0, 0), "");
+  r = LLVMBuildSelect(C->b, neg, LLVMBuildFSub(C->b, k(C, t, PI), r, ""), r, "");
+  LLVMValueRef nan = LLVMBuildFCmp(C->b, LLVMRealUNO, x, y, "");
+  r = LLVMBuildSelect(C->b, nan, add(C, x, y), r, "");
+  return oxl_intrinsic2(C, "copysign", r, y);
+}
+
+/* A function of libm (f64 on the CPU): declared, and resolved by the JIT in the process. */
+static LLVMValueRef libm(cg_t *C, const char *name, LLVMValueRef *a, int n) {
+  return oxl_cg_call(C, name, LLVMTypeOf(a[0]), a, n);
+}
+
+LLVMValueRef oxl_math_float(cg_t *C, int fn, oxi_type t, LLVMValueRef *a) {
+  assert(t == OX_F32 || t == OX_F64);
+  if (gpu_f32(C, t)) {
+    LLVMValueRef r = gpu_approx(C, fn, a[0]);
+    if (r)
+      return r;
+  }
+  bool own = t == OX_F32; /* f32: Oxide's formulas, the same on both targets */
+  switch (fn) {
+  case OXI_M_SQRT: return oxl_intrinsic1(C, "sqrt", a[0]);
+  case OXI_M_RSQRT: return LLVMBuildFDiv(C->b, k(C, t, 1.0), oxl_intrinsic1(C, "sqrt", a[0]), "");
+  case OXI_M_EXP: return oxl_intrinsic1(C, "exp", a[0]);
+  case OXI_M_EXP2: return oxl_intrinsic1(C, "exp2", a[0]);
+  case OXI_M_LOG: return oxl_intrinsic1(C, "log", a[0]);
+  case OXI_M_LOG2: return oxl_intrinsic1(C, "log2", a[0]);
+  case OXI_M_SIN: return oxl_intrinsic1(C, "sin", a[0]);
+  case OXI_M_COS: return oxl_intrinsic1(C, "cos", a[0]);
+  case OXI_M_TAN: return libm(C, own ? "tanf" : "tan", a, 1); /* the CPU's; the GPU's: sin/cos above */
+  case OXI_M_POW: {
+    /* pow(x, y) = exp2(y * log2(x)) on both targets, so they agree (x < 0 gives NaN) */
+    LLVMValueRef lg = gpu_f32(C, t) ? oxl_ptx_f32(C, "lg2.approx.f32", a[0]) : oxl_intrinsic1(C, "log2", a[0]);
+    return exp2_of(C, t, mul(C, a[1], lg));
+  }
+  case OXI_M_TANH: return tanh_of(C, t, a[0]);
+  case OXI_M_ERF: return own ? erf_of(C, t, a[0]) : libm(C, "erf", a, 1);
+  case OXI_M_ATAN2: return own ? atan2_of(C, t, a[0], a[1]) : libm(C, "atan2", a, 2);
+  case OXI_M_ATAN: return own ? atan2_of(C, t, a[0], k(C, t, 1.0)) : libm(C, "atan", a, 1);
+  case OXI_M_SIGMOID: {
+    /* 1 / (1 + e^-x): e^-x overflows to inf for x < -88 (f32), giving 0 */
+    LLVMValueRef e = exp2_of(C, t, mul(C, a[0], k(C, t, -LOG2E)));
+    LLVMValueRef d = add(C, e, k(C, t, 1.0));
+    return gpu_f32(C, t) ? oxl_ptx_f32(C, "rcp.approx.ftz.f32", d) : LLVMBuildFDiv(C->b, k(C, t, 1.0), d, "");
+  }
+  case OXI_M_FMA: {
+    char name[32];
+    snprintf(name, sizeof name, "llvm.fma.%s", oxl_type_suffix(LLVMTypeOf(a[0])));
+    return oxl_cg_call(C, name, LLVMTypeOf(a[0]), a, 3);
+  }
+  case OXI_M_ABS: return oxl_intrinsic1(C, "fabs", a[0]);
+  case OXI_M_MIN: return oxl_intrinsic2(C, "minnum", a[0], a[1]);
+  case OXI_M_MAX: return oxl_intrinsic2(C, "maxnum", a[0], a[1]);
+  case OXI_M_CLAMP: return oxl_intrinsic2(C, "minnum", oxl_intrinsic2(C, "maxnum", a[0], a[1]), a[2]);
+  case OXI_M_FLOOR: return oxl_intrinsic1(C, "floor", a[0]);
+  case OXI_M_CEIL: return oxl_intrinsic1(C, "ceil", a[0]);
+  case OXI_M_ROUND: return oxl_intrinsic1(C, "round", a[0]); /* half away from zero, as Rust */
+  case OXI_M_TRUNC: return oxl_intrinsic1(C, "trunc", a[0]);
+  case OXI_M_SIGNUM: {
+    /* Rust's signum: 1.0 or -1.0 by the sign bit (so -1.0 for -0.0), NaN for NaN */
+    LLVMValueRef s = oxl_intrinsic2(C, "copysign", k(C, t, 1.0), a[0]);
+    return LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealUNO, a[0], a[0], ""), a[0], s, "");
+  }
+  case OXI_M_RECIP: return LLVMBuildFDiv(C->b, k(C, t, 1.0), a[0], "");
+  default: assert(!"math"); return NULL;
+  }
+}
+
+bool oxl_math_gpu_lacks(int fn, oxi_type t) {
+  if (t != OX_F64)
+    return false;
+  switch (fn) {
+  case OXI_M_EXP: case OXI_M_EXP2: case OXI_M_LOG: case OXI_M_LOG2: case OXI_M_SIN: case OXI_M_COS:
+  case OXI_M_TAN: case OXI_M_TANH: case OXI_M_POW: case OXI_M_ERF: case OXI_M_ATAN2: case OXI_M_ATAN:
+  case OXI_M_SIGMOID: return true;
+  default: return false;
+  }
+}
