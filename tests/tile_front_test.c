@@ -450,9 +450,9 @@ static const bad bads[] = {
                          "let d = x.load([0]);\nlet e = z.partition([4]);\nlet g = z.foo();"), 6,
      {"3:15 error: axis 2 is out of range for 'dim': 'x' has rank 1 (axes 0..0)",
       "4:18 error: the axis of 'stride' must be an integer literal",
-      "5:10 error: a tensor (&Tensor) has methods partition([..]), at([..]), load_at([..], [..]), "
+      "5:10 error: a tensor (&Tensor) has methods partition([..]), at([..]), load_at([..], [..]), gather([..]), "
       "dim(k) and stride(k), not 'len'",
-      "6:10 error: a tensor (&Tensor) has methods partition([..]), at([..]), load_at([..], [..]), "
+      "6:10 error: a tensor (&Tensor) has methods partition([..]), at([..]), load_at([..], [..]), gather([..]), "
       "dim(k) and stride(k), not 'load'; partition it first",
       "7:10 error: 'z' is an output tile (&mut Tensor), which cannot be partitioned again",
       "8:10 error: an output tile (&mut Tensor) has methods store(t), dim(k) and stride(k), not "

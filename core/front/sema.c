@@ -313,6 +313,37 @@ oxi_instr *oxs_index_value(sema *S, const oxf_node *n, binding **w) {
   return v.v;
 }
 
+/* x[i] of a tensor parameter: for a 1-D input, its element as a scalar, 0 past
+ * its end (x.at([i])); anything else an error. Not inlined: expressions recurse
+ * through index_read's caller, whose frame (with ASan's redzones) bounds the
+ * nesting a small stack takes. */
+static __attribute__((noinline)) val tensor_index(sema *S, const oxf_node *n, binding *mb) {
+  int rank = ((oxi_param *)S->k->params.items[mb->mem.index])->rank;
+  if (mb->mkind == OXF_TY_TENSOR && S->is_tile && rank == 1) {
+    oxi_instr *i[1] = {oxs_scalar_expr(S, n->rhs, OX_U64, "an element index")};
+    if (!i[0])
+      return VERR;
+    if (i[0]->type != OX_U64) {
+      ERR(S, n->rhs->loc, "an element index must be usize, found %s; convert it with 'as usize'",
+          oxi_type_name(i[0]->type));
+      return VERR;
+    }
+    return oxs_value(oxs_tensor_element(S, mb, i, 1));
+  }
+  if (mb->mkind == OXF_TY_TENSOR)
+    ERR(S, n->loc, "'%s' has %d dims: read an element with '%s.at([i, j%s])', or load tiles of it "
+                   "with load_tile_like(x, out), x.partition([..]).load([..]) or x.load_at([..], [..])",
+        mb->name, rank, mb->name, rank > 2 ? ", .." : "");
+  else if (mb->mkind == OXF_TY_MUTTENSOR)
+    ERR(S, n->loc, "'%s' is an output tile (&mut Tensor): its other elements belong to other blocks, "
+                   "so it is not read element by element; read this block's tile with "
+                   "load_tile_like(%s, %s), and write it with '%s.store(t)'",
+        mb->name, mb->name, mb->name, mb->name);
+  else
+    ERR(S, n->loc, "'%s' is an atomic tensor: blocks add into it (atomic_add), none reads it", mb->name);
+  return VERR;
+}
+
 static val index_read(sema *S, const oxf_node *n) {
   val base = expr(S, n->lhs, OXI_VOID);
   if (base.k == V_ERR)
@@ -322,36 +353,8 @@ static val index_read(sema *S, const oxf_node *n) {
     return VERR;
   }
   binding *mb = base.b;
-  if (mb->mkind == OXF_TY_TENSOR && S->is_tile && ((oxi_param *)S->k->params.items[mb->mem.index])->rank == 1) {
-    /* x[i] of a 1-D input: its element as a scalar, 0 past its end (x.at([i])) */
-    oxi_instr *i = oxs_scalar_expr(S, n->rhs, OX_U64, "an element index");
-    if (!i)
-      return VERR;
-    if (i->type != OX_U64) {
-      ERR(S, n->rhs->loc, "an element index must be usize, found %s; convert it with 'as usize'",
-          oxi_type_name(i->type));
-      return VERR;
-    }
-    return oxs_value(oxs_tensor_element(S, mb, &i, 1));
-  }
-  if (mb->mkind == OXF_TY_TENSOR) {
-    ERR(S, n->loc, "'%s' has %d dims: read an element with '%s.at([i, j%s])', or load tiles of it "
-                   "with load_tile_like(x, out), x.partition([..]).load([..]) or x.load_at([..], [..])",
-        mb->name, ((oxi_param *)S->k->params.items[mb->mem.index])->rank, mb->name,
-        ((oxi_param *)S->k->params.items[mb->mem.index])->rank > 2 ? ", .." : "");
-    return VERR;
-  }
-  if (mb->mkind == OXF_TY_MUTTENSOR) {
-    ERR(S, n->loc, "'%s' is an output tile (&mut Tensor): its other elements belong to other blocks, "
-                   "so it is not read element by element; read this block's tile with "
-                   "load_tile_like(%s, %s), and write it with '%s.store(t)'",
-        mb->name, mb->name, mb->name, mb->name);
-    return VERR;
-  }
-  if (mb->mkind == OXF_TY_ATOMICTENSOR) {
-    ERR(S, n->loc, "'%s' is an atomic tensor: blocks add into it (atomic_add), none reads it", mb->name);
-    return VERR;
-  }
+  if (mb->mkind == OXF_TY_TENSOR || mb->mkind == OXF_TY_MUTTENSOR || mb->mkind == OXF_TY_ATOMICTENSOR)
+    return tensor_index(S, n, mb);
   if (mb->mkind == OXF_TY_DISJOINT) {
     ERR(S, n->loc, "a DisjointSlice cannot be indexed; write through '%s.get_mut(i)' with a "
                    "thread-index witness", mb->name);
@@ -898,12 +901,22 @@ known:;
 }
 
 /* recv.method(args) */
+static val method_on(sema *S, const oxf_node *n, val recv, int fi, oxi_type hint);
+
+/* r.name(args): the receiver first. A chain of methods (x.min(a).min(b)...)
+ * recurses here once a link, so this frame is kept small and the rest is
+ * method_on's, which is not inlined: a chain as long as the nesting limits
+ * allow then fits a 1 MiB stack, sanitizers' redzones included. */
 static val method(sema *S, const oxf_node *n, oxi_type hint) {
-  const char *name = n->name;
-  int fi = find_math(name);
+  int fi = find_math(n->name);
   val recv = expr(S, n->lhs, fi >= 0 ? hint : OXI_VOID);
   if (recv.k == V_ERR)
     return VERR;
+  return method_on(S, n, recv, fi, hint);
+}
+
+static __attribute__((noinline)) val method_on(sema *S, const oxf_node *n, val recv, int fi, oxi_type hint) {
+  const char *name = n->name;
   if ((recv.k == V_SCALAR || recv.k == V_TILE) && fi >= 0) {
     const oxf_node *args[3];
     if (n->args.len > 2) {

@@ -906,6 +906,61 @@ static val element_at(sema *S, const oxf_node *n, binding *x) {
   return oxs_value(oxs_tensor_element(S, x, idx, param_of(S, x)->rank));
 }
 
+/* x.gather([i0, ..]) and x.gather([..], pad): a tile whose element e is
+ * x[i0[e], ..]: each index an integer tile or scalar, broadcast together to the
+ * result's shape (at least one a tile), converted to usize (a negative index
+ * becomes one past every dim); elements outside x read the padding (0). */
+static val gather(sema *S, const oxf_node *n, binding *x) {
+  static const val err = {V_ERR, NULL, NULL, NULL};
+  int rank = param_of(S, x)->rank;
+  if (!readable_at(S, n, x, "gather([..])"))
+    return err;
+  if (n->args.len != 1 && n->args.len != 2) {
+    ERR(S, n->loc, "gather takes one index per dim of '%s', tiles or scalars, and optionally a padding "
+                   "value: '%s.gather([%s])'", x->name, x->name, rank == 1 ? "idx" : "rows, cols");
+    return err;
+  }
+  const oxf_node *a = arg(n, 0);
+  if (a->kind != OXF_ARRAY || a->args.len != rank) {
+    ERR(S, a->loc, "'%s' has rank %d: gather takes %d index%s as an array, '%s.gather([%s])'", x->name, rank,
+        rank, rank == 1 ? "" : "es", x->name, rank == 1 ? "idx" : "rows, cols");
+    return err;
+  }
+  oxi_instr *idx[OXI_MAX_RANK];
+  bool tile = false;
+  for (int d = 0; d < rank; d++) {
+    const oxf_node *e = a->args.items[d];
+    idx[d] = oxs_operand(S, e, OX_U64, "a gather index", true);
+    if (!idx[d])
+      return err;
+    if (!oxi_is_int(idx[d]->type)) {
+      ERR(S, e->loc, "a gather index is an integer tile or scalar, found %s", oxs_vdesc(S, oxs_value(idx[d])));
+      return err;
+    }
+    tile |= idx[d]->tshape != NULL;
+  }
+  if (!tile) {
+    ERR(S, a->loc, "gather needs at least one index tile; for one element write '%s.at([..])'", x->name);
+    return err;
+  }
+  for (int d = 0; d < rank; d++) /* i64 -1 becomes 2^64 - 1: outside */
+    idx[d] = oxs_cast_to(S, idx[d], OX_U64);
+  if (!S->tile_unify(S, a->loc, idx, rank))
+    return err;
+  uint64_t imm = 0;
+  double fimm = 0;
+  if (n->args.len == 2 && !padding(S, arg(n, 1), x->type, &imm, &fimm))
+    return err;
+  oxi_instr *in = about(S, OXI_T_GATHER, x->type, x, 0);
+  for (int d = 0; d < rank; d++)
+    in->ops[d] = idx[d];
+  in->nops = rank;
+  in->tshape = idx[0]->tshape;
+  in->imm = imm;
+  in->fimm = fimm;
+  return oxs_value(in);
+}
+
 /* x.load_at([o0, ..], [s0, ..]) and x.load_at([..], [..], pad): the tile of
  * shape [s0, ..] whose element [l0, ..] is x[o0 + l0, ..]: a tile at any element
  * offset (T_LOAD with sub 1), elements outside x read the padding (0). */
@@ -955,6 +1010,8 @@ val oxs_tile_method(sema *S, const oxf_node *n, val recv, oxi_type hint) {
     return element_at(S, n, b);
   if (!strcmp(name, "load_at"))
     return load_at(S, n, b);
+  if (!strcmp(name, "gather"))
+    return gather(S, n, b);
   if (!strcmp(name, "store"))
     return store(S, n, b);
   bool dim = !strcmp(name, "dim");
@@ -976,7 +1033,7 @@ val oxs_tile_method(sema *S, const oxf_node *n, val recv, oxi_type hint) {
                    "dim(k) and stride(k), not '%s'", name);
   else
     ERR(S, n->loc, "a tensor (&Tensor) has methods partition([..]), at([..]), load_at([..], [..]), "
-                   "dim(k) and stride(k), not '%s'%s", name, !strcmp(name, "load") ? "; partition it first: "
+                   "gather([..]), dim(k) and stride(k), not '%s'%s", name, !strcmp(name, "load") ? "; partition it first: "
                                                            "x.partition([..]).load([..])" : "");
   return err;
 }

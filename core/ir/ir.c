@@ -78,7 +78,7 @@ const char *oxi_op_name(oxi_op op) {
                                       "barrier", "shfl",   "vote",    "math",   "assume", "aligned",
                                       "dim",    "stride",  "t.load",  "t.store", "t.splat",
                                       "t.id",   "t.count", "t.reduce", "t.broadcast",
-                                      "t.reshape", "t.permute", "t.iota", "t.dot", "t.atomic_add",
+                                      "t.reshape", "t.permute", "t.iota", "t.gather", "t.dot", "t.atomic_add",
                                       "ldmatrix", "mma", "cp.async", "cp.commit", "cp.wait", "pack", "unpack", "pack2",
                                       "vset", "shared.addr", "wgmma", "wgmma.sync", "fence.async", "mbar.init", "mbar.expect",
                                       "mbar.wait", "tma.load", "named.bar", "setmaxnreg",
@@ -182,7 +182,7 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
   if (in->op == OXI_LEN || in->op == OXI_LOAD || in->op == OXI_STORE || in->op == OXI_ATOMIC ||
       in->op == OXI_ALIGNED || in->op == OXI_DIM || in->op == OXI_STRIDE || in->op == OXI_T_LOAD ||
       in->op == OXI_T_STORE || in->op == OXI_T_ID || in->op == OXI_T_COUNT || in->op == OXI_LDMATRIX ||
-      in->op == OXI_CP_ASYNC || in->op == OXI_T_ATOMIC_ADD || in->op == OXI_SHARED_ADDR) {
+      in->op == OXI_CP_ASYNC || in->op == OXI_T_ATOMIC_ADD || in->op == OXI_SHARED_ADDR || in->op == OXI_T_GATHER) {
     oxb_str_add(o, " ", 1);
     print_mem(k, in->mem, o);
   }
@@ -633,6 +633,20 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
     }
     if (!ok)
       fail(V, b, in, "t.reshape keeps the element count; t.permute is a permutation of the dims");
+    break;
+  }
+  case OXI_T_GATHER: {
+    const oxi_param *p = in->mem.kind == OXI_MEM_PARAM && in->mem.index >= 0 && in->mem.index < k->params.len
+                             ? k->params.items[in->mem.index] : NULL;
+    bool ok = p && p->kind == OXI_P_TENSOR && in->tshape && in->nops == p->rank && in->type == (oxi_type)p->dtype;
+    for (int i = 0; ok && i < in->nops; i++) {
+      const oxi_tshape *a = in->ops[i]->tshape;
+      ok = a && in->ops[i]->type == OX_U64 && a->rank == in->tshape->rank;
+      for (int d = 0; ok && d < a->rank; d++)
+        ok = a->dims[d] == in->tshape->dims[d];
+    }
+    if (!ok)
+      fail(V, b, in, "t.gather: an input tensor of the result's dtype, one u64 index tile of the result's shape a dim");
     break;
   }
   case OXI_T_IOTA:

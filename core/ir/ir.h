@@ -74,6 +74,9 @@ typedef enum oxi_op {
   OXI_T_PERMUTE,   /* ops[0] with dim d of the result = dim perm[d] of the operand, where
                       perm[d] is bits 4d..4d+3 of imm */
   OXI_T_IOTA,      /* a tile of `tshape` whose elements are their coordinate along axis `index` */
+  OXI_T_GATHER,    /* a tile of `tshape` whose element e is tensor `mem` at [ops[0][e], ...,
+                      ops[rank-1][e]] (u64 tiles of `tshape`); elements outside the tensor read
+                      `fimm`/`imm` (the padding) */
   OXI_T_DOT,       /* f32 [M, N] = ops[0] [M, K] x ops[1] [K, N] (+ ops[2], f32 [M, N], if given):
                       a matrix product accumulated in f32 */
   OXI_T_ATOMIC_ADD, /* atomic tensor `mem` += a tile. sub 0: the tile ops[rank] at tile coordinates

@@ -333,6 +333,48 @@ void oxt_lower_move(oxt_lowerer *L, const oxi_instr *in) {
   L->tval[in->id] = out;
 }
 
+/* The element index and in-bounds test of one element of gather `in`, from
+ * its index tiles' elements `held[d]`. */
+oxi_instr *oxt_gather_site(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *held, oxi_instr **inb) {
+  oxi_instr *index = NULL;
+  *inb = NULL;
+  for (int d = 0; d < in->nops; d++) {
+    oxi_instr *i = held[d];
+    oxi_instr *ok = oxt_bin(L, OXT_LT, OX_U64, i, oxt_param_info(L, OXI_DIM, in->mem.index, d));
+    *inb = *inb ? oxt_bin(L, OXI_AND, OX_BOOL, *inb, ok) : ok;
+    oxi_instr *term = oxt_bin(L, OXI_MUL, OX_U64, i, oxt_param_info(L, OXI_STRIDE, in->mem.index, d));
+    index = index ? oxt_bin(L, OXI_ADD, OX_U64, index, term) : term;
+  }
+  return index;
+}
+
+/* A gather: each element this thread holds, a predicated load at the index
+ * its index tiles' elements give. */
+void oxt_lower_gather(oxt_lowerer *L, const oxi_instr *in) {
+  int n = oxt_count_in(L, in->tshape, false);
+  oxi_instr **idx[OXI_MAX_RANK];
+  for (int d = 0; d < in->nops; d++)
+    idx[d] = oxt_in_layout(L, in->ops[d], false);
+  oxi_instr **out = oxt_new_elements(L, in->tshape);
+  for (int e = 0; e < n; e++) {
+    oxi_instr *held[OXI_MAX_RANK], *inb;
+    for (int d = 0; d < in->nops; d++)
+      held[d] = idx[d][e];
+    oxi_instr *index = oxt_gather_site(L, in, held, &inb);
+    int v = oxi_slot_new(L->m, L->nk, in->type);
+    oxi_instr *pad = oxt_emit(L, OXI_CONST, in->type);
+    pad->imm = in->imm;
+    pad->fimm = in->fimm;
+    oxt_set_slot(L, v, pad);
+    oxi_block *join;
+    oxt_begin_if(L, inb, &join);
+    oxt_set_slot(L, v, oxt_load_at(L, in, index));
+    oxt_end_if(L, join);
+    out[e] = oxt_get_slot(L, v);
+  }
+  L->tval[in->id] = out;
+}
+
 /* iota: each element's coordinate along the axis, from its position. */
 void oxt_lower_iota(oxt_lowerer *L, const oxi_instr *in) {
   const oxi_tshape *s = in->tshape;

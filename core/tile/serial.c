@@ -187,6 +187,31 @@ static void s_iota(oxt_lowerer *L, const oxi_instr *in) {
   s_set_buf(L, in, m);
 }
 
+/* A gather: element f reads the tensor at its index tiles' element f, or the
+ * padding outside. */
+static void s_gather(oxt_lowerer *L, const oxi_instr *in) {
+  int64_t E = oxt_elems(in->tshape);
+  oxi_mem m = oxt_shared_array(L, in->type, E);
+  oxt_counted_loop lp;
+  oxi_instr *f = s_loop(L, &lp, E);
+  oxi_instr *held[OXI_MAX_RANK], *inb;
+  for (int d = 0; d < in->nops; d++)
+    held[d] = s_elem(L, in->ops[d], f);
+  oxi_instr *index = oxt_gather_site(L, in, held, &inb);
+  int v = oxi_slot_new(L->m, L->nk, in->type);
+  oxi_instr *pad = oxt_emit(L, OXI_CONST, in->type);
+  pad->imm = in->imm;
+  pad->fimm = in->fimm;
+  oxt_set_slot(L, v, pad);
+  oxi_block *join;
+  oxt_begin_if(L, inb, &join);
+  oxt_set_slot(L, v, oxt_load_at(L, in, index));
+  oxt_end_if(L, join);
+  oxt_shared_store(L, m, f, oxt_get_slot(L, v), NULL);
+  oxt_end_loop(L, &lp, f);
+  s_set_buf(L, in, m);
+}
+
 /* A reduction along axis a, of `len` elements `inner` apart per result, as
  * a tree: a copy of the source is halved log2(len) times, each element of
  * the first half combined with its partner in the second. Each halving is a
@@ -339,6 +364,7 @@ void oxt_serial_instr(oxt_lowerer *L, const oxi_instr *in) {
   case OXI_T_RESHAPE:
   case OXI_T_PERMUTE: s_move(L, in); return;
   case OXI_T_IOTA: s_iota(L, in); return;
+  case OXI_T_GATHER: s_gather(L, in); return;
   case OXI_T_ID: L->sval[in->id] = oxt_tile_id(L, in->mem.index, in->index); return;
   case OXI_T_COUNT: L->sval[in->id] = oxt_tile_count(L, in->mem.index, in->index); return;
   default: break;

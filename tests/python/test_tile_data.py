@@ -1,6 +1,7 @@
 """Data-dependent addressing in #[tile] kernels (docs/language.md section 12.5):
-an input's element as a scalar (`x[i]`, `x.at([i, j])`) and a tile at any
-element offset (`x.load_at([r, c], [BM, BN])`). Kernels written the way users
+an input's element as a scalar (`x[i]`, `x.at([i, j])`), a tile at any
+element offset (`x.load_at([r, c], [BM, BN])`) and a gather through index
+tiles (`x.gather([rows, cols])`). Kernels written the way users
 port them (variable-length segments through cu_seqlens, a 3x3 convolution, an
 embedding lookup, a paged KV gather through a block table), on sizes no tile
 divides, against float64 NumPy; reads outside a tensor give the padding."""
@@ -49,6 +50,18 @@ fn paged<const P: i32, const D: i32>(z: &mut Tensor<f16, [P, D]>, cache: &Tensor
     let page = table.at([seq, tile_id(0)]) as usize;
     let t = cache.load_at([page, 0, tile_id(1) * (D as usize)], [1, P, D], -1.0);
     z.store(reshape(t, [P, D]));
+}
+
+#[tile]
+fn rows<const BM: i32, const D: i32>(z: &mut Tensor<f32, [BM, D]>, table: &Tensor<f32, [-1, -1]>, ids: &Tensor<i32, [-1]>) {
+    let id = ids.partition([BM]).load_padded([tile_id(0)], -1);
+    let cols = iota([1, D], 1) + (tile_id(1) * (D as usize)) as i32;
+    z.store(table.gather([reshape(id, [BM, 1]), cols]));
+}
+
+#[tile]
+fn gather1<const B: i32>(z: &mut Tensor<f32, [B]>, x: &Tensor<f32, [-1]>, idx: &Tensor<i64, [-1]>) {
+    z.store(x.gather([load_tile_like(idx, z)], -7.0));
 }
 
 #[tile]
@@ -125,6 +138,28 @@ def test_paged_kv_gather_through_a_block_table(mod, dev):
         np.testing.assert_array_equal(z.numpy(), ref)
 
 
+def test_gather_rows_through_an_index_tile(mod, dev):
+    """An embedding lookup of a tile of token ids at once: the ids tile [BM, 1] and
+    the column iota [1, D] broadcast to the [BM, D] gather; ids that are negative
+    or past the table read 0."""
+    rng = np.random.default_rng(5)
+    table = rng.standard_normal((37, 50)).astype(np.float32)
+    ids = np.array([0, 36, 5, -1, 37, 12, 12, 2**31 - 1, 3, 1, 4], dtype=np.int32)
+    z = oxide.zeros((len(ids), 50), device=dev)
+    mod.rows(z.partition((4, 16)), oxide.from_numpy(table).to(dev), oxide.from_numpy(ids).to(dev))
+    ref = np.stack([table[i] if 0 <= i < 37 else np.zeros(50, np.float32) for i in ids])
+    np.testing.assert_array_equal(z.numpy(), ref)
+
+
+def test_gather_1d_with_padding(mod, dev):
+    rng = np.random.default_rng(6)
+    x = np.arange(100, dtype=np.float32)
+    idx = rng.integers(-5, 110, size=333).astype(np.int64)
+    z = oxide.zeros(333, device=dev)
+    mod.gather1(z.partition(64), oxide.from_numpy(x).to(dev), oxide.from_numpy(idx).to(dev))
+    np.testing.assert_array_equal(z.numpy(), np.array([x[i] if 0 <= i < 100 else -7 for i in idx], np.float32))
+
+
 @pytest.mark.parametrize("off", [0, 1, 3, 4, 97, 99, 100, 2**62, 2**64 - 1])
 def test_offset_loads_pad_outside(mod, dev, off):
     x = np.arange(100, dtype=np.float32)
@@ -148,6 +183,10 @@ def test_offset_loads_pad_outside(mod, dev, off):
     ("let t = m.load_at([0, 0], [4]);", "'m' has rank 2, but the tile of load_at has 1 dims"),
     ("let t = x.load_at([0]);", "load_at takes the first element's indices, the tile's shape and optionally a padding value"),
     ("let t = z.load_at([0], [16]);", "'z' is an output tile (&mut Tensor)"),
+    ("let t = x.gather([3]);", "gather needs at least one index tile; for one element write 'x.at([..])'"),
+    ("let t = m.gather([iota([16], 0)]);", "'m' has rank 2: gather takes 2 indexes as an array, 'm.gather([rows, cols])'"),
+    ("let t = x.gather([full([16], 0.5f32)]);", "a gather index is an integer tile or scalar, found a tile of f32"),
+    ("let t = m.gather([iota([16, 1], 0), iota([8], 0)]);", "do not broadcast"),
 ])
 def test_errors(body, message):
     src = ("#[tile]\nfn k(z: &mut Tensor<f32, [16]>, x: &Tensor<f32, [-1]>, m: &Tensor<f32, [-1, -1]>) {\n"
