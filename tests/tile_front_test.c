@@ -397,14 +397,15 @@ static const bad bads[] = {
       "8:5 error: expected a number or bool for the assigned value, found a tile"}},
     {"mutable tiles and tile branches", T(
         "let mut a = load_tile_like(x, z);\n"
-        "let b = if n > 0 { load_tile_like(x, z) } else { load_tile_like(x, z) };\n"
+        "let b = if n > 0 { load_tile_like(x, z) } else { x.partition([32]).load([0]) };\n"
         "let c: f32 = load_tile_like(x, z);\n"
         "a = load_tile_like(i, o);\n"
         "a = x.partition([32]).load([0]);\n"
         "a <<= 1.0;\n"
         "a += 1.0;\n"
         "a = 2.0;"), 5,
-     {"4:18 error: an 'if' that gives a tile is not supported in tile kernels yet",
+     {"4:48 error: the branches of 'if' give tiles of shapes [16] and [32] (an 'if' does not broadcast: "
+      "broadcast_to one shape first)",
       "5:14 error: expected f32, found a tile of f32, shape [16]",
       "6:5 error: 'a' is a tile of f32, found a tile of i32; convert with 'as f32'",
       "7:22 error: 'a' is a tile of shape [16], found shape [32]",

@@ -1186,46 +1186,99 @@ static val expr_at(sema *S, const oxf_node *n, oxi_type hint) {
   }
 }
 
-/* Joins the values of two branches into a slot, when both give a scalar. */
+/* Joins the values of two branches into a slot: both scalars of one type, or
+ * (tile kernels) tiles of one shape and dtype, a scalar of the dtype then
+ * splatted; the tile lowering keeps such a slot's elements per thread, as for
+ * a `let mut` tile. */
 typedef struct join {
   int slot;
   oxi_type type;
   bool has_value;
-  bool tile; /* a branch gave a tile (reported once) */
+  const oxi_tshape *tshape; /* the branches give tiles of this shape */
+  bool bad;                 /* a mismatch was reported */
+  oxi_instr *first_set;     /* the first branch's var.set, and its block */
+  oxi_block *first_block;
 } join;
+
+/* The first branch gave a scalar and a later one a tile: the scalar is splatted
+ * where the first branch set it (just before that var.set, in its block). */
+static void splat_first(sema *S, join *j, const oxi_tshape *shape) {
+  oxi_block *b = j->first_block;
+  oxi_instr *sp = oxi_emit(S->m, S->k, b, OXI_T_SPLAT, j->type); /* appended: moved below */
+  sp->ops[0] = j->first_set->ops[0];
+  sp->nops = 1;
+  sp->tshape = shape;
+  int at = 0;
+  while (b->instrs.items[at] != j->first_set)
+    at++;
+  memmove(&b->instrs.items[at + 1], &b->instrs.items[at], sizeof(void *) * (size_t)(b->instrs.len - 1 - at));
+  b->instrs.items[at] = sp;
+  j->first_set->ops[0] = sp;
+  j->tshape = shape;
+}
+
+static bool same_tshape(const oxi_tshape *a, const oxi_tshape *b) {
+  if (!a || !b || a->rank != b->rank)
+    return false;
+  for (int d = 0; d < a->rank; d++)
+    if (a->dims[d] != b->dims[d])
+      return false;
+  return true;
+}
 
 static void join_value(sema *S, join *j, val v, oxb_loc loc) {
   if (v.k == V_NEVER || v.k == V_ERR || oxs_terminated(S))
     return;
-  if (v.k == V_SCALAR) {
-    if (j->slot < 0) {
-      j->type = v.v->type;
-      j->slot = oxi_slot_new(S->m, S->k, j->type);
-    }
-    if (v.v->type != j->type) {
-      ERR(S, loc, "the branches of 'if' have different types: %s and %s", oxi_type_name(j->type),
-          oxi_type_name(v.v->type));
-      return;
-    }
-    oxs_var_set(S, j->slot, v.v);
-    j->has_value = true;
-  } else if (v.k == V_TILE) {
-    if (!j->tile)
-      ERR(S, loc, "an 'if' that gives a tile is not supported in tile kernels yet; "
-                  "use select(c, a, b), or store in each branch");
-    j->tile = true;
-  } else if (v.k != V_UNIT) {
-    ERR(S, loc, "an 'if' branch cannot give %s", oxs_vdesc(S, v));
+  if (v.k != V_SCALAR && v.k != V_TILE) {
+    if (v.k != V_UNIT)
+      ERR(S, loc, "an 'if' branch cannot give %s", oxs_vdesc(S, v));
+    return;
   }
+  if (j->slot < 0) {
+    j->type = v.v->type;
+    j->tshape = v.v->tshape;
+    j->slot = oxi_slot_new(S->m, S->k, j->type);
+  }
+  oxi_instr *x = v.v;
+  if (x->type != j->type) {
+    ERR(S, loc, "the branches of 'if' have different types: %s and %s", oxi_type_name(j->type),
+        oxi_type_name(x->type));
+    j->bad = true;
+    return;
+  }
+  if (j->tshape && !x->tshape) { /* a scalar beside a tile: every element */
+    oxi_instr *sp = oxs_emit(S, OXI_T_SPLAT, x->type);
+    sp->ops[0] = x;
+    sp->nops = 1;
+    sp->tshape = j->tshape;
+    x = sp;
+  }
+  if (x->tshape && !j->tshape && j->first_set)
+    splat_first(S, j, x->tshape);
+  if (x->tshape && !same_tshape(x->tshape, j->tshape)) {
+    ERR(S, loc, "the branches of 'if' give tiles of shapes %s and %s (an 'if' does not broadcast: "
+                "broadcast_to one shape first)", oxs_shape_text(S, j->tshape), oxs_shape_text(S, x->tshape));
+    j->bad = true;
+    return;
+  }
+  oxs_var_set(S, j->slot, x);
+  if (!j->first_set) {
+    j->first_set = S->cur->instrs.items[S->cur->instrs.len - 1];
+    j->first_block = S->cur;
+  }
+  j->has_value = true;
 }
 
 static val finish_join(sema *S, join *j, bool both_branches, bool all_never) {
-  if (j->tile)
+  if (j->bad)
     return VERR;
   if (all_never)
     return VNEVER;
-  if (j->slot >= 0 && j->has_value && both_branches)
-    return oxs_value(oxs_var_get(S, j->slot));
+  if (j->slot >= 0 && j->has_value && both_branches) {
+    oxi_instr *v = oxs_var_get(S, j->slot);
+    v->tshape = j->tshape;
+    return oxs_value(v);
+  }
   return VUNIT;
 }
 
@@ -1240,7 +1293,7 @@ static val if_expr(sema *S, const oxf_node *n, oxi_type hint) {
     c = oxs_const_int(S, OX_BOOL, 0); /* keep checking the branches */
   oxi_block *tb = oxs_new_block(S), *fb = oxs_new_block(S), *done = oxs_new_block(S);
   oxs_condbr(S, c, tb, n->els ? fb : done);
-  join j = {-1, OXI_VOID, false};
+  join j = {-1, OXI_VOID, false, NULL, false, NULL, NULL};
   oxs_set_block(S, tb);
   val tv = block_expr(S, n->then, hint);
   join_value(S, &j, tv, n->then->loc);
@@ -1253,7 +1306,7 @@ static val if_expr(sema *S, const oxf_node *n, oxi_type hint) {
   }
   oxs_br(S, done);
   oxs_set_block(S, done);
-  if (!n->els && tv.k == V_SCALAR) {
+  if (!n->els && (tv.k == V_SCALAR || tv.k == V_TILE)) {
     ERR(S, n->then->value ? n->then->value->loc : n->loc,
         "an 'if' without 'else' cannot give a value; add ';' or an 'else' branch");
     return VERR;
@@ -1288,7 +1341,7 @@ static val if_let(sema *S, const oxf_node *n, oxi_type hint) {
   r->type = mb->type;
   r->v = w->v;
   oxs_push_fact(S, w, mb->mem);
-  join j = {-1, OXI_VOID, false};
+  join j = {-1, OXI_VOID, false, NULL, false, NULL, NULL};
   val tv = block_expr(S, n->then, hint);
   join_value(S, &j, tv, n->then->loc);
   oxs_unbind_to(S, saved_binds);

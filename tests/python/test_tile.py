@@ -362,3 +362,24 @@ print(before, k.tuned(c, a, b))
     first_before, first_after = runs[0].split(" ", 1)
     assert first_before == "None" and first_after != "None"
     assert runs[1] == f"{first_after} {first_after}", runs
+
+
+IF_TILE = """\
+#[tile]
+fn k<const B: i32>(z: &mut Tensor<f32, [B]>, x: &Tensor<f32, [-1]>, lim: usize) {
+    let t = load_tile_like(x, z);
+    let u = if tile_id(0) % 2 == 0 { t * 2.0 } else if tile_id(0) < lim { -1.0 } else { exp(t) };
+    z.store(u + 1.0);
+}
+"""
+
+
+def test_if_that_gives_a_tile(dev):
+    """An if whose branches give tiles (a scalar branch is splatted), nested."""
+    m = oxide.compile(IF_TILE, device=dev, filename="if.oxk")
+    x = np.linspace(-1, 1, 200).astype(np.float32)
+    z = oxide.zeros(200, device=dev)
+    m.k(z.partition(16), oxide.from_numpy(x).to(dev), oxide.u64(7))
+    b = np.arange(200) // 16
+    ref = np.where(b % 2 == 0, 2.0 * x, np.where(b < 7, -1.0, np.exp(x.astype(np.float64)))) + 1
+    np.testing.assert_allclose(z.numpy(), ref, rtol=1e-6, atol=1e-6)
