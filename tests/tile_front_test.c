@@ -465,7 +465,8 @@ static const bad bads[] = {
         "let d = x.partition(4);\n"
         "let e = x.partition([2097152]);"), 5,
      {"3:22 error: tile shapes are static powers of two: dim 0 of the partition of 'x' is 12",
-      "4:22 error: a partition size is an integer literal or a const generic",
+      "4:22 error: a tile size is an integer literal, a const generic, or an expression of them "
+      "([D / 2, BM * 2])",
       "5:21 error: 'x' has rank 1, but the partition gives 2 sizes",
       "6:21 error: partition takes the tile shape as an array: 'x.partition([B])'",
       "7:21 error: a tile holds at most 65536 elements; the partition of 'x' is [2097152]"}},
@@ -486,6 +487,31 @@ static const bad bads[] = {
       "8:28 error: the padding value must be a constant of the tensor's dtype f32",
       "9:10 error: a partition has methods load([..]) and load_padded([..], value), not 'store'",
       "10:9 error: 'p' cannot be copied into another variable"}},
+    {"tile sizes as expressions of generics", T(
+        "let a = full([B / 2, B * 4], 1.0f32);\n"
+        "let b = x.partition([B + 1]);\n"
+        "let c = full([B / 0], 1.0f32);\n"
+        "let d = full([B >> 1 << 2], 1.0f32);\n"
+        "let e = x.partition([(B as usize) / 4]).load([0]);\n"
+        "let g = full([B - 17], 1.0f32);"), 3,
+     {"4:24 error: tile shapes are static powers of two: dim 0 of the partition of 'x' is 17",
+      "5:17 error: this tile size does not evaluate: B = 16 / 0",
+      "8:17 error: tile shapes are static powers of two: dim 0 of full is -1"}},
+    {"tile elements", T(
+        "let t = load_tile_like(x, z);\n"
+        "let a = t.item();\n"
+        "let b = t.at([0, 1]);\n"
+        "let c = t[1u32];\n"
+        "let d = reshape(t, [4, 4])[0];\n"
+        "let e = t.foo();\n"
+        "let g = t[n as usize] + t.at([3]) + reduce_sum(t, 0).item();"), 5,
+     {"4:10 error: item() takes the element of a tile of one element, found shape [16]: read one with "
+      "'t.at([..])', or reduce it first",
+      "5:14 error: a tile of shape [16] is read at 1 index, as an array: 't.at([i])'",
+      "6:11 error: an element index must be usize, found u32; convert it with 'as usize'",
+      "7:27 error: a tile of 2 dims is not indexed with [i]: read an element with 't.at([i, j])'",
+      "8:10 error: a tile has methods item(), at([..]) and the math functions (t.exp(), t.max(v), ...), "
+      "not 'foo'"}},
     {"arrays elsewhere", T("let a = [1, 2];\nlet b = tile_id([0]);"), 2,
      {"3:9 error: an array '[..]' is written only as the sizes of x.partition([..]) and the "
       "indices of .load([..])", "4:17 error: the axis of tile_id must be an integer literal"}},

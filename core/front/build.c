@@ -259,6 +259,32 @@ oxi_instr *oxs_tensor_element(sema *S, const binding *x, oxi_instr *const *idx, 
   return oxs_var_get(S, slot);
 }
 
+/* Element idx[0..rank) of tile t as a scalar (0 where an index is past its dim):
+ * a T_EXTRACT at the element's row-major position, or past the end. */
+oxi_instr *oxs_tile_element(sema *S, oxi_instr *t, oxi_instr *const *idx) {
+  const oxi_tshape *s = t->tshape;
+  int64_t after = 1;
+  oxi_instr *pos = NULL, *inb = NULL;
+  for (int d = s->rank - 1; d >= 0; d--) {
+    oxi_instr *in = oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, idx[d], oxs_const_int(S, OX_U64, (uint64_t)s->dims[d]));
+    inb = inb ? oxs_op2(S, OXI_BIN, OXI_AND, OX_BOOL, inb, in) : in;
+    oxi_instr *term = oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, idx[d], oxs_const_int(S, OX_U64, (uint64_t)after));
+    pos = pos ? oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, pos, term) : term;
+    after *= s->dims[d];
+  }
+  oxi_instr *past = oxs_const_int(S, OX_U64, (uint64_t)after);
+  oxi_instr *sel = oxs_emit(S, OXI_SELECT, OX_U64);
+  sel->ops[0] = inb;
+  sel->ops[1] = pos;
+  sel->ops[2] = past;
+  sel->nops = 3;
+  oxi_instr *x = oxs_emit(S, OXI_T_EXTRACT, t->type);
+  x->ops[0] = t;
+  x->ops[1] = sel;
+  x->nops = 2;
+  return x;
+}
+
 /* -------------------------------------------------------------- bindings */
 
 /* Bindings form a stack (sema.binds); a scope ends by popping back to where it

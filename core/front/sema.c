@@ -344,10 +344,30 @@ static __attribute__((noinline)) val tensor_index(sema *S, const oxf_node *n, bi
   return VERR;
 }
 
+/* t[i] of a 1-D tile: its element as a scalar (0 past its end). */
+static __attribute__((noinline)) val tile_index(sema *S, const oxf_node *n, oxi_instr *t) {
+  oxi_instr *i[1] = {oxs_scalar_expr(S, n->rhs, OX_U64, "an element index")};
+  if (!i[0])
+    return VERR;
+  if (i[0]->type != OX_U64) {
+    ERR(S, n->rhs->loc, "an element index must be usize, found %s; convert it with 'as usize'",
+        oxi_type_name(i[0]->type));
+    return VERR;
+  }
+  return oxs_value(oxs_tile_element(S, t, i));
+}
+
 static val index_read(sema *S, const oxf_node *n) {
   val base = expr(S, n->lhs, OXI_VOID);
   if (base.k == V_ERR)
     return VERR;
+  if (base.k == V_TILE && base.v->tshape->rank == 1) /* t[i]: an element of a 1-D tile */
+    return tile_index(S, n, base.v);
+  if (base.k == V_TILE) {
+    ERR(S, n->loc, "a tile of %d dims is not indexed with [i]: read an element with 't.at([i, j%s])'",
+        base.v->tshape->rank, base.v->tshape->rank > 2 ? ", .." : "");
+    return VERR;
+  }
   if (base.k != V_MEM) {
     ERR(S, n->loc, "cannot index %s", oxs_vdesc(S, base));
     return VERR;
@@ -917,6 +937,8 @@ static val method(sema *S, const oxf_node *n, oxi_type hint) {
 
 static __attribute__((noinline)) val method_on(sema *S, const oxf_node *n, val recv, int fi, oxi_type hint) {
   const char *name = n->name;
+  if (recv.k == V_TILE && fi < 0)
+    return S->tile_method(S, n, recv, hint);
   if ((recv.k == V_SCALAR || recv.k == V_TILE) && fi >= 0) {
     const oxf_node *args[3];
     if (n->args.len > 2) {

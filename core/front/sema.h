@@ -185,6 +185,8 @@ void oxs_var_set(sema *S, int slot, oxi_instr *v);
 
 /* Element idx[0..rank) of tensor parameter x, 0 outside it (tile kernels). */
 oxi_instr *oxs_tensor_element(sema *S, const binding *x, oxi_instr *const *idx, int rank);
+/* Element idx[0..rank) of tile t as a scalar, 0 outside it (tile kernels). */
+oxi_instr *oxs_tile_element(sema *S, oxi_instr *t, oxi_instr *const *idx);
 /* Binds `name` (in the current scope) as a new binding of `kind`. */
 binding *oxs_bind(sema *S, bkind kind, const char *name, oxb_loc loc);
 /* Gives binding b (made without one) the name `name`, hiding earlier ones. */

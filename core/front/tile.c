@@ -278,8 +278,53 @@ static val select_call(sema *S, const oxf_node *n, oxi_type hint) {
   return oxs_value(in);
 }
 
-/* A static tile shape written as an array: integer literals or const
- * generics, each a power of two. */
+/* A tile size: an integer literal, a const generic, or an expression of them
+ * with + - * / % << >> and casts ([D / 2, BM * 2]), evaluated now (the generics
+ * are bound); `text` says how it came about, for messages ("B = 12", "12").
+ * Reports and returns false otherwise. */
+static bool const_size(sema *S, const oxf_node *e, int64_t *v, char *text, size_t n) {
+  if (e->kind == OXF_INT) {
+    *v = e->ival > ((uint64_t)1 << 40) ? -1 : (int64_t)e->ival;
+    snprintf(text, n, "%llu", (unsigned long long)e->ival);
+    return true;
+  }
+  binding *g = e->kind == OXF_NAME ? oxs_lookup(S, e->name) : NULL;
+  if (g && g->is_generic) {
+    *v = g->gval;
+    snprintf(text, n, "%s = %lld", g->name, (long long)g->gval);
+    return true;
+  }
+  if (e->kind == OXF_CAST)
+    return const_size(S, e->lhs, v, text, n);
+  if (e->kind == OXF_BINARY && e->op >= OXF_OP_ADD && e->op <= OXF_OP_SHR && e->op != OXF_OP_AND &&
+      e->op != OXF_OP_OR && e->op != OXF_OP_XOR) {
+    int64_t a, b;
+    char ta[96], tb[96];
+    if (!const_size(S, e->lhs, &a, ta, sizeof ta) || !const_size(S, e->rhs, &b, tb, sizeof tb))
+      return false;
+    bool bad = false;
+    switch (e->op) {
+    case OXF_OP_ADD: bad = __builtin_add_overflow(a, b, v); break;
+    case OXF_OP_SUB: bad = __builtin_sub_overflow(a, b, v); break;
+    case OXF_OP_MUL: bad = __builtin_mul_overflow(a, b, v); break;
+    case OXF_OP_DIV: bad = b == 0; *v = bad ? 0 : a / b; break;
+    case OXF_OP_REM: bad = b == 0; *v = bad ? 0 : a % b; break;
+    case OXF_OP_SHL: bad = b < 0 || b > 40 || a > ((int64_t)1 << 40); *v = bad ? 0 : a << b; break;
+    default: bad = b < 0 || b > 62; *v = bad ? 0 : a >> b; break;
+    }
+    if (bad) {
+      ERR(S, e->loc, "this tile size does not evaluate: %s %s %s", ta, oxf_op_name(e->op), tb);
+      return false;
+    }
+    snprintf(text, n, "%lld", (long long)*v);
+    return true;
+  }
+  ERR(S, e->loc, "a tile size is an integer literal, a const generic, or an expression of them "
+                 "([D / 2, BM * 2])");
+  return false;
+}
+
+/* A static tile shape written as an array: sizes (const_size), each a power of two. */
 static const oxi_tshape *shape_arg(sema *S, const oxf_node *a, const char *what) {
   if (a->kind != OXF_ARRAY || a->args.len < 1 || a->args.len > OXI_MAX_RANK) {
     ERR(S, a->loc, "%s takes a shape: an array of 1 to %d sizes such as [BM, BN]", what, OXI_MAX_RANK);
@@ -288,18 +333,11 @@ static const oxi_tshape *shape_arg(sema *S, const oxf_node *a, const char *what)
   int64_t dims[OXI_MAX_RANK], elems = 1;
   for (int d = 0; d < a->args.len; d++) {
     const oxf_node *e = a->args.items[d];
-    binding *g = e->kind == OXF_NAME ? oxs_lookup(S, e->name) : NULL;
-    if (e->kind == OXF_INT && e->ival <= ((uint64_t)1 << 40))
-      dims[d] = (int64_t)e->ival;
-    else if (g && g->is_generic)
-      dims[d] = g->gval;
-    else {
-      ERR(S, e->loc, "a tile size is an integer literal or a const generic");
+    char text[96];
+    if (!const_size(S, e, &dims[d], text, sizeof text))
       return NULL;
-    }
     if (!pow2(dims[d])) {
-      ERR(S, e->loc, "tile shapes are static powers of two: dim %d of %s is %lld", d, what,
-          (long long)dims[d]);
+      ERR(S, e->loc, "tile shapes are static powers of two: dim %d of %s is %s", d, what, text);
       return NULL;
     }
     elems = elems > MAX_TILE_ELEMS ? elems : elems * dims[d];
@@ -633,16 +671,8 @@ static val partition(sema *S, const oxf_node *n, binding *x) {
   bool ok = true;
   for (int d = 0; d < rank; d++) {
     const oxf_node *e = a->args.items[d];
-    binding *g = e->kind == OXF_NAME ? oxs_lookup(S, e->name) : NULL;
     char text[96];
-    if (e->kind == OXF_INT) {
-      dims[d] = e->ival > ((uint64_t)1 << 40) ? -1 : (int64_t)e->ival;
-      snprintf(text, sizeof text, "%llu", (unsigned long long)e->ival);
-    } else if (g && g->is_generic) {
-      dims[d] = g->gval;
-      snprintf(text, sizeof text, "%s = %lld", g->name, (long long)g->gval);
-    } else {
-      ERR(S, e->loc, "a partition size is an integer literal or a const generic");
+    if (!const_size(S, e, &dims[d], text, sizeof text)) {
       ok = false;
       continue;
     }
@@ -995,9 +1025,60 @@ static val load_at(sema *S, const oxf_node *n, binding *x) {
   return v;
 }
 
+/* t.item() (a tile of one element) and t.at([i, j, ..]): an element of a tile as
+ * a scalar, the same in every thread (a loop bound, an index...); 0 where an
+ * index is past its dim. */
+static val tile_method(sema *S, const oxf_node *n, oxi_instr *t) {
+  static const val err = {V_ERR, NULL, NULL, NULL};
+  const oxi_tshape *s = t->tshape;
+  oxi_instr *idx[OXI_MAX_RANK];
+  if (!strcmp(n->name, "item")) {
+    if (!nargs(S, n, 0, "item"))
+      return err;
+    int64_t elems = 1;
+    for (int d = 0; d < s->rank; d++)
+      elems *= s->dims[d];
+    if (elems != 1) {
+      ERR(S, n->loc, "item() takes the element of a tile of one element, found shape %s: read one with "
+                     "'t.at([..])', or reduce it first", oxs_shape_text(S, s));
+      return err;
+    }
+    for (int d = 0; d < s->rank; d++)
+      idx[d] = oxs_const_int(S, OX_U64, 0);
+    return oxs_value(oxs_tile_element(S, t, idx));
+  }
+  if (!strcmp(n->name, "at")) {
+    if (!nargs(S, n, 1, "at"))
+      return err;
+    const oxf_node *a = arg(n, 0);
+    if (a->kind != OXF_ARRAY || a->args.len != s->rank) {
+      ERR(S, a->loc, "a tile of shape %s is read at %d index%s, as an array: 't.at([%s])'", oxs_shape_text(S, s),
+          s->rank, s->rank == 1 ? "" : "es", s->rank == 1 ? "i" : s->rank == 2 ? "i, j" : "..");
+      return err;
+    }
+    for (int d = 0; d < s->rank; d++) {
+      const oxf_node *e = a->args.items[d];
+      idx[d] = oxs_operand(S, e, OX_U64, "an element index", false);
+      if (!idx[d])
+        return err;
+      if (idx[d]->type != OX_U64) {
+        ERR(S, e->loc, "an element index must be usize, found %s; convert it with 'as usize'",
+            oxi_type_name(idx[d]->type));
+        return err;
+      }
+    }
+    return oxs_value(oxs_tile_element(S, t, idx));
+  }
+  ERR(S, n->loc, "a tile has methods item(), at([..]) and the math functions (t.exp(), t.max(v), ...), "
+                 "not '%s'", n->name);
+  return err;
+}
+
 val oxs_tile_method(sema *S, const oxf_node *n, val recv, oxi_type hint) {
   static const val err = {V_ERR, NULL, NULL, NULL};
   (void)hint;
+  if (recv.k == V_TILE)
+    return tile_method(S, n, recv.v);
   binding *b = recv.b;
   if (recv.k == V_PART)
     return part_load(S, n, b);

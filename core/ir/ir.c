@@ -78,7 +78,7 @@ const char *oxi_op_name(oxi_op op) {
                                       "barrier", "shfl",   "vote",    "math",   "assume", "aligned",
                                       "dim",    "stride",  "t.load",  "t.store", "t.splat",
                                       "t.id",   "t.count", "t.reduce", "t.broadcast",
-                                      "t.reshape", "t.permute", "t.iota", "t.gather", "t.dot", "t.atomic_add",
+                                      "t.reshape", "t.permute", "t.iota", "t.gather", "t.extract", "t.dot", "t.atomic_add",
                                       "ldmatrix", "mma", "cp.async", "cp.commit", "cp.wait", "pack", "unpack", "pack2",
                                       "vset", "shared.addr", "wgmma", "wgmma.sync", "fence.async", "mbar.init", "mbar.expect",
                                       "mbar.wait", "tma.load", "named.bar", "setmaxnreg",
@@ -649,6 +649,11 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
       fail(V, b, in, "t.gather: an input tensor of the result's dtype, one u64 index tile of the result's shape a dim");
     break;
   }
+  case OXI_T_EXTRACT:
+    if (in->nops != 2 || !in->ops[0]->tshape || in->ops[1]->tshape || t1 != OX_U64 || in->tshape ||
+        in->type != t0)
+      fail(V, b, in, "t.extract: a scalar of a tile's dtype, at a u64 position");
+    break;
   case OXI_T_IOTA:
     if (in->nops || !in->tshape || in->index < 0 || in->index >= in->tshape->rank || in->type == OX_BOOL)
       fail(V, b, in, "t.iota: a numeric tile and an axis below its rank");

@@ -77,6 +77,8 @@ typedef enum oxi_op {
   OXI_T_GATHER,    /* a tile of `tshape` whose element e is tensor `mem` at [ops[0][e], ...,
                       ops[rank-1][e]] (u64 tiles of `tshape`); elements outside the tensor read
                       `fimm`/`imm` (the padding) */
+  OXI_T_EXTRACT,   /* the scalar element at row-major position ops[1] (u64) of tile ops[0]; 0 of
+                      its dtype where the position is past the tile's end (t[i], t.item()) */
   OXI_T_DOT,       /* f32 [M, N] = ops[0] [M, K] x ops[1] [K, N] (+ ops[2], f32 [M, N], if given):
                       a matrix product accumulated in f32 */
   OXI_T_ATOMIC_ADD, /* atomic tensor `mem` += a tile. sub 0: the tile ops[rank] at tile coordinates

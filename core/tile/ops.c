@@ -375,6 +375,27 @@ void oxt_lower_gather(oxt_lowerer *L, const oxi_instr *in) {
   L->tval[in->id] = out;
 }
 
+/* t.item(), t.at([..]): the element every thread needs, from the thread that
+ * holds it through scratch (unless every thread holds it already); 0 past the
+ * tile's end. */
+void oxt_lower_extract(oxt_lowerer *L, const oxi_instr *in) {
+  const oxi_instr *t = in->ops[0];
+  int64_t E = oxt_elems(t->tshape);
+  oxi_instr *pos = oxt_mapped(L, in->ops[1]), *v;
+  if (L->splat[t->id] || (E == 1 && L->everywhere[t->id])) {
+    v = oxt_elements(L, t)[0];
+  } else {
+    oxt_spill(L, t);
+    oxt_barrier(L);
+    oxi_instr *last = oxt_u64(L, (uint64_t)E - 1);
+    oxi_instr *at = oxt_pick(L, oxt_bin(L, OXT_LT, OX_U64, pos, last), pos, last);
+    v = oxt_shared_load(L, oxt_scratch(L, t->type, 0), t->type, at);
+    oxt_barrier(L); /* before the scratch is written again */
+  }
+  oxi_instr *zero = oxt_emit(L, OXI_CONST, in->type);
+  L->sval[in->id] = oxt_pick(L, oxt_bin(L, OXT_LT, OX_U64, pos, oxt_u64(L, (uint64_t)E)), v, zero);
+}
+
 /* iota: each element's coordinate along the axis, from its position. */
 void oxt_lower_iota(oxt_lowerer *L, const oxi_instr *in) {
   const oxi_tshape *s = in->tshape;

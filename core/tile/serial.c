@@ -365,6 +365,14 @@ void oxt_serial_instr(oxt_lowerer *L, const oxi_instr *in) {
   case OXI_T_PERMUTE: s_move(L, in); return;
   case OXI_T_IOTA: s_iota(L, in); return;
   case OXI_T_GATHER: s_gather(L, in); return;
+  case OXI_T_EXTRACT: {
+    int64_t E = oxt_elems(in->ops[0]->tshape);
+    oxi_instr *pos = oxt_mapped(L, in->ops[1]), *last = oxt_u64(L, (uint64_t)E - 1);
+    oxi_instr *v = s_elem(L, in->ops[0], oxt_pick(L, oxt_bin(L, OXT_LT, OX_U64, pos, last), pos, last));
+    oxi_instr *zero = oxt_emit(L, OXI_CONST, in->type);
+    L->sval[in->id] = oxt_pick(L, oxt_bin(L, OXT_LT, OX_U64, pos, oxt_u64(L, (uint64_t)E)), v, zero);
+    return;
+  }
   case OXI_T_ID: L->sval[in->id] = oxt_tile_id(L, in->mem.index, in->index); return;
   case OXI_T_COUNT: L->sval[in->id] = oxt_tile_count(L, in->mem.index, in->index); return;
   default: break;

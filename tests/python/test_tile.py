@@ -383,3 +383,32 @@ def test_if_that_gives_a_tile(dev):
     b = np.arange(200) // 16
     ref = np.where(b % 2 == 0, 2.0 * x, np.where(b < 7, -1.0, np.exp(x.astype(np.float64)))) + 1
     np.testing.assert_allclose(z.numpy(), ref, rtol=1e-6, atol=1e-6)
+
+
+ITEM = """\
+#[tile]
+fn k<const B: i32>(z: &mut Tensor<f32, [B]>, x: &Tensor<f32, [-1]>, lens: &Tensor<i32, [-1]>) {
+    let t = load_tile_like(x, z);
+    let n = reduce_max(lens.partition([8]).load([0]), 0).item() as usize;
+    let mut acc = 0.0f32;
+    for i in 0..n {
+        acc += t[i];
+    }
+    let m = reduce_sum(reshape(t, [B / 8, 8]), 1);
+    z.store(full([B], acc + m.at([1, 0]) + t[1000]));
+}
+"""
+
+
+def test_tile_elements_as_scalars(dev):
+    """t.item() of a one-element tile as a loop bound, t[i] and t.at([i, j])
+    (0 past the end), and a tile shape written as an expression of a generic."""
+    m = oxide.compile(ITEM, device=dev, filename="item.oxk")
+    x = np.linspace(-1, 1, 64).astype(np.float32)
+    lens = np.array([3, 1, 7, 2, 0, 5, 6, 4], dtype=np.int32)
+    for B in (16, 32):
+        z = oxide.zeros(64, device=dev)
+        m.k(z.partition(B), oxide.from_numpy(x).to(dev), oxide.from_numpy(lens).to(dev))
+        t = x.astype(np.float64).reshape(-1, B)
+        ref = np.repeat(t[:, :7].sum(1) + t[:, 8:16].sum(1), B)
+        np.testing.assert_allclose(z.numpy(), ref, rtol=1e-6, atol=1e-6)
