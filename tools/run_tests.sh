@@ -55,7 +55,7 @@ if [ -d tests/python ]; then
   # the tile tests again with tile kernels lowered for the CPU as for a GPU (blocks of
   # threads, shared memory, barriers): the GPU lowering's logic, checked without a GPU
   OXIDE_TILE_THREADS=1 OXIDE_LIBRARY="$PWD/$BUILD/liboxide.so" PYTHONPATH="$PWD/bindings/python" \
-    python3 -m pytest -q tests/python/test_tile.py tests/python/test_tile_data.py || status=1
+    python3 -m pytest -q tests/python/test_tile.py tests/python/test_tile_data.py tests/python/test_rng.py || status=1
 fi
 
 step "Python wheel: build, install into a fresh venv, test the installed package"

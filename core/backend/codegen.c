@@ -81,9 +81,12 @@ static LLVMValueRef bf16_round(cg_t *C, LLVMValueRef f);
 
 static LLVMValueRef math(cg_t *C, const oxi_instr *in) {
   oxi_type t = in->type;
-  LLVMValueRef a[3];
+  LLVMValueRef a[6];
+  assert(in->nops <= 6);
   for (int i = 0; i < in->nops; i++)
     a[i] = val(C, in->ops[i]);
+  if (in->sub >= OXI_M_PHILOX0 && in->sub <= OXI_M_PHILOX3)
+    return oxl_philox(C, a, in->sub - OXI_M_PHILOX0);
   if (oxi_is_int(t)) {
     bool s = oxi_is_signed(t);
     switch (in->sub) {

@@ -71,6 +71,8 @@ LLVMValueRef oxl_ptx_f32(cg_t *C, const char *insn, LLVMValueRef a);
  * type t (f64 transcendentals) */
 LLVMValueRef oxl_math_float(cg_t *C, int fn, oxi_type t, LLVMValueRef *a);
 bool oxl_math_gpu_lacks(int fn, oxi_type t);
+/* math.c: word `w` of Philox4x32-10 of key a[0..1] and counter a[2..5] (i32 values) */
+LLVMValueRef oxl_philox(cg_t *C, LLVMValueRef *a, int w);
 
 /* codegen.c */
 void oxl_cg_body(cg_t *C);

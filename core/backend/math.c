@@ -176,6 +176,30 @@ LLVMValueRef oxl_math_float(cg_t *C, int fn, oxi_type t, LLVMValueRef *a) {
   }
 }
 
+/* Philox4x32-10 (Salmon, Moraes, Dror and Shaw, SC'11): ten rounds of two 32 x 32 -> 64-bit
+ * products (the round's multipliers), the key bumped by the Weyl increments between rounds. */
+LLVMValueRef oxl_philox(cg_t *C, LLVMValueRef *a, int w) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(C->ctx), i64 = LLVMInt64TypeInContext(C->ctx);
+  LLVMValueRef k0 = a[0], k1 = a[1], c[4] = {a[2], a[3], a[4], a[5]};
+  for (int round = 0; round < 10; round++) {
+    if (round) {
+      k0 = LLVMBuildAdd(C->b, k0, LLVMConstInt(i32, 0x9E3779B9u, 0), "");
+      k1 = LLVMBuildAdd(C->b, k1, LLVMConstInt(i32, 0xBB67AE85u, 0), "");
+    }
+    LLVMValueRef p0 = LLVMBuildMul(C->b, LLVMBuildZExt(C->b, c[0], i64, ""), LLVMConstInt(i64, 0xD2511F53u, 0), "");
+    LLVMValueRef p1 = LLVMBuildMul(C->b, LLVMBuildZExt(C->b, c[2], i64, ""), LLVMConstInt(i64, 0xCD9E8D57u, 0), "");
+    LLVMValueRef hi0 = LLVMBuildTrunc(C->b, LLVMBuildLShr(C->b, p0, LLVMConstInt(i64, 32, 0), ""), i32, "");
+    LLVMValueRef hi1 = LLVMBuildTrunc(C->b, LLVMBuildLShr(C->b, p1, LLVMConstInt(i64, 32, 0), ""), i32, "");
+    LLVMValueRef n0 = LLVMBuildXor(C->b, LLVMBuildXor(C->b, hi1, c[1], ""), k0, "");
+    LLVMValueRef n2 = LLVMBuildXor(C->b, LLVMBuildXor(C->b, hi0, c[3], ""), k1, "");
+    c[1] = LLVMBuildTrunc(C->b, p1, i32, "");
+    c[3] = LLVMBuildTrunc(C->b, p0, i32, "");
+    c[0] = n0;
+    c[2] = n2;
+  }
+  return c[w];
+}
+
 bool oxl_math_gpu_lacks(int fn, oxi_type t) {
   if (t != OX_F64)
     return false;

@@ -340,6 +340,7 @@ bool oxf_check(oxb_arena *a, oxb_diags *d, const oxf_program *p, oxi_module *m) 
   S.stmt = oxs_stmt;
   S.tile_call = oxs_tile_call;
   S.tile_method = oxs_tile_method;
+  S.rng_call = oxs_rng_call;
   S.tile_unify = oxs_tile_unify;
   S.a = a;
   S.d = d;
@@ -403,6 +404,7 @@ bool oxf_check_tile(oxb_arena *a, oxb_diags *d, const oxf_program *p, const oxf_
   S.stmt = oxs_stmt;
   S.tile_call = oxs_tile_call;
   S.tile_method = oxs_tile_method;
+  S.rng_call = oxs_rng_call;
   S.tile_unify = oxs_tile_unify;
   S.a = a;
   S.d = d;

@@ -766,6 +766,12 @@ static val call(sema *S, const oxf_node *n, oxi_type hint) {
       }
     }
   }
+  if (bare) { /* after the device functions: one of these names is the program's own */
+    bool handled = false;
+    val v = S->rng_call(S, n, hint, &handled);
+    if (handled)
+      return v;
+  }
   ERR(S, n->loc, "unknown function '%s'", name);
   return VERR;
 }

@@ -140,6 +140,8 @@ typedef struct sema {
   val (*tile_call)(struct sema *S, const oxf_node *n, oxi_type hint, bool *handled);
   val (*tile_method)(struct sema *S, const oxf_node *n, val recv, oxi_type hint);
   bool (*tile_unify)(struct sema *S, oxb_loc loc, oxi_instr **ops, int n);
+  /* philox, rand, randint, randn (rng.c), set by check.c for the same reason */
+  val (*rng_call)(struct sema *S, const oxf_node *n, oxi_type hint, bool *handled);
 } sema;
 
 /* ---- build.c: errors, size limits, emitting IR, bindings, facts */
@@ -237,6 +239,9 @@ oxi_instr *oxs_mem_access(sema *S, oxi_op op, binding *mb, oxi_instr *idx, bindi
                           const char *what);
 /* The thread's linear index in the grid (u64). */
 oxi_instr *oxs_linear_index(sema *S);
+
+/* ---- rng.c: the random-number builtins; *handled says whether n is one */
+val oxs_rng_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled);
 
 /* ---- own.c: the ownership rule across witnesses */
 /* Whether v is the same in every thread and everywhere in the kernel; reports

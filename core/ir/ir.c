@@ -92,7 +92,7 @@ const char *oxi_math_name(int m) {
                                       "sin",  "cos",   "tanh", "pow", "fma",   "abs",
                                       "min",  "max",   "floor", "ceil", "recip", "erf",
                                       "sigmoid", "round", "trunc", "tan", "atan", "atan2",
-                                      "signum", "clamp"};
+                                      "signum", "clamp", "philox0", "philox1", "philox2", "philox3"};
   _Static_assert(OXB_COUNT(names) == OXI_M_COUNT, "math names");
   return (m >= 0 && m < OXI_M_COUNT) ? names[m] : "?";
 }

@@ -51,7 +51,7 @@ typedef enum oxi_op {
   OXI_BARRIER, /* all threads of the block */
   OXI_SHFL,    /* sub: 0 idx, 1 up, 2 down, 3 xor; ops0 value, ops1 lane/delta/mask (u32) */
   OXI_VOTE,    /* sub: 0 all, 1 any, 2 ballot; ops0 bool */
-  OXI_MATH,    /* sub: OXI_M_*; 1 to 3 operands of `type` */
+  OXI_MATH,    /* sub: OXI_M_*; 1 to 3 operands of `type` (OXI_M_PHILOX*: 6) */
   OXI_ASSUME,  /* ops0 (bool) holds: a launch-contract relation checked on the host */
   OXI_ALIGNED, /* bool: memory `mem` starts at a multiple of `imm` bytes */
   OXI_DIM,     /* u64: size of dim `index` of tensor parameter `mem` */
@@ -165,7 +165,10 @@ enum { /* OXI_MATH */
   OXI_M_SQRT, OXI_M_RSQRT, OXI_M_EXP, OXI_M_EXP2, OXI_M_LOG, OXI_M_LOG2, OXI_M_SIN, OXI_M_COS,
   OXI_M_TANH, OXI_M_POW, OXI_M_FMA, OXI_M_ABS, OXI_M_MIN, OXI_M_MAX, OXI_M_FLOOR, OXI_M_CEIL,
   OXI_M_RECIP, OXI_M_ERF, OXI_M_SIGMOID, OXI_M_ROUND, OXI_M_TRUNC, OXI_M_TAN, OXI_M_ATAN,
-  OXI_M_ATAN2, OXI_M_SIGNUM, OXI_M_CLAMP, OXI_M_COUNT
+  OXI_M_ATAN2, OXI_M_SIGNUM, OXI_M_CLAMP,
+  OXI_M_PHILOX0, OXI_M_PHILOX1, OXI_M_PHILOX2, OXI_M_PHILOX3, /* u32 word 0..3 of Philox4x32-10 of key
+                                                                 ops0..1 and counter ops2..5 (u32) */
+  OXI_M_COUNT
 };
 
 /* Memory a kernel can reach. */

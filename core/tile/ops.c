@@ -191,7 +191,8 @@ static bool all_one_value(oxi_instr *const *v, int n) {
 void oxt_lower_elementwise(oxt_lowerer *L, const oxi_instr *in) {
   bool mma = L->mma[in->id];
   int n = oxt_count_in(L, in->tshape, mma);
-  oxi_instr **ops[4] = {0};
+  oxi_instr **ops[6] = {0};
+  assert(in->nops <= 6);
   bool one = true, everywhere = true;
   for (int i = 0; i < in->nops; i++)
     if (in->ops[i]->tshape) {

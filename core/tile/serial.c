@@ -51,7 +51,8 @@ static void s_elementwise(oxt_lowerer *L, const oxi_instr *in) {
   oxi_mem m = oxt_shared_array(L, in->type, E);
   oxt_counted_loop lp;
   oxi_instr *f = s_loop(L, &lp, E);
-  oxi_instr *ops[4];
+  oxi_instr *ops[6];
+  assert(in->nops <= 6);
   for (int i = 0; i < in->nops; i++)
     ops[i] = in->ops[i]->tshape ? s_elem(L, in->ops[i], f) : oxt_mapped(L, in->ops[i]);
   oxi_instr *c = oxt_emit(L, in->op, in->type);
