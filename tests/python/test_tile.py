@@ -412,3 +412,38 @@ def test_tile_elements_as_scalars(dev):
         t = x.astype(np.float64).reshape(-1, B)
         ref = np.repeat(t[:, :7].sum(1) + t[:, 8:16].sum(1), B)
         np.testing.assert_allclose(z.numpy(), ref, rtol=1e-6, atol=1e-6)
+
+
+BIAS_MATMUL = """\
+#[tile]
+fn mm<const BM: i32, const BN: i32, const BK: i32>(y: &mut Tensor<f32, [BM, BN]>, x: &Tensor<bf16, [-1, -1]>, w: &Tensor<bf16, [-1, -1]>, bias: &Tensor<f32, [-1]>) {
+    let px = x.partition([BM, BK]);
+    let pw = w.partition([BK, BN]);
+    let mut acc = full([BM, BN], 0.0f32);
+    for k in 0..(x.dim(1) + (BK as usize) - 1) / (BK as usize) {
+        acc = mma(px.load([tile_id(0), k]), pw.load([k, tile_id(1)]), acc);
+    }
+    y.store(acc + reshape(bias.partition([BN]).load([tile_id(1)]), [1, BN]));
+}
+"""
+
+
+@pytest.mark.parametrize("tile", [(128, 128, 64), (64, 128, 64)])
+def test_matmul_with_a_fused_bias(dev, tile):
+    """The bias epilogue at the tiles a launch chooses: at 128 x 128 x 64 on sm_90 it
+    once reached an internal IR verifier error (a barrier placed before its id)."""
+    BM, BN, BK = tile
+    M, N, K = 300, 200, 130
+    rng = np.random.default_rng(7)
+    a32 = rng.standard_normal((M, K)).astype(np.float32)
+    b32 = rng.standard_normal((K, N)).astype(np.float32)
+    bias = rng.standard_normal(N).astype(np.float32)
+    k = oxide.compile(BIAS_MATMUL, device=dev, filename="bias.oxk").mm
+    k.set_generic("BK", BK)
+    y = oxide.full((M, N), float("nan"), device=dev)
+    k(y.partition((BM, BN)), oxide.tensor(a32, dtype="bf16", device=dev), oxide.tensor(b32, dtype="bf16", device=dev),
+      oxide.tensor(bias, device=dev))
+    av, bv = _bf16_reference(a32), _bf16_reference(b32)
+    want = av @ bv + bias
+    err = np.abs(y.numpy().astype(np.float64) - want)
+    assert (err <= 1e-5 * (np.abs(av) @ np.abs(bv)) + 1e-5).all(), err.max()
