@@ -367,6 +367,14 @@ static const fcase cases[] = {
     BAD("get_mut with a computed index", 1, K("if let Some(o) = c.get_mut(i.get()) { *o = 1.0; }"),
         "4:29 error: get_mut takes a thread-index witness from thread::index_1d() or "
         "thread::index_2d(), found u64: a computed index could let two threads write one element"),
+    BAD("CUDA names get Oxide's", 4,
+        K("let a = thread_idx_x();\n__syncthreads();\nlet b = shfl_down(1.0f32, 1u32);\nlet c = atomicAdd(h, 1u32);"),
+        "4:9 error: unknown function 'thread_idx_x'; Oxide writes it thread::thread_idx_x()",
+        "5:1 error: unknown function '__syncthreads'; Oxide writes it sync_threads()",
+        "6:9 error: unknown function 'shfl_down'; Oxide writes it warp::shuffle_down(v, delta)",
+        "7:9 error: unknown function 'atomicAdd'; Oxide writes it a.atomic_add(i, v) on an &[Atomic<T>] parameter"),
+    BAD("threadIdx.x", 1, K("let a = threadIdx.x;"),
+        "4:18 error: fields are not supported; CUDA's threadIdx.x is thread::thread_idx_x() in Oxide"),
     BAD("two witness kinds on one output", 1,
         K("if let Some(o) = c.get_mut(i) { *o = 1.0; }\nlet j = thread::index_block();\n"
           "if let Some(o) = c.get_mut(j) { *o = 2.0; }"),

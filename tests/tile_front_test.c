@@ -512,6 +512,10 @@ static const bad bads[] = {
       "7:27 error: a tile of 2 dims is not indexed with [i]: read an element with 't.at([i, j])'",
       "8:10 error: a tile has methods item(), at([..]) and the math functions (t.exp(), t.max(v), ...), "
       "not 'foo'"}},
+    {"Triton names get Oxide's", T("let a = program_id(0);\nlet b = arange(16);\nlet c = zeros([16]);"), 3,
+     {"3:9 error: unknown function 'program_id'; Oxide writes it tile_id(axis)",
+      "4:9 error: unknown function 'arange'; Oxide writes it iota([n], 0)",
+      "5:9 error: unknown function 'zeros'; Oxide writes it full([..], 0.0f32)"}},
     {"arrays elsewhere", T("let a = [1, 2];\nlet b = tile_id([0]);"), 2,
      {"3:9 error: an array '[..]' is written only as the sizes of x.partition([..]) and the "
       "indices of .load([..])", "4:17 error: the axis of tile_id must be an integer literal"}},

@@ -443,6 +443,12 @@ static oxf_node *postfix(parser *P) {
             break;
         }
         expect(P, ")");
+      } else if (n->kind == OXF_NAME && (!strcmp(n->name, "threadIdx") || !strcmp(n->name, "blockIdx") ||
+                                         !strcmp(n->name, "blockDim") || !strcmp(n->name, "gridDim"))) {
+        /* CUDA's threadIdx.x is thread::thread_idx_x() */
+        static const char *const oxide[] = {"thread_idx", "block_idx", "block_dim", "grid_dim"};
+        int w = n->name[0] == 't' ? 0 : n->name[0] == 'g' ? 3 : n->name[5] == 'I' ? 1 : 2;
+        perr(P, loc, "fields are not supported; CUDA's %s.%s is thread::%s_%s() in Oxide", n->name, name, oxide[w], name);
       } else {
         perr(P, loc, "fields are not supported; expected a method call '%s()'", name);
       }
