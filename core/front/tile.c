@@ -239,6 +239,56 @@ static val load_tile_like(sema *S, const oxf_node *n) {
   return tile_load(S, n->loc, x, coords, rz, z->tile, 0, 0);
 }
 
+static oxi_instr *reduce(sema *S, oxi_instr *t, int sub, int axis) {
+  int64_t dims[OXI_MAX_RANK];
+  memcpy(dims, t->tshape->dims, sizeof dims);
+  dims[axis] = 1;
+  oxi_instr *in = oxs_emit(S, OXI_T_REDUCE, t->type);
+  in->sub = sub;
+  in->index = axis;
+  in->ops[0] = t;
+  in->nops = 1;
+  in->tshape = new_shape(S, t->tshape->rank, dims);
+  return in;
+}
+
+/* argmax(t, axis) / argmin(t, axis): the first index (i32) along axis of the
+ * largest / smallest element, the axis kept with size 1 like reduce_*: the
+ * extreme, then the smallest index where an element equals it. NaNs are
+ * passed over (max and min ignore them); a row of NaNs gives 0. */
+static val arg_extreme(sema *S, const oxf_node *n, bool largest) {
+  static const val err = {V_ERR, NULL, NULL, NULL};
+  const char *name = largest ? "argmax" : "argmin";
+  if (!nargs(S, n, 2, name))
+    return err;
+  val t = oxs_expr(S, arg(n, 0), OXI_VOID);
+  if (t.k == V_ERR)
+    return err;
+  if (t.k != V_TILE || t.v->type == OX_BOOL || oxi_is_fp8(t.v->type)) {
+    ERR(S, arg(n, 0)->loc, "'%s' takes a tile of numbers, found %s", name, oxs_vdesc(S, t));
+    return err;
+  }
+  const oxi_tshape *s = t.v->tshape;
+  int axis;
+  if (!axis_arg(S, arg(n, 1), s->rank, name, oxs_shape_text(S, s), &axis))
+    return err;
+  oxi_instr *ext = broadcast(S, reduce(S, t.v, largest ? OXI_MAX : OXI_MIN, axis), s);
+  oxi_instr *at = oxs_op2(S, OXI_CMP, OXI_EQ, OX_BOOL, t.v, ext);
+  oxi_instr *idx = oxs_emit(S, OXI_T_IOTA, OX_I32);
+  idx->index = axis;
+  idx->tshape = s;
+  oxi_instr *none = splat(S, oxs_const_int(S, OX_I32, INT32_MAX), s);
+  oxi_instr *cand = oxs_emit(S, OXI_SELECT, OX_I32);
+  cand->ops[0] = at, cand->ops[1] = idx, cand->ops[2] = none, cand->nops = 3, cand->tshape = s;
+  oxi_instr *first = reduce(S, cand, OXI_MIN, axis);
+  oxi_instr *none1 = splat(S, oxs_const_int(S, OX_I32, INT32_MAX), first->tshape);
+  oxi_instr *zero = splat(S, oxs_const_int(S, OX_I32, 0), first->tshape);
+  oxi_instr *empty = oxs_op2(S, OXI_CMP, OXI_EQ, OX_BOOL, first, none1); /* made before its use */
+  oxi_instr *r = oxs_emit(S, OXI_SELECT, OX_I32);
+  r->ops[0] = empty, r->ops[1] = zero, r->ops[2] = first, r->nops = 3, r->tshape = first->tshape;
+  return oxs_value(r);
+}
+
 /* select(c, a, b): elementwise c ? a : b; c a bool tile or a bool. */
 static val select_call(sema *S, const oxf_node *n, oxi_type hint) {
   static const val err = {V_ERR, NULL, NULL, NULL};
@@ -576,6 +626,8 @@ val oxs_tile_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) {
     in->tshape = new_shape(S, t.v->tshape->rank, dims);
     return oxs_value(in);
   }
+  if (!strcmp(name, "argmax") || !strcmp(name, "argmin"))
+    return arg_extreme(S, n, name[3] == 'm' && name[4] == 'a');
   if (!strcmp(name, "dot") || !strcmp(name, "mma"))
     return dot_call(S, n, !strcmp(name, "mma"));
   bool id = !strcmp(name, "tile_id");

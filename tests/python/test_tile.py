@@ -447,3 +447,30 @@ def test_matmul_with_a_fused_bias(dev, tile):
     want = av @ bv + bias
     err = np.abs(y.numpy().astype(np.float64) - want)
     assert (err <= 1e-5 * (np.abs(av) @ np.abs(bv)) + 1e-5).all(), err.max()
+
+
+ARGMAX = """\
+#[tile]
+fn k<const BM: i32, const BN: i32>(mx: &mut Tensor<i32, [BM, 1]>, mn: &mut Tensor<i32, [1, BN]>, x: &Tensor<f32, [-1, -1]>) {
+    let t = x.partition([BM, BN]).load_padded([tile_id(0), 0], f32::NEG_INFINITY);
+    mx.store(argmax(t, 1));
+    let u = x.partition([BM, BN]).load_padded([0, tile_id(1)], f32::INFINITY);
+    mn.store(argmin(u, 0));
+}
+"""
+
+
+def test_argmax_argmin(dev):
+    """The first index of the extreme along an axis (ties: the first), NaNs passed
+    over; on a 30 x 20 tensor in 32 x 32 tiles, whose padding takes part like in a
+    reduction: a row of NaNs finds the first -inf of the padding, at 20."""
+    m = oxide.compile(ARGMAX, device=dev, filename="argmax.oxk")
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 5, size=(30, 20)).astype(np.float32)
+    x[3, :] = np.nan
+    x[5, 7] = np.nan
+    mx, mn = oxide.zeros((30, 1), dtype="i32", device=dev), oxide.zeros((1, 20), dtype="i32", device=dev)
+    m.k(mx.partition((32, 1)), mn.partition((1, 32)), oxide.from_numpy(x).to(dev))
+    want = np.array([20 if np.isnan(r).all() else np.nanargmax(r) for r in x])
+    np.testing.assert_array_equal(mx.numpy()[:, 0], want)
+    np.testing.assert_array_equal(mn.numpy()[0], np.nanargmin(x, axis=0))
