@@ -240,6 +240,10 @@ oxi_instr *oxs_mem_access(sema *S, oxi_op op, binding *mb, oxi_instr *idx, bindi
 /* The thread's linear index in the grid (u64). */
 oxi_instr *oxs_linear_index(sema *S);
 
+/* ---- hints.c: what Oxide writes for a CUDA, Triton or NumPy name (in a tile
+ * kernel when `tile`), or NULL */
+const char *oxs_spelled_otherwise(bool tile, const char *name);
+
 /* ---- rng.c: the random-number builtins; *handled says whether n is one */
 val oxs_rng_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled);
 
