@@ -195,3 +195,139 @@ def test_errors(body, message):
         oxide.compile(src, filename="bad.oxk")
     assert message in str(e.value)
     assert "bad.oxk:3:" in str(e.value)
+
+
+ATTENTION = """\
+#[tile]
+fn varlen<const BM: i32, const BN: i32, const D: i32>(o: &mut Tensor<f32, [BM, 1, D]>, q: &Tensor<f32, [-1, -1, D]>,
+        k: &Tensor<f32, [-1, -1, D]>, v: &Tensor<f32, [-1, -1, D]>, cu: &Tensor<i32, [-1]>, scale: f32) {
+    let r0 = tile_id(0) * (BM as usize);
+    let h = tile_id(1);
+    let total = q.dim(0);
+    let rows = iota([BM, 1], 0) + r0 as i64;
+    // each row's sequence start: the last cu_seqlens entry at or below it
+    let mut start = full([BM, 1], 0i64);
+    for b in 0..cu.dim(0) {
+        let c = cu[b] as i64;
+        start = select(rows >= c, full([BM, 1], c), start);
+    }
+    let qt = reshape(q.load_at([r0, h, 0], [BM, 1, D]), [BM, D]);
+    let mut m = full([BM, 1], f32::NEG_INFINITY);
+    let mut l = full([BM, 1], 0.0f32);
+    let mut acc = full([BM, D], 0.0f32);
+    let end = min(r0 + (BM as usize), total);
+    let mut j = start.at([0, 0]) as usize;
+    while j < end {
+        let kt = reshape(k.load_at([j, h, 0], [BN, 1, D]), [BN, D]);
+        let vt = reshape(v.load_at([j, h, 0], [BN, 1, D]), [BN, D]);
+        let cols = iota([1, BN], 1) + j as i64;
+        let ok = (cols >= start) & (cols <= rows);
+        let s = select(ok, dot(qt, transpose(kt)) * scale, f32::NEG_INFINITY);
+        let mn = max(m, reduce_max(s, 1));
+        // a row none of whose keys is in this tile keeps -inf: subtract 0 there, not -inf
+        let base = select(mn == f32::NEG_INFINITY, 0.0f32, mn);
+        let p = exp(s - base);
+        let alpha = exp(m - base);
+        l = l * alpha + reduce_sum(p, 1);
+        acc = acc * alpha + dot(p, vt);
+        m = mn;
+        j += BN as usize;
+    }
+    o.store(reshape(acc / l, [BM, 1, D]));
+}
+
+#[tile]
+fn paged_decode<const P: i32, const D: i32>(o: &mut Tensor<f32, [1, 1, D]>, q: &Tensor<f32, [-1, -1, D]>,
+        kc: &Tensor<f32, [-1, P, -1, D]>, vc: &Tensor<f32, [-1, P, -1, D]>, table: &Tensor<i32, [-1, -1]>,
+        lens: &Tensor<i32, [-1]>, scale: f32) {
+    let b = tile_id(0);
+    let h = tile_id(1);
+    let n = lens[b] as usize;
+    let qt = reshape(q.load_at([b, h, 0], [1, 1, D]), [1, D]);
+    let mut m = full([1, 1], f32::NEG_INFINITY);
+    let mut l = full([1, 1], 0.0f32);
+    let mut acc = full([1, D], 0.0f32);
+    for j in 0..(n + (P as usize) - 1) / (P as usize) {
+        let page = table.at([b, j]) as usize;
+        let kt = reshape(kc.load_at([page, 0, h, 0], [1, P, 1, D]), [P, D]);
+        let vt = reshape(vc.load_at([page, 0, h, 0], [1, P, 1, D]), [P, D]);
+        let pos = iota([1, P], 1) + j * (P as usize);
+        let s = select(pos < n, dot(qt, transpose(kt)) * scale, f32::NEG_INFINITY);
+        let mn = max(m, reduce_max(s, 1));
+        let p = exp(s - mn);
+        let alpha = exp(m - mn);
+        l = l * alpha + reduce_sum(p, 1);
+        acc = acc * alpha + dot(p, vt);
+        m = mn;
+    }
+    o.store(reshape(acc / l, [1, 1, D]));
+}
+"""
+
+
+def _varlen_ref(q, k, v, cu, scale):
+    out = np.zeros_like(q, dtype=np.float64)
+    for b in range(len(cu) - 1):
+        s0, s1 = cu[b], cu[b + 1]
+        for h in range(q.shape[1]):
+            Q, K, V = q[s0:s1, h].astype(np.float64), k[s0:s1, h].astype(np.float64), v[s0:s1, h].astype(np.float64)
+            S = Q @ K.T * scale
+            S[np.triu_indices(s1 - s0, 1)] = -np.inf
+            P = np.exp(S - S.max(1, keepdims=True))
+            out[s0:s1, h] = (P / P.sum(1, keepdims=True)) @ V
+    return out
+
+
+def _paged_ref(q, kc, vc, table, lens, scale):
+    B, H, D = q.shape
+    P = kc.shape[1]
+    out = np.zeros((B, H, D))
+    for b in range(B):
+        n = lens[b]
+        pages = table[b, : (n + P - 1) // P]
+        K = np.concatenate([kc[p] for p in pages])[:n].astype(np.float64)
+        V = np.concatenate([vc[p] for p in pages])[:n].astype(np.float64)
+        for h in range(H):
+            s = K[:, h] @ q[b, h].astype(np.float64) * scale
+            e = np.exp(s - s.max())
+            out[b, h] = e @ V[:, h] / e.sum()
+    return out
+
+
+@pytest.fixture
+def attn(dev):
+    return oxide.compile(ATTENTION, device=dev, filename="attention_data.oxk")
+
+
+@pytest.mark.parametrize("tiles", [(16, 16), (8, 32)])
+def test_varlen_attention_through_cu_seqlens(attn, dev, tiles):
+    """Causal attention within each sequence of a packed batch (FlashAttention's
+    varlen form): each row finds its sequence's start in cu_seqlens, a block's
+    keys start at its first row's sequence (start.at(..)), and keys are loaded
+    at element offsets (load_at); a block's rows may span sequences."""
+    BM, BN = tiles
+    rng = np.random.default_rng(0)
+    lens = [5, 17, 1, 40, 9]
+    cu = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+    T, H, D = int(cu[-1]), 2, 16
+    q, k, v = (rng.standard_normal((T, H, D)).astype(np.float32) for _ in range(3))
+    o = oxide.zeros((T, H, D), device=dev)
+    attn.varlen.set_generic("BN", BN)
+    attn.varlen(o.partition((BM, 1, D)), *(oxide.from_numpy(a).to(dev) for a in (q, k, v, cu)), np.float32(0.25))
+    np.testing.assert_allclose(o.numpy(), _varlen_ref(q, k, v, cu, 0.25), rtol=1e-5, atol=1e-5)
+
+
+def test_paged_kv_decode_attention(attn, dev):
+    """One new query per sequence against a KV cache in pages a block table names
+    (vLLM's layout: [pages, page size, heads, head dim])."""
+    rng = np.random.default_rng(1)
+    B, H, D, P, pages = 3, 2, 16, 8, 12
+    q = rng.standard_normal((B, H, D)).astype(np.float32)
+    kc, vc = (rng.standard_normal((pages, P, H, D)).astype(np.float32) for _ in range(2))
+    table = np.array([[3, 7, 1, 0], [11, 2, 0, 0], [5, 6, 9, 10]], dtype=np.int32)
+    lens = np.array([25, 9, 32], dtype=np.int32)
+    o = oxide.zeros((B, H, D), device=dev)
+    attn.paged_decode.set_generic("P", P)
+    attn.paged_decode(o.partition((1, 1, D)), *(oxide.from_numpy(a).to(dev) for a in (q, kc, vc, table, lens)),
+                      np.float32(0.3))
+    np.testing.assert_allclose(o.numpy(), _paged_ref(q, kc, vc, table, lens, 0.3), rtol=1e-5, atol=1e-5)
