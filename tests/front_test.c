@@ -375,6 +375,9 @@ static const fcase cases[] = {
         "7:9 error: unknown function 'atomicAdd'; Oxide writes it a.atomic_add(i, v) on an &[Atomic<T>] parameter"),
     BAD("threadIdx.x", 1, K("let a = threadIdx.x;"),
         "4:18 error: fields are not supported; CUDA's threadIdx.x is thread::thread_idx_x() in Oxide"),
+    OK("cdiv", K("let q = cdiv(n, 3u32) + cdiv(4294967295u32, 4294967295u32);")),
+    BAD("cdiv of two types", 1, K("let q = cdiv(n, 3u64);"),
+        "4:9 error: cdiv takes two integers of one type, found u32 and u64"),
     BAD("two witness kinds on one output", 1,
         K("if let Some(o) = c.get_mut(i) { *o = 1.0; }\nlet j = thread::index_block();\n"
           "if let Some(o) = c.get_mut(j) { *o = 2.0; }"),

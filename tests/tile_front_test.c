@@ -485,7 +485,7 @@ static const bad bads[] = {
       "7:28 error: the padding value must be a constant of the tensor's dtype f32: a literal, "
       "f32::INFINITY, f32::NEG_INFINITY, f32::MAX or f32::MIN",
       "8:28 error: the padding value must be a constant of the tensor's dtype f32",
-      "9:10 error: a partition has methods load([..]) and load_padded([..], value), not 'store'",
+      "9:10 error: a partition has methods load([..]), load_padded([..], value) and num_tiles(axis), not 'store'",
       "10:9 error: 'p' cannot be copied into another variable"}},
     {"tile sizes as expressions of generics", T(
         "let a = full([B / 2, B * 4], 1.0f32);\n"

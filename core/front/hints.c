@@ -34,7 +34,7 @@ const char *oxs_spelled_otherwise(bool tile, const char *name) {
       {"arange", NULL, "iota([n], 0)"},                  {"zeros", NULL, "full([..], 0.0f32)"},
       {"ones", NULL, "full([..], 1.0f32)"},              {"where", NULL, "select(c, a, b)"},
       {"sum", NULL, "reduce_sum(t, axis)"},              {"load", NULL, "x.partition([..]).load([..]) or x.load_at([..], [..])"},
-      {"store", NULL, "z.store(t)"},                     {"cdiv", "(a + b - 1) / b", "(a + b - 1) / b"},
+      {"store", NULL, "z.store(t)"},
       {"expf", "exp(x)", "exp(x)"},                      {"__expf", "exp(x)", "exp(x)"},
       {"logf", "ln(x)", "ln(x)"},                        {"sqrtf", "sqrt(x)", "sqrt(x)"},
       {"rsqrtf", "rsqrt(x)", "rsqrt(x)"},                {"fmaxf", "max(x, y)", "max(x, y)"},

@@ -658,6 +658,36 @@ static val shared_new(sema *S, const oxf_node *n) {
   return (val){V_MEM, NULL, b, NULL};
 }
 
+/* cdiv(a, b): a / b rounded up, of integers (scalars, or tiles in tile
+ * kernels): a / b + (a % b != 0), which does not overflow near the type's
+ * largest value as (a + b - 1) / b does. For a >= 0 and b > 0. */
+static val cdiv(sema *S, const oxf_node *n, oxi_type hint) {
+  if (!oxs_argc(S, n, 2, "cdiv"))
+    return VERR;
+  oxi_instr *v[2];
+  for (int i = 0; i < 2; i++) {
+    v[i] = oxs_operand(S, n->args.items[i], hint, "an argument of cdiv", S->is_tile);
+    if (!v[i])
+      return VERR;
+    hint = v[i]->type;
+  }
+  if (v[0]->type != v[1]->type || !oxi_is_int(v[0]->type)) {
+    ERR(S, n->loc, "cdiv takes two integers of one type, found %s and %s", oxi_type_name(v[0]->type),
+        oxi_type_name(v[1]->type));
+    return VERR;
+  }
+  if (!S->tile_unify(S, n->loc, v, 2))
+    return VERR;
+  oxi_type t = v[0]->type;
+  oxi_instr *q = oxs_op2(S, OXI_BIN, OXI_DIV, t, v[0], v[1]), *r = oxs_op2(S, OXI_BIN, OXI_REM, t, v[0], v[1]);
+  oxi_instr *zero = oxs_const_int(S, t, 0);
+  oxi_instr *ops[2] = {r, zero};
+  if (!S->tile_unify(S, n->loc, ops, 2))
+    return VERR;
+  oxi_instr *up = oxs_cast_to(S, oxs_op2(S, OXI_CMP, OXI_NE, OX_BOOL, ops[0], ops[1]), t);
+  return oxs_value(oxs_op2(S, OXI_BIN, OXI_ADD, t, q, up));
+}
+
 static val call(sema *S, const oxf_node *n, oxi_type hint) {
   const char *name = n->name;
   const char *base = strrchr(name, ':');
@@ -766,6 +796,8 @@ static val call(sema *S, const oxf_node *n, oxi_type hint) {
       }
     }
   }
+  if (bare && !strcmp(name, "cdiv")) /* after the device functions too */
+    return cdiv(S, n, hint);
   if (bare) { /* after the device functions: one of these names is the program's own */
     bool handled = false;
     val v = S->rng_call(S, n, hint, &handled);

@@ -69,12 +69,34 @@ static oxi_instr *broadcast(sema *S, oxi_instr *v, const oxi_tshape *shape) {
   return in;
 }
 
+/* Tile v with leading dims of 1 up to `rank` ([BN] as [1, BN]): numpy's rank
+ * promotion, a reshape that moves no element. */
+static oxi_instr *lead_ones(sema *S, oxi_instr *v, int rank) {
+  const oxi_tshape *s = v->tshape;
+  int64_t dims[OXI_MAX_RANK];
+  int pad = rank - s->rank;
+  for (int d = 0; d < rank; d++)
+    dims[d] = d < pad ? 1 : s->dims[d - pad];
+  oxi_instr *in = oxs_emit(S, OXI_T_RESHAPE, v->type);
+  in->ops[0] = v;
+  in->nops = 1;
+  in->tshape = new_shape(S, rank, dims);
+  return in;
+}
+
 /* oxs_tile_unify, where the result must also have shape `with` (if given):
- * numpy's broadcasting over tiles of one rank (each dim equal, or 1 in all
- * but one of them); scalars are splatted. */
+ * numpy's broadcasting (tiles of lower rank take leading dims of 1, then each
+ * dim equal, or 1 in all but one of them); scalars are splatted. */
 static bool unify_with(sema *S, oxb_loc loc, oxi_instr **ops, int n, const oxi_tshape *with) {
   int64_t dims[OXI_MAX_RANK];
   int rank = with ? with->rank : -1;
+  int top = rank;
+  for (int i = 0; i < n; i++)
+    if (ops[i]->tshape && ops[i]->tshape->rank > top)
+      top = ops[i]->tshape->rank;
+  for (int i = 0; i < n; i++)
+    if (ops[i]->tshape && ops[i]->tshape->rank < top && (!with || top == with->rank))
+      ops[i] = lead_ones(S, ops[i], top);
   if (with)
     memcpy(dims, with->dims, sizeof dims);
   for (int i = 0; i < n; i++) {
@@ -755,10 +777,22 @@ static val partition(sema *S, const oxf_node *n, binding *x) {
 /* p.load([i, j, ..]) and p.load_padded([i, j, ..], value) of partition p. */
 static val part_load(sema *S, const oxf_node *n, binding *p) {
   static const val err = {V_ERR, NULL, NULL, NULL};
+  if (!strcmp(n->name, "num_tiles")) { /* ceil(dim / tile) along an axis */
+    int axis;
+    if (!nargs(S, n, 1, "num_tiles") || !axis_arg(S, arg(n, 0), p->tile->rank, "num_tiles", "the partition", &axis))
+      return err;
+    int64_t t = p->tile->dims[axis];
+    oxi_instr *dim = about(S, OXI_DIM, OX_U64, p, axis);
+    oxi_instr *up = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, dim, oxs_const_int(S, OX_U64, (uint64_t)t - 1));
+    int sh = 0;
+    while (((int64_t)1 << sh) < t)
+      sh++;
+    return oxs_value(oxs_op2(S, OXI_BIN, OXI_SHR, OX_U64, up, oxs_const_int(S, OX_U64, (uint64_t)sh)));
+  }
   bool padded = !strcmp(n->name, "load_padded");
   if (!padded && strcmp(n->name, "load")) {
-    ERR(S, n->loc, "a partition has methods load([..]) and load_padded([..], value), not '%s'",
-        n->name);
+    ERR(S, n->loc, "a partition has methods load([..]), load_padded([..], value) and num_tiles(axis), "
+                   "not '%s'", n->name);
     return err;
   }
   if (!nargs(S, n, padded ? 2 : 1, n->name))

@@ -474,3 +474,41 @@ def test_argmax_argmin(dev):
     want = np.array([20 if np.isnan(r).all() else np.nanargmax(r) for r in x])
     np.testing.assert_array_equal(mx.numpy()[:, 0], want)
     np.testing.assert_array_equal(mn.numpy()[0], np.nanargmin(x, axis=0))
+
+
+RANKS = """\
+#[tile]
+fn k<const BM: i32, const BN: i32>(y: &mut Tensor<f32, [BM, BN]>, x: &Tensor<f32, [-1, -1]>, bias: &Tensor<f32, [-1]>) {
+    let b = bias.partition([BN]).load([tile_id(1)]);
+    y.store(load_tile_like(x, y) * 2.0 + b - select(b > 0.0, b, 0.0f32));
+}
+"""
+
+
+def test_lower_rank_tiles_broadcast_as_numpy(dev):
+    """A [BN] tile next to a [BM, BN] one takes a leading dim of 1 (a bias on each row)."""
+    m = oxide.compile(RANKS, device=dev, filename="ranks.oxk")
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((37, 45)).astype(np.float32)
+    bias = rng.standard_normal(45).astype(np.float32)
+    y = oxide.zeros((37, 45), device=dev)
+    m.k(y.partition((16, 32)), oxide.from_numpy(x).to(dev), oxide.from_numpy(bias).to(dev))
+    np.testing.assert_allclose(y.numpy(), x * 2 + bias - np.maximum(bias, 0), rtol=1e-6, atol=1e-6)
+
+
+CDIV = """\
+#[tile]
+fn k<const B: i32>(z: &mut Tensor<i64, [B]>, x: &Tensor<f32, [-1, -1]>, a: &Tensor<i64, [-1]>) {
+    let p = x.partition([4, 16]);
+    let n = (p.num_tiles(0) * 100 + p.num_tiles(1)) as i64;
+    z.store(cdiv(load_tile_like(a, z), 7i64) + n * 1000);
+}
+"""
+
+
+def test_cdiv_and_partition_tile_counts(dev):
+    m = oxide.compile(CDIV, device=dev, filename="cdiv.oxk")
+    a = np.arange(0, 40, dtype=np.int64)
+    z = oxide.zeros(40, dtype="i64", device=dev)
+    m.k(z.partition(8), oxide.zeros((10, 33), device=dev), oxide.from_numpy(a).to(dev))
+    np.testing.assert_array_equal(z.numpy(), -(-a // 7) + (3 * 100 + 3) * 1000)

@@ -186,7 +186,7 @@ def test_offset_loads_pad_outside(mod, dev, off):
     ("let t = x.gather([3]);", "gather needs at least one index tile; for one element write 'x.at([..])'"),
     ("let t = m.gather([iota([16], 0)]);", "'m' has rank 2: gather takes 2 indexes as an array, 'm.gather([rows, cols])'"),
     ("let t = x.gather([full([16], 0.5f32)]);", "a gather index is an integer tile or scalar, found a tile of f32"),
-    ("let t = m.gather([iota([16, 1], 0), iota([8], 0)]);", "do not broadcast"),
+    ("let t = m.gather([iota([16, 2], 0), iota([8], 0)]);", "tiles of shapes [16, 2] and [1, 8] do not broadcast"),
 ])
 def test_errors(body, message):
     src = ("#[tile]\nfn k(z: &mut Tensor<f32, [16]>, x: &Tensor<f32, [-1]>, m: &Tensor<f32, [-1, -1]>) {\n"
