@@ -313,22 +313,31 @@ oxi_instr *oxs_index_value(sema *S, const oxf_node *n, binding **w) {
   return v.v;
 }
 
-/* x[i] of a tensor parameter: for a 1-D input, its element as a scalar, 0 past
- * its end (x.at([i])); anything else an error. Not inlined: expressions recurse
- * through index_read's caller, whose frame (with ASan's redzones) bounds the
- * nesting a small stack takes. */
-static __attribute__((noinline)) val tensor_index(sema *S, const oxf_node *n, binding *mb) {
+/* The usize index of x[i] on a tensor or a tile, or NULL after an error. */
+static oxi_instr *element_index(sema *S, const oxf_node *n) {
+  oxi_instr *i = oxs_scalar_expr(S, n->rhs, OX_U64, "an element index");
+  if (i && i->type != OX_U64) {
+    ERR(S, n->rhs->loc, "an element index must be usize, found %s; convert it with 'as usize'",
+        oxi_type_name(i->type));
+    return NULL;
+  }
+  return i;
+}
+
+/* x[i] of a tensor parameter (for a 1-D input, its element as a scalar, 0 past
+ * its end: x.at([i]); anything else an error) and t[i] of a 1-D tile (its
+ * element, 0 past its end). Not inlined: expressions recurse through
+ * index_read's caller, whose frame (with ASan's redzones) bounds the nesting a
+ * small stack takes. */
+static __attribute__((noinline)) val tensor_index(sema *S, const oxf_node *n, binding *mb, oxi_instr *tile) {
+  if (tile) {
+    oxi_instr *i[1] = {element_index(S, n)};
+    return i[0] ? oxs_value(oxs_tile_element(S, tile, i)) : VERR;
+  }
   int rank = ((oxi_param *)S->k->params.items[mb->mem.index])->rank;
   if (mb->mkind == OXF_TY_TENSOR && S->is_tile && rank == 1) {
-    oxi_instr *i[1] = {oxs_scalar_expr(S, n->rhs, OX_U64, "an element index")};
-    if (!i[0])
-      return VERR;
-    if (i[0]->type != OX_U64) {
-      ERR(S, n->rhs->loc, "an element index must be usize, found %s; convert it with 'as usize'",
-          oxi_type_name(i[0]->type));
-      return VERR;
-    }
-    return oxs_value(oxs_tensor_element(S, mb, i, 1));
+    oxi_instr *i[1] = {element_index(S, n)};
+    return i[0] ? oxs_value(oxs_tensor_element(S, mb, i, 1)) : VERR;
   }
   if (mb->mkind == OXF_TY_TENSOR)
     ERR(S, n->loc, "'%s' has %d dims: read an element with '%s.at([i, j%s])', or load tiles of it "
@@ -344,25 +353,12 @@ static __attribute__((noinline)) val tensor_index(sema *S, const oxf_node *n, bi
   return VERR;
 }
 
-/* t[i] of a 1-D tile: its element as a scalar (0 past its end). */
-static __attribute__((noinline)) val tile_index(sema *S, const oxf_node *n, oxi_instr *t) {
-  oxi_instr *i[1] = {oxs_scalar_expr(S, n->rhs, OX_U64, "an element index")};
-  if (!i[0])
-    return VERR;
-  if (i[0]->type != OX_U64) {
-    ERR(S, n->rhs->loc, "an element index must be usize, found %s; convert it with 'as usize'",
-        oxi_type_name(i[0]->type));
-    return VERR;
-  }
-  return oxs_value(oxs_tile_element(S, t, i));
-}
-
 static val index_read(sema *S, const oxf_node *n) {
   val base = expr(S, n->lhs, OXI_VOID);
   if (base.k == V_ERR)
     return VERR;
   if (base.k == V_TILE && base.v->tshape->rank == 1) /* t[i]: an element of a 1-D tile */
-    return tile_index(S, n, base.v);
+    return tensor_index(S, n, NULL, base.v);
   if (base.k == V_TILE) {
     ERR(S, n->loc, "a tile of %d dims is not indexed with [i]: read an element with 't.at([i, j%s])'",
         base.v->tshape->rank, base.v->tshape->rank > 2 ? ", .." : "");
@@ -374,7 +370,7 @@ static val index_read(sema *S, const oxf_node *n) {
   }
   binding *mb = base.b;
   if (mb->mkind == OXF_TY_TENSOR || mb->mkind == OXF_TY_MUTTENSOR || mb->mkind == OXF_TY_ATOMICTENSOR)
-    return tensor_index(S, n, mb);
+    return tensor_index(S, n, mb, NULL);
   if (mb->mkind == OXF_TY_DISJOINT) {
     ERR(S, n->loc, "a DisjointSlice cannot be indexed; write through '%s.get_mut(i)' with a "
                    "thread-index witness", mb->name);

@@ -186,6 +186,19 @@ oxi_instr *oxt_load_at(oxt_lowerer *L, const oxi_instr *in, oxi_instr *index) {
   return ld;
 }
 
+oxi_instr *oxt_load_or_pad(oxt_lowerer *L, const oxi_instr *in, oxi_instr *inb, oxi_instr *index) {
+  int v = oxi_slot_new(L->m, L->nk, in->type);
+  oxi_instr *pad = oxt_emit(L, OXI_CONST, in->type);
+  pad->imm = in->imm;
+  pad->fimm = in->fimm;
+  oxt_set_slot(L, v, pad);
+  oxi_block *join;
+  oxt_begin_if(L, inb, &join); /* a branch, not a select: the address outside may not be read */
+  oxt_set_slot(L, v, oxt_load_at(L, in, index));
+  oxt_end_if(L, join);
+  return oxt_get_slot(L, v);
+}
+
 oxi_instr *oxt_get_slot(oxt_lowerer *L, int slot) {
   oxi_instr *g = oxt_emit(L, OXI_VAR_GET, oxi_slot_type(L->nk, slot));
   g->index = slot;

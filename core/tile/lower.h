@@ -176,6 +176,8 @@ oxi_instr *oxt_warpgroup(oxt_lowerer *L);
 void oxt_named_bar(oxt_lowerer *L, int sub, oxi_instr *id, oxi_instr *when);
 void oxt_end_if(oxt_lowerer *L, oxi_block *join);
 oxi_instr *oxt_load_at(oxt_lowerer *L, const oxi_instr *in, oxi_instr *index);
+/* Element `index` of T_LOAD/T_GATHER `in`'s tensor where `inb` holds, else its padding. */
+oxi_instr *oxt_load_or_pad(oxt_lowerer *L, const oxi_instr *in, oxi_instr *inb, oxi_instr *index);
 oxi_instr *oxt_get_slot(oxt_lowerer *L, int slot);
 void oxt_set_slot(oxt_lowerer *L, int slot, oxi_instr *v);
 void oxt_store_at(oxt_lowerer *L, const oxi_instr *in, oxi_instr *index, oxi_instr *v);

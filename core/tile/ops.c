@@ -362,16 +362,7 @@ void oxt_lower_gather(oxt_lowerer *L, const oxi_instr *in) {
     for (int d = 0; d < in->nops; d++)
       held[d] = idx[d][e];
     oxi_instr *index = oxt_gather_site(L, in, held, &inb);
-    int v = oxi_slot_new(L->m, L->nk, in->type);
-    oxi_instr *pad = oxt_emit(L, OXI_CONST, in->type);
-    pad->imm = in->imm;
-    pad->fimm = in->fimm;
-    oxt_set_slot(L, v, pad);
-    oxi_block *join;
-    oxt_begin_if(L, inb, &join);
-    oxt_set_slot(L, v, oxt_load_at(L, in, index));
-    oxt_end_if(L, join);
-    out[e] = oxt_get_slot(L, v);
+    out[e] = oxt_load_or_pad(L, in, inb, index);
   }
   L->tval[in->id] = out;
 }

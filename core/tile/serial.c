@@ -101,16 +101,7 @@ static void s_load(oxt_lowerer *L, const oxi_instr *in) {
   L->cur = edge;
   f = s_loop(L, &lp, E);
   oxi_instr *index = s_site(L, s, coord, in->mem.index, f, &inb);
-  int v = oxi_slot_new(L->m, L->nk, in->type);
-  oxi_instr *pad = oxt_emit(L, OXI_CONST, in->type);
-  pad->imm = in->imm;
-  pad->fimm = in->fimm;
-  oxt_set_slot(L, v, pad);
-  oxi_block *join;
-  oxt_begin_if(L, inb, &join);
-  oxt_set_slot(L, v, oxt_load_at(L, in, index));
-  oxt_end_if(L, join);
-  oxt_shared_store(L, m, f, oxt_get_slot(L, v), NULL);
+  oxt_shared_store(L, m, f, oxt_load_or_pad(L, in, inb, index), NULL);
   oxt_end_loop(L, &lp, f);
   oxt_end_if(L, done);
   s_set_buf(L, in, m);
@@ -199,16 +190,7 @@ static void s_gather(oxt_lowerer *L, const oxi_instr *in) {
   for (int d = 0; d < in->nops; d++)
     held[d] = s_elem(L, in->ops[d], f);
   oxi_instr *index = oxt_gather_site(L, in, held, &inb);
-  int v = oxi_slot_new(L->m, L->nk, in->type);
-  oxi_instr *pad = oxt_emit(L, OXI_CONST, in->type);
-  pad->imm = in->imm;
-  pad->fimm = in->fimm;
-  oxt_set_slot(L, v, pad);
-  oxi_block *join;
-  oxt_begin_if(L, inb, &join);
-  oxt_set_slot(L, v, oxt_load_at(L, in, index));
-  oxt_end_if(L, join);
-  oxt_shared_store(L, m, f, oxt_get_slot(L, v), NULL);
+  oxt_shared_store(L, m, f, oxt_load_or_pad(L, in, inb, index), NULL);
   oxt_end_loop(L, &lp, f);
   s_set_buf(L, in, m);
 }
