@@ -510,12 +510,21 @@ static const bad bads[] = {
       "5:14 error: a tile of shape [16] is read at 1 index, as an array: 't.at([i])'",
       "6:11 error: an element index must be usize, found u32; convert it with 'as usize'",
       "7:27 error: a tile of 2 dims is not indexed with [i]: read an element with 't.at([i, j])'",
-      "8:10 error: a tile has methods item(), at([..]) and the math functions (t.exp(), t.max(v), ...), "
-      "not 'foo'"}},
+      "8:10 error: a tile has methods item(), at([..]), slice([..], [..]) and the math functions (t.exp(), "
+      "t.max(v), ...), not 'foo'"}},
     {"Triton names get Oxide's", T("let a = program_id(0);\nlet b = arange(16);\nlet c = zeros([16]);"), 3,
      {"3:9 error: unknown function 'program_id'; Oxide writes it tile_id(axis)",
       "4:9 error: unknown function 'arange'; Oxide writes it iota([n], 0)",
       "5:9 error: unknown function 'zeros'; Oxide writes it full([..], 0.0f32)"}},
+    {"tile slices", T(
+        "let t = reshape(load_tile_like(x, z), [4, 4]);\n"
+        "let a = t.slice([0, 2], [4, 2]);\n"
+        "let b = t.slice([3, 0], [2, 4]);\n"
+        "let c = t.slice([0], [4, 4]);\n"
+        "let d = t.slice([0, 0], [4]);"), 3,
+     {"5:18 error: the slice's dim 0, 2 elements from 3, passes the tile's 4",
+      "6:17 error: a tile of shape [4, 4] is sliced from 2 offsets, as an array of sizes: 't.slice([o0, o1], [..])'",
+      "7:25 error: a tile of shape [4, 4] is sliced to a tile of its rank, found [4]"}},
     {"arrays elsewhere", T("let a = [1, 2];\nlet b = tile_id([0]);"), 2,
      {"3:9 error: an array '[..]' is written only as the sizes of x.partition([..]) and the "
       "indices of .load([..])", "4:17 error: the axis of tile_id must be an integer literal"}},

@@ -1155,8 +1155,45 @@ static val tile_method(sema *S, const oxf_node *n, oxi_instr *t) {
     }
     return oxs_value(oxs_tile_element(S, t, idx));
   }
-  ERR(S, n->loc, "a tile has methods item(), at([..]) and the math functions (t.exp(), t.max(v), ...), "
-                 "not '%s'", n->name);
+  if (!strcmp(n->name, "slice")) { /* t.slice([o0, ..], [s0, ..]): the sub-tile from those offsets */
+    if (!nargs(S, n, 2, "slice"))
+      return err;
+    const oxf_node *a = arg(n, 0);
+    if (a->kind != OXF_ARRAY || a->args.len != s->rank) {
+      ERR(S, a->loc, "a tile of shape %s is sliced from %d offset%s, as an array of sizes: 't.slice([%s], [..])'",
+          oxs_shape_text(S, s), s->rank, s->rank == 1 ? "" : "s", s->rank == 1 ? "o" : s->rank == 2 ? "o0, o1" : "..");
+      return err;
+    }
+    const oxi_tshape *r = shape_arg(S, arg(n, 1), "the slice");
+    if (!r)
+      return err;
+    if (r->rank != s->rank) {
+      ERR(S, arg(n, 1)->loc, "a tile of shape %s is sliced to a tile of its rank, found %s", oxs_shape_text(S, s),
+          oxs_shape_text(S, r));
+      return err;
+    }
+    uint64_t packed = 0;
+    for (int d = 0; d < s->rank; d++) {
+      int64_t o;
+      char text[96];
+      if (!const_size(S, a->args.items[d], &o, text, sizeof text))
+        return err;
+      if (o < 0 || o + r->dims[d] > s->dims[d]) {
+        ERR(S, ((oxf_node *)a->args.items[d])->loc, "the slice's dim %d, %lld elements from %s, passes the "
+            "tile's %lld", d, (long long)r->dims[d], text, (long long)s->dims[d]);
+        return err;
+      }
+      packed |= (uint64_t)o << (16 * d);
+    }
+    oxi_instr *in = oxs_emit(S, OXI_T_SLICE, t->type);
+    in->ops[0] = t;
+    in->nops = 1;
+    in->imm = packed;
+    in->tshape = r;
+    return oxs_value(in);
+  }
+  ERR(S, n->loc, "a tile has methods item(), at([..]), slice([..], [..]) and the math functions (t.exp(), "
+                 "t.max(v), ...), not '%s'", n->name);
   return err;
 }
 

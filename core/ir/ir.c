@@ -78,7 +78,7 @@ const char *oxi_op_name(oxi_op op) {
                                       "barrier", "shfl",   "vote",    "math",   "assume", "aligned",
                                       "dim",    "stride",  "t.load",  "t.store", "t.splat",
                                       "t.id",   "t.count", "t.reduce", "t.broadcast",
-                                      "t.reshape", "t.permute", "t.iota", "t.gather", "t.extract", "t.dot", "t.atomic_add",
+                                      "t.reshape", "t.permute", "t.iota", "t.gather", "t.slice", "t.extract", "t.dot", "t.atomic_add",
                                       "ldmatrix", "mma", "cp.async", "cp.commit", "cp.wait", "pack", "unpack", "pack2",
                                       "vset", "shared.addr", "wgmma", "wgmma.sync", "fence.async", "mbar.init", "mbar.expect",
                                       "mbar.wait", "tma.load", "named.bar", "setmaxnreg",
@@ -647,6 +647,15 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
     }
     if (!ok)
       fail(V, b, in, "t.gather: an input tensor of the result's dtype, one u64 index tile of the result's shape a dim");
+    break;
+  }
+  case OXI_T_SLICE: {
+    const oxi_tshape *a = in->nops == 1 ? in->ops[0]->tshape : NULL, *r = in->tshape;
+    bool ok = a && r && a->rank == r->rank && in->type == t0;
+    for (int d = 0; ok && d < r->rank; d++)
+      ok = (int64_t)((in->imm >> (16 * d)) & 0xffff) + r->dims[d] <= a->dims[d];
+    if (!ok)
+      fail(V, b, in, "t.slice: a sub-tile of its operand's rank, inside it");
     break;
   }
   case OXI_T_EXTRACT:

@@ -77,6 +77,8 @@ typedef enum oxi_op {
   OXI_T_GATHER,    /* a tile of `tshape` whose element e is tensor `mem` at [ops[0][e], ...,
                       ops[rank-1][e]] (u64 tiles of `tshape`); elements outside the tensor read
                       `fimm`/`imm` (the padding) */
+  OXI_T_SLICE,     /* the sub-tile of `tshape` of tile ops[0] from element offsets (bits 16d..16d+15
+                      of imm, dim d) on: t.slice([..], [..]) */
   OXI_T_EXTRACT,   /* the scalar element at row-major position ops[1] (u64) of tile ops[0]; 0 of
                       its dtype where the position is past the tile's end (t[i], t.item()) */
   OXI_T_DOT,       /* f32 [M, N] = ops[0] [M, K] x ops[1] [K, N] (+ ops[2], f32 [M, N], if given):

@@ -87,6 +87,7 @@ static void lower_instr(oxt_lowerer *L, const oxi_instr *in) {
   case OXI_T_IOTA: oxt_lower_iota(L, in); return;
   case OXI_T_GATHER: oxt_lower_gather(L, in); return;
   case OXI_T_EXTRACT: oxt_lower_extract(L, in); return;
+  case OXI_T_SLICE: oxt_lower_slice(L, in); return;
   case OXI_T_ID: L->sval[in->id] = oxt_tile_id(L, in->mem.index, in->index); return;
   case OXI_T_COUNT: L->sval[in->id] = oxt_tile_count(L, in->mem.index, in->index); return;
   case OXI_RET:

@@ -245,6 +245,9 @@ void oxt_lower_move(oxt_lowerer *L, const oxi_instr *in);
 void oxt_lower_iota(oxt_lowerer *L, const oxi_instr *in);
 void oxt_lower_gather(oxt_lowerer *L, const oxi_instr *in);
 void oxt_lower_extract(oxt_lowerer *L, const oxi_instr *in);
+void oxt_lower_slice(oxt_lowerer *L, const oxi_instr *in);
+/* Row-major position in t.slice `in`'s operand of element f of the slice. */
+oxi_instr *oxt_slice_source(oxt_lowerer *L, const oxi_instr *in, oxi_instr *f);
 /* The element index of one element of gather `in` and whether it is inside the
  * tensor, from the elements `held[d]` of its index tiles. */
 oxi_instr *oxt_gather_site(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const *held, oxi_instr **inb);

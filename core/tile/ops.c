@@ -367,6 +367,53 @@ void oxt_lower_gather(oxt_lowerer *L, const oxi_instr *in) {
   L->tval[in->id] = out;
 }
 
+/* Row-major position in t.slice's operand of element f of the slice. */
+oxi_instr *oxt_slice_source(oxt_lowerer *L, const oxi_instr *in, oxi_instr *f) {
+  const oxi_tshape *src = in->ops[0]->tshape, *dst = in->tshape;
+  int64_t stride = 1;
+  oxi_instr *g = NULL;
+  for (int d = dst->rank - 1; d >= 0; d--) {
+    int64_t off = (int64_t)((in->imm >> (16 * d)) & 0xffff);
+    oxi_instr *c = oxt_coord_at(L, dst, d, f);
+    if (off)
+      c = oxt_bin(L, OXI_ADD, OX_U64, c, oxt_u64(L, (uint64_t)off));
+    oxi_instr *term = stride == 1 ? c : oxt_bin(L, OXI_MUL, OX_U64, c, oxt_u64(L, (uint64_t)stride));
+    g = g ? oxt_bin(L, OXI_ADD, OX_U64, g, term) : term;
+    stride *= src->dims[d];
+  }
+  return g;
+}
+
+/* t.slice: each element from the operand's thread, through scratch (a splat
+ * stays a splat). */
+void oxt_lower_slice(oxt_lowerer *L, const oxi_instr *in) {
+  const oxi_instr *src = in->ops[0];
+  const oxi_tshape *dst = in->tshape;
+  if (L->splat[src->id] || L->everywhere[src->id]) {
+    int a = oxt_count_in(L, dst, false), b = oxt_count_in(L, dst, true);
+    oxi_instr **out = oxt_new_elements(L, dst), *v = oxt_elements(L, src)[0];
+    for (int e = 0; e < (a > b ? a : b); e++)
+      out[e] = v;
+    L->tval[in->id] = out;
+    L->splat[in->id] = L->splat[src->id];
+    L->everywhere[in->id] = true;
+    return;
+  }
+  oxt_spill(L, src);
+  oxt_barrier(L);
+  oxt_layout y = oxt_layout_of(L, dst);
+  int n = y.J * y.VEC;
+  oxi_instr **f = oxb_malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  oxt_positions(L, dst, f, ok);
+  oxi_instr **out = oxt_new_elements(L, dst);
+  for (int e = 0; e < n; e++) /* a nonexistent element (the layout's guard) reads position 0 */
+    out[e] = oxt_shared_load(L, oxt_scratch(L, in->type, 0), in->type,
+                             oxt_slice_source(L, in, oxt_existing(L, f[e], ok[e])));
+  free(f);
+  oxt_barrier(L);
+  L->tval[in->id] = out;
+}
+
 /* t.item(), t.at([..]): the element every thread needs, from the thread that
  * holds it through scratch (unless every thread holds it already); 0 past the
  * tile's end. */

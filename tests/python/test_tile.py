@@ -512,3 +512,35 @@ def test_cdiv_and_partition_tile_counts(dev):
     z = oxide.zeros(40, dtype="i64", device=dev)
     m.k(z.partition(8), oxide.zeros((10, 33), device=dev), oxide.from_numpy(a).to(dev))
     np.testing.assert_array_equal(z.numpy(), -(-a // 7) + (3 * 100 + 3) * 1000)
+
+
+ROPE = """\
+#[tile]
+fn rope<const R: i32, const D: i32>(y: &mut Tensor<f32, [R, D]>, x: &Tensor<f32, [-1, -1]>, base: f32) {
+    let t = reshape(load_tile_like(x, y), [R, 2, D / 2]);
+    let x1 = t.slice([0, 0, 0], [R, 1, D / 2]);
+    let x2 = t.slice([0, 1, 0], [R, 1, D / 2]);
+    let pos = (iota([R, 1, 1], 0) + (tile_id(0) * (R as usize)) as i32) as f32;
+    let i = iota([1, 1, D / 2], 2) as f32;
+    let ang = pos * exp(i * (-2.0f32 / (D as f32)) * ln(base));
+    let c = cos(ang);
+    let s = sin(ang);
+    let half = iota([R, 2, D / 2], 1) == 0;
+    let out = select(half, broadcast_to(x1 * c - x2 * s, [R, 2, D / 2]), broadcast_to(x2 * c + x1 * s, [R, 2, D / 2]));
+    y.store(reshape(out, [R, D]));
+}
+"""
+
+
+@pytest.mark.parametrize("rows", [8, 16])
+def test_rope_by_slices(dev, rows):
+    """Rotary embeddings (rotate-half form) from two slices of a tile, against float64."""
+    m = oxide.compile(ROPE, device=dev, filename="rope.oxk")
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((37, 64)).astype(np.float32)
+    y = oxide.zeros((37, 64), device=dev)
+    m.rope(y.partition((rows, 64)), oxide.from_numpy(x).to(dev), np.float32(10000.0))
+    ang = np.arange(37)[:, None] * 10000.0 ** (-np.arange(32) * 2.0 / 64)
+    x1, x2 = x[:, :32].astype(np.float64), x[:, 32:].astype(np.float64)
+    want = np.concatenate([x1 * np.cos(ang) - x2 * np.sin(ang), x2 * np.cos(ang) + x1 * np.sin(ang)], 1)
+    np.testing.assert_allclose(y.numpy(), want, atol=2e-5)
