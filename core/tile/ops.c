@@ -227,10 +227,55 @@ void oxt_lower_elementwise(oxt_lowerer *L, const oxi_instr *in) {
   L->everywhere[in->id] = one && everywhere;
 }
 
+/* Tile value `in`'s elements, each read from scratch, where its operand is
+ * spilled first, at the operand position pos(L, in, f, ok) of its own position
+ * f (ok: whether the element exists in the layout): broadcasts and slices. */
+static oxi_instr **moved(oxt_lowerer *L, const oxi_instr *in,
+                         oxi_instr *(*pos)(oxt_lowerer *L, const oxi_instr *in, oxi_instr *f, oxi_instr *ok)) {
+  oxt_spill(L, in->ops[0]);
+  oxt_barrier(L);
+  oxt_layout y = oxt_layout_of(L, in->tshape);
+  int n = y.J * y.VEC;
+  oxi_instr **f = oxb_malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
+  oxt_positions(L, in->tshape, f, ok);
+  oxi_instr **out = oxt_new_elements(L, in->tshape);
+  for (int e = 0; e < n; e++)
+    out[e] = oxt_shared_load(L, oxt_scratch(L, in->type, 0), in->type, pos(L, in, f[e], ok[e]));
+  free(f);
+  oxt_barrier(L); /* before the scratch is written again */
+  return out;
+}
+
+/* A broadcast's operand position of element f: its coordinates with the broadcast
+ * dims at 0. A nonexistent element (the layout's guard) reads a position inside the
+ * operand all the same (each coordinate is masked to its dim): harmless. */
+static oxi_instr *broadcast_source(oxt_lowerer *L, const oxi_instr *in, oxi_instr *f, oxi_instr *ok) {
+  (void)ok;
+  const oxi_tshape *src = in->ops[0]->tshape, *dst = in->tshape;
+  int64_t after = oxt_elems(dst), src_after = oxt_elems(src);
+  oxi_instr *g = NULL;
+  for (int d = 0; d < dst->rank; d++) {
+    after /= dst->dims[d];
+    src_after /= src->dims[d];
+    if (src->dims[d] == 1)
+      continue;
+    oxi_instr *c = oxt_bin(L, OXI_AND, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, f, oxt_u64(L, (uint64_t)oxt_log2i(after))),
+                       oxt_u64(L, (uint64_t)(dst->dims[d] - 1)));
+    oxi_instr *term = oxt_bin(L, OXI_MUL, OX_U64, c, oxt_u64(L, (uint64_t)src_after));
+    g = g ? oxt_bin(L, OXI_ADD, OX_U64, g, term) : term;
+  }
+  return g ? g : oxt_u64(L, 0);
+}
+
+/* A slice's operand position of element f (a nonexistent one reads position 0). */
+static oxi_instr *slice_source(oxt_lowerer *L, const oxi_instr *in, oxi_instr *f, oxi_instr *ok) {
+  return oxt_slice_source(L, in, oxt_existing(L, f, ok));
+}
+
 /* A broadcast: each result element reads the source element at its
  * position with the broadcast dims at 0. */
 void oxt_lower_broadcast(oxt_lowerer *L, const oxi_instr *in) {
-  const oxi_tshape *src = in->ops[0]->tshape, *dst = in->tshape;
+  const oxi_tshape *dst = in->tshape;
   if (L->everywhere[in->ops[0]->id]) { /* a value every thread already holds */
     int a = oxt_count_in(L, dst, false), b = oxt_count_in(L, dst, true);
     oxi_instr **out = oxt_new_elements(L, dst), *v = oxt_elements(L, in->ops[0])[0];
@@ -249,37 +294,7 @@ void oxt_lower_broadcast(oxt_lowerer *L, const oxi_instr *in) {
     L->tval[in->id] = out;
     return;
   }
-  oxt_spill(L, in->ops[0]);
-  oxt_barrier(L);
-  oxt_layout y = oxt_layout_of(L, dst);
-  int n = y.J * y.VEC;
-  oxi_instr **f = oxb_malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
-  oxt_positions(L, dst, f, ok);
-  oxi_instr **out = oxt_new_elements(L, dst);
-  int64_t after = oxt_elems(dst), src_after = oxt_elems(src);
-  int64_t shift[OXI_MAX_RANK], src_stride[OXI_MAX_RANK];
-  for (int d = 0; d < dst->rank; d++) {
-    after /= dst->dims[d];
-    src_after /= src->dims[d];
-    shift[d] = oxt_log2i(after);
-    src_stride[d] = src_after;
-  }
-  for (int e = 0; e < n; e++) {
-    oxi_instr *g = NULL;
-    for (int d = 0; d < dst->rank; d++) {
-      if (src->dims[d] == 1)
-        continue;
-      oxi_instr *c = oxt_bin(L, OXI_AND, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, f[e], oxt_u64(L, (uint64_t)shift[d])),
-                         oxt_u64(L, (uint64_t)(dst->dims[d] - 1)));
-      oxi_instr *term = oxt_bin(L, OXI_MUL, OX_U64, c, oxt_u64(L, (uint64_t)src_stride[d]));
-      g = g ? oxt_bin(L, OXI_ADD, OX_U64, g, term) : term;
-    }
-    /* a nonexistent element (the layout's guard) reads position 0: harmless */
-    out[e] = oxt_shared_load(L, oxt_scratch(L, in->type, 0), in->type, g ? g : oxt_u64(L, 0));
-  }
-  free(f);
-  oxt_barrier(L);
-  L->tval[in->id] = out;
+  L->tval[in->id] = moved(L, in, broadcast_source);
 }
 
 /* Reshape and permute: the result element at row-major position f reads
@@ -399,19 +414,7 @@ void oxt_lower_slice(oxt_lowerer *L, const oxi_instr *in) {
     L->everywhere[in->id] = true;
     return;
   }
-  oxt_spill(L, src);
-  oxt_barrier(L);
-  oxt_layout y = oxt_layout_of(L, dst);
-  int n = y.J * y.VEC;
-  oxi_instr **f = oxb_malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
-  oxt_positions(L, dst, f, ok);
-  oxi_instr **out = oxt_new_elements(L, dst);
-  for (int e = 0; e < n; e++) /* a nonexistent element (the layout's guard) reads position 0 */
-    out[e] = oxt_shared_load(L, oxt_scratch(L, in->type, 0), in->type,
-                             oxt_slice_source(L, in, oxt_existing(L, f[e], ok[e])));
-  free(f);
-  oxt_barrier(L);
-  L->tval[in->id] = out;
+  L->tval[in->id] = moved(L, in, slice_source);
 }
 
 /* t.item(), t.at([..]): the element every thread needs, from the thread that

@@ -164,7 +164,8 @@ static void s_move(oxt_lowerer *L, const oxi_instr *in) {
   oxi_mem m = oxt_shared_array(L, in->type, E);
   oxt_counted_loop lp;
   oxi_instr *f = s_loop(L, &lp, E);
-  oxt_shared_store(L, m, f, s_elem(L, src, s_source(L, src->tshape, in->tshape, pp, f)), NULL);
+  oxi_instr *at = in->op == OXI_T_SLICE ? oxt_slice_source(L, in, f) : s_source(L, src->tshape, in->tshape, pp, f);
+  oxt_shared_store(L, m, f, s_elem(L, src, at), NULL);
   oxt_end_loop(L, &lp, f);
   s_set_buf(L, in, m);
 }
@@ -345,25 +346,11 @@ void oxt_serial_instr(oxt_lowerer *L, const oxi_instr *in) {
   case OXI_T_REDUCE: s_reduce(L, in); return;
   case OXI_T_BROADCAST:
   case OXI_T_RESHAPE:
-  case OXI_T_PERMUTE: s_move(L, in); return;
+  case OXI_T_PERMUTE:
+  case OXI_T_SLICE: s_move(L, in); return;
   case OXI_T_IOTA: s_iota(L, in); return;
   case OXI_T_GATHER: s_gather(L, in); return;
-  case OXI_T_SLICE: {
-    const oxi_instr *src = in->ops[0];
-    if (L->splat[src->id]) {
-      L->sval[in->id] = oxt_mapped(L, src);
-      L->splat[in->id] = 1;
-      return;
-    }
-    int64_t E = oxt_elems(in->tshape);
-    oxi_mem m = oxt_shared_array(L, in->type, E);
-    oxt_counted_loop lp;
-    oxi_instr *f = s_loop(L, &lp, E);
-    oxt_shared_store(L, m, f, s_elem(L, src, oxt_slice_source(L, in, f)), NULL);
-    oxt_end_loop(L, &lp, f);
-    s_set_buf(L, in, m);
-    return;
-  }
+
   case OXI_T_EXTRACT: {
     int64_t E = oxt_elems(in->ops[0]->tshape);
     oxi_instr *pos = oxt_mapped(L, in->ops[1]), *last = oxt_u64(L, (uint64_t)E - 1);
