@@ -213,8 +213,8 @@ static const fcase cases[] = {
         "4:10 error: a for loop iterates over a range 'a..b'"),
     BAD("mut parameter", 1, "#[kernel]\nfn k(mut n: u32) { }\n",
         "2:6 error: parameters are immutable; copy into a 'let mut' variable"),
-    BAD("generic function", 1, "#[kernel]\nfn k<T>(n: u32) { }\n",
-        "2:5 error: generic parameters are not supported on SIMT functions"),
+    BAD("generic function without a bound", 1, "#[kernel]\nfn k<T>(n: u32) { }\n",
+        "2:6 error: give type generic 'T' a bound: 'T: Float', 'T: Int' or 'T: Num'"),
     BAD("if let other pattern", 1, K("if let Ok(x) = c.get_mut(i) { }"),
         "4:8 error: only 'if let Some(name) = ...' patterns are supported"),
     BAD("bad type", 1, "#[kernel]\nfn k(a: &[String]) { }\n", "2:11 error: expected a type, found 'String'"),
@@ -1205,7 +1205,7 @@ static void test_emit_api(void) {
   gv[0].name = "BQ";
   go.num_generics = 1;
   if (ox_emit(tile_mm, &go, OX_TARGET_CUDA, OX_EMIT_PTX, &out) != OX_ERR_INVALID_ARGUMENT ||
-      strcmp(ox_last_error(), "ox_emit: no tile kernel of this source has a generic 'BQ'"))
+      strcmp(ox_last_error(), "ox_emit: no kernel of this source has a generic 'BQ'"))
     fail(&c, "an unknown generic", ox_last_error());
   gv[0] = (ox_generic_value){"BM", 48};
   if (ox_emit(tile_mm, &go, OX_TARGET_CUDA, OX_EMIT_PTX, &out) != OX_ERR_COMPILE ||

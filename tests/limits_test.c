@@ -71,7 +71,7 @@ static ox_status lower_all(unit *u, const int64_t *gen, int sm) {
   for (int i = 0; !u->d.errors && i < u->prog->fns.len; i++) {
     const oxf_fn *fn = u->prog->fns.items[i];
     if (fn->is_tile)
-      oxf_check_tile(&u->arena, &u->d, u->prog, fn, gen, &u->m);
+      oxf_check_spec(&u->arena, &u->d, u->prog, fn, gen, &u->m);
   }
   if (u->d.errors) {
     ox_status s = oxb_set_error_text(OX_ERR_COMPILE, u->d.text.buf);

@@ -3,12 +3,12 @@
  *
  * Three tables:
  *  - good kernels: the module compiles (ox_emit, with placeholder generics),
- *    and oxf_check_tile with the given generics gives IR that oxi_verify
+ *    and oxf_check_spec with the given generics gives IR that oxi_verify
  *    accepts and whose printed lines match the patterns ("a|b": a line holding
  *    both; a leading '!': no such line);
  *  - bad kernels: the module compile fails with exactly `nerrors` errors, each
  *    expectation "LINE:COL text" a diagnostic at t.oxk:LINE:COL holding text;
- *  - bad specializations: the module compiles, oxf_check_tile with the given
+ *  - bad specializations: the module compiles, oxf_check_spec with the given
  *    generics fails with the expected diagnostics.
  * Plus direct checks of the IR's fields (tshape, mem, index, padding) that
  * the tile lowering relies on. Run with -v to print the IR of every good
@@ -87,7 +87,7 @@ static bool specialize_all(unit *u, const int64_t *gen) {
     if (!fn->is_tile)
       continue;
     int64_t ph[8] = {16, 16, 16, 16, 16, 16, 16, 16};
-    ok &= oxf_check_tile(&u->arena, &u->d, u->prog, fn, gen ? gen : ph, &u->m);
+    ok &= oxf_check_spec(&u->arena, &u->d, u->prog, fn, gen ? gen : ph, &u->m);
   }
   return ok;
 }
@@ -257,14 +257,18 @@ static const good goods[] = {
 
 static const bad bads[] = {
     /* parser */
-    {"generics on a SIMT kernel", "#[kernel]\nfn k<const B: i32>(n: u32) { }\n", 1,
-     {"2:5 error: generic parameters are not supported on SIMT functions"}},
-    {"type generics", "#[tile]\nfn k<T>(z: &mut Tensor<f32, [4]>) { }\n", 1,
-     {"2:6 error: tile kernels take const generics only, written '<const B: i32>'; found 'T'"}},
+    {"const generics on a SIMT kernel", "#[kernel]\nfn k<const B: i32>(n: u32) { }\n", 1,
+     {"2:12 error: const generics are for #[tile] kernels; a SIMT function takes type generics "
+      "only, written '<T: Float>'"}},
+    {"type generic without a bound", "#[tile]\nfn k<T>(z: &mut Tensor<f32, [4]>) { }\n", 1,
+     {"2:6 error: give type generic 'T' a bound: 'T: Float', 'T: Int' or 'T: Num'"}},
+    {"type generic bound by no tensor", "#[tile]\nfn k<T: Float>(z: &mut Tensor<f32, [4]>, a: T) { }\n", 1,
+     {"2:6 error: type generic 'T' must be the element type of a tensor parameter: the launch takes "
+      "it from that argument's dtype"}},
     {"float generic", "#[tile]\nfn k<const B: f32>(z: &mut Tensor<f32, [4]>) { }\n", 1,
      {"2:15 error: a const generic is an integer (i32, i64, u32, usize, ...)"}},
     {"generic twice", "#[tile]\nfn k<const B: i32, const B: i32>(z: &mut Tensor<f32, [B]>) { }\n",
-     1, {"2:26 error: const generic 'B' appears twice"}},
+     1, {"2:26 error: generic 'B' appears twice"}},
     {"unknown generic", "#[tile]\nfn k<const B: i32>(z: &mut Tensor<f32, [C]>) { }\n", 1,
      {"2:41 error: unknown const generic 'C' in a tensor shape; declare it: '<const C: i32>'"}},
     {"dim zero", "#[tile]\nfn k(z: &mut Tensor<f32, [0]>) { }\n", 1,
@@ -698,7 +702,7 @@ static void test_fields(void) {
             x->type->dims[1] == OXF_DIM_DYNAMIC,
         "parsed &Tensor<f32, [-1, -1]>");
   int64_t gen[2] = {64, 32};
-  CHECK(fn && oxf_check_tile(&u.arena, &u.d, u.prog, fn, gen, &u.m), "check: %s", u.d.text.buf);
+  CHECK(fn && oxf_check_spec(&u.arena, &u.d, u.prog, fn, gen, &u.m), "check: %s", u.d.text.buf);
   CHECK(u.m.kernels.len == 1, "one kernel");
   if (u.m.kernels.len == 1) {
     const oxi_kernel *k = u.m.kernels.items[0];
@@ -744,7 +748,7 @@ static void test_fields(void) {
                    "z.store(a + b);\no.store(c + d);"));
   int64_t g16 = 16;
   fn = find_fn(&u, "k");
-  CHECK(fn && oxf_check_tile(&u.arena, &u.d, u.prog, fn, &g16, &u.m), "check: %s", u.d.text.buf);
+  CHECK(fn && oxf_check_spec(&u.arena, &u.d, u.prog, fn, &g16, &u.m), "check: %s", u.d.text.buf);
   if (u.m.kernels.len == 1) {
     const oxi_kernel *k = u.m.kernels.items[0];
     const oxi_instr *l[4];
@@ -773,26 +777,27 @@ static void test_fields(void) {
         "oxf_check leaves tile kernels out (%d kernels)", u.m.kernels.len);
   const oxf_fn *addfn = find_fn(&u, "add");
   int64_t g128 = 128;
-  CHECK(addfn && oxf_check_tile(&u.arena, &u.d, u.prog, addfn, &g128, &u.m) &&
-            oxf_check_tile(&u.arena, &u.d, u.prog, addfn, &g16, &u.m) && u.m.kernels.len == 2,
+  CHECK(addfn && oxf_check_spec(&u.arena, &u.d, u.prog, addfn, &g128, &u.m) &&
+            oxf_check_spec(&u.arena, &u.d, u.prog, addfn, &g16, &u.m) && u.m.kernels.len == 2,
         "two specializations in one module");
   unit_free(&u);
 
   /* NULL generics: placeholders */
   unit_parse(&u, add_src);
   addfn = find_fn(&u, "add");
-  CHECK(addfn && oxf_check_tile(&u.arena, &u.d, u.prog, addfn, NULL, &u.m) &&
+  CHECK(addfn && oxf_check_spec(&u.arena, &u.d, u.prog, addfn, NULL, &u.m) &&
             ((oxi_param *)((oxi_kernel *)u.m.kernels.items[0])->params.items[0])->dims[0] ==
                 OXF_TILE_PLACEHOLDER,
         "placeholder generics");
   unit_free(&u);
 
-  /* oxf_check_tile of a function that is not #[tile] */
+  /* oxf_check_spec of a function that is not #[tile] */
   unit_parse(&u, "fn f() { }\n");
   fn = find_fn(&u, "f");
-  CHECK(fn && !oxf_check_tile(&u.arena, &u.d, u.prog, fn, NULL, &u.m) &&
-            strstr(u.d.text.buf, "'f' is not a #[tile] function"),
-        "not a tile function");
+  CHECK(fn && !oxf_check_spec(&u.arena, &u.d, u.prog, fn, NULL, &u.m) &&
+            strstr(u.d.text.buf, "'f' is not a generic kernel (a #[tile] kernel, or a #[kernel] with "
+                                 "type generics)"),
+        "not a generic kernel");
   unit_free(&u);
 }
 

@@ -2,7 +2,8 @@
  *
  *   oxide compile FILE.oxk [--emit ast|ir|llvm|ptx|asm] [--arch sm_XX] [--target cuda|cpu] [-O N]
  *                 [--contiguous]   (tile kernels: code for contiguous16 tensors, as most launches)
- *                 [--generic NAME=VALUE]...  (tile kernels: a const generic's value; others are 16)
+ *                 [--generic NAME=VALUE]...  (a const generic's value, others are 16; a type
+ *                                             generic's dtype, f32, bf16, ..., others their bound's first)
  *   oxide doctor
  *   oxide version
  */
@@ -55,8 +56,16 @@ static int compile(int argc, char **argv) {
       const char *eq = strchr(v, '=');
       char *end = NULL;
       long long value = eq ? strtoll(eq + 1, &end, 10) : 0;
+      int dtype = -1; /* a type generic's value: a dtype's name */
+      for (int t = 0; eq && t <= OX_F8E5M2; t++)
+        if (!strcmp(eq + 1, ox_dtype_name((ox_dtype)t))) {
+          dtype = t;
+          value = 1;
+          end = (char *)"";
+        }
       if (!eq || eq == v || eq - v >= (long)sizeof names[0] || !eq[1] || *end || value <= 0) {
-        fprintf(stderr, "oxide: --generic takes NAME=VALUE with a positive VALUE, got '%s'\n", v);
+        fprintf(stderr, "oxide: --generic takes NAME=VALUE with a positive VALUE or a dtype (f32, "
+                        "bf16, ...), got '%s'\n", v);
         return 2;
       }
       if (o.num_generics == 64) {
@@ -66,7 +75,7 @@ static int compile(int argc, char **argv) {
       memcpy(names[o.num_generics], v, (size_t)(eq - v));
       names[o.num_generics][eq - v] = 0;
       generics[o.num_generics].name = names[o.num_generics];
-      generics[o.num_generics++].value = value;
+      generics[o.num_generics++].value = dtype >= 0 ? dtype : value;
       i++;
     } else if (!strcmp(a, "--contiguous")) {
       o.emit_contiguous = 1;

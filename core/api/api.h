@@ -9,13 +9,14 @@
 
 #include "backend/backend.h"
 #include "front/front.h"
+#include "front/limits.h"
 #include "ir/ir.h"
 #include "runtime/runtime.h"
 
 #include <pthread.h>
 
 #define OXA_MAX_PARAMS OXI_MAX_PARAMS
-#define OXA_MAX_GENERICS 8
+#define OXA_MAX_GENERICS OXF_MAX_GENERICS
 /* What ox_version() returns (module.c); tune.c keys its choices with it too. */
 #define OXA_VERSION "0.1.0 (LLVM " OXIDE_LLVM_VERSION ")"
 
@@ -64,10 +65,11 @@ struct oxa_kernel {
   int nflat;            /* flattened parameter count (slices count twice) */
   CUfunction cu_fn[OXA_MAX_DEVICES]; /* its entry in the module's code, by device slot */
   oxr_cpu_kernel cpu;
-  const oxf_fn *fn;     /* tile kernels: the function, specialized at launch */
+  const oxf_fn *fn;     /* generic kernels (#[tile], or with type generics): the function,
+                           specialized at launch (spec.c); NULL for the others */
   int ngenerics;
   int64_t explicit_generics[OXA_MAX_GENERICS]; /* ox_kernel_set_generic; 0: none */
-  oxa_spec *specs;      /* tile kernels: the specializations made so far */
+  oxa_spec *specs;      /* generic kernels: the specializations made so far */
   pthread_mutex_t lock; /* guards specs */
   /* ox_kernel_set_candidates: the candidates (ncand is read without the lock to
      see whether there are any), each one's value per generic (0: not set by
@@ -169,6 +171,26 @@ ox_status oxa_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, 
  * generics from the output partitions, specializes it on first use. */
 ox_status oxa_tile_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg,
                           const ox_arg *args, int nargs, oxr_tensor *const *tens, bool run);
+
+/* Specializations of generic kernels (spec.c). The specialization of k for
+ * generics `gen` (front.h: oxf_check_spec's values) and launch facts `facts`
+ * (tile kernels: bit i says tensor argument i is contiguous16) on device
+ * `dev`: made on first use (lowered for dev's architecture and shared
+ * memory, which devices of one kind share) and loaded on dev on its first
+ * use there. */
+ox_status oxa_specialize(oxa_kernel *k, const int64_t *gen, uint64_t facts, ox_device dev, oxa_spec **out);
+/* Binds k's type generics (gen[g] = dtype + 1) from the dtypes of the
+ * launch's tensors (tens); the const generics in gen are left as they are.
+ * Tensors whose dtypes disagree on a generic, or fall outside its bound, are
+ * an error. */
+ox_status oxa_bind_types(const oxa_kernel *k, const ox_arg *args, int nargs, oxr_tensor *const *tens,
+                         int64_t *gen);
+/* The launch's arguments with each scalar of a generic type converted to its
+ * binding in gen: `args` itself when k has no type generics, else `conv`
+ * (nargs long) filled in; NULL, with the last error set, for a scalar that
+ * does not convert (out of range, a float for an integer type, not a number). */
+const ox_arg *oxa_generic_args(const oxa_kernel *k, const int64_t *gen, const ox_arg *args, int nargs,
+                               ox_arg *conv);
 
 /* Tile configurations chosen by measurement (tune.c, for tile_launch.c). A
  * key names what the choice depends on: the kernel's source and name, the

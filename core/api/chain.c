@@ -167,7 +167,7 @@ static ox_status run_steps(oxa_chain *c, oxr_stream *s) {
     if (sp->k) {
       /* the module must outlive the chain: a destroyed one ends the kernel handle */
       oxa_kernel *k = oxa_kernel_get("ox_chain_run", sp->k);
-      st = k ? oxa_launch(k, s, k->fn ? NULL : &sp->cfg, sp->args, sp->nargs, sp->tens, true)
+      st = k ? oxa_launch(k, s, k->fn && k->fn->is_tile ? NULL : &sp->cfg, sp->args, sp->nargs, sp->tens, true)
              : ox_last_status();
     } else {
       st = ox_tensor_copy(sp->dst->handle, sp->src->handle, s->handle);

@@ -11,9 +11,8 @@
 /* The backend's limit on a CPU kernel's stack is the executor's. */
 _Static_assert(OXL_CPU_STACK_MAX == OXR_CPU_STACK_MAX, "CPU stack limits differ");
 
-static ox_status check_args(const oxa_kernel *k, const oxr_stream *s, const ox_arg *args, int nargs,
+static ox_status check_args(const oxi_kernel *ki, const oxr_stream *s, const ox_arg *args, int nargs,
                             oxr_tensor *const *tens) {
-  const oxi_kernel *ki = k->ir;
   const char *kn = ki->name;
   if (nargs != ki->params.len)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s' takes %d argument%s, got %d", kn,
@@ -138,10 +137,9 @@ static void describe_lens(const oxi_kernel *ki, const oxi_hexpr *e, const ox_arg
   describe_lens(ki, e->b, args, tens, o);
 }
 
-static ox_status check_config(const oxa_kernel *k, const oxr_stream *s, const ox_launch_config *cfg,
-                              const ox_arg *args, oxr_tensor *const *tens, uint32_t grid[3],
-                              uint32_t block[3]) {
-  const oxi_kernel *ki = k->ir;
+static ox_status check_config(const oxa_kernel *k, const oxi_kernel *ki, const oxr_stream *s,
+                              const ox_launch_config *cfg, const ox_arg *args, oxr_tensor *const *tens,
+                              uint32_t grid[3], uint32_t block[3]) {
   ox_device dev = s->dev;
   if (!cfg)
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s': launch config is NULL", ki->name);
@@ -265,23 +263,39 @@ ox_status ox_launch(ox_kernel kh, ox_stream sh, const ox_launch_config *cfg, con
 
 ox_status oxa_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, const ox_arg *args,
                      int nargs, oxr_tensor *const *tens, bool run) {
-  if (k->fn)
+  if (k->fn && k->fn->is_tile)
     return oxa_tile_launch(k, s, cfg, args, nargs, tens, run);
+  const oxi_kernel *ki = k->ir;
+  oxa_spec *sp = NULL; /* a kernel with type generics: its instance for the arguments' dtypes */
+  ox_arg conv[OXA_MAX_PARAMS];
+  ox_status st;
+  if (k->fn) {
+    int64_t gen[OXA_MAX_GENERICS] = {0};
+    if (nargs != ki->params.len)
+      return check_args(ki, s, args, nargs, tens); /* (its message for a wrong count) */
+    if ((st = oxa_bind_types(k, args, nargs, tens, gen)) || (st = oxa_specialize(k, gen, 0, s->dev, &sp)))
+      return st;
+    if (!(args = oxa_generic_args(k, gen, args, nargs, conv)))
+      return ox_last_status();
+    ki = sp->ir;
+  }
   uint32_t grid[3], block[3];
-  ox_status st = check_args(k, s, args, nargs, tens);
+  st = check_args(ki, s, args, nargs, tens);
   if (!st)
-    st = check_config(k, s, cfg, args, tens, grid, block);
+    st = check_config(k, ki, s, cfg, args, tens, grid, block);
   if (st || !run)
     return st;
   CUfunction f = NULL; /* the code on the launch's device (loaded there on first use) */
-  if (s->dev->type == OX_DEVICE_CUDA && (st = oxa_kernel_fn(k, s->dev, &f)))
+  if (sp)
+    f = sp->cu_fn[oxa_slot(s->dev)];
+  else if (s->dev->type == OX_DEVICE_CUDA && (st = oxa_kernel_fn(k, s->dev, &f)))
     return st;
   /* argument values, flattened: scalars by value, slices as (pointer, length) */
   uint64_t vals[OXI_MAX_PARAM_VALUES];
   void *ptrs[OXI_MAX_PARAM_VALUES];
   int j = 0;
   for (int i = 0; i < nargs; i++) {
-    const oxi_param *p = k->ir->params.items[i];
+    const oxi_param *p = ki->params.items[i];
     if (p->kind == OXI_P_SCALAR) {
       oxa_scalar_bits(&args[i], &vals[j]);
       ptrs[j] = &vals[j];
@@ -303,12 +317,12 @@ ox_status oxa_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, 
   if (s->dev->type == OX_DEVICE_CPU) {
     oxr_cpu_hold hold = {0};
     for (int i = 0; i < nargs; i++) {
-      const oxi_param *p = k->ir->params.items[i];
+      const oxi_param *p = ki->params.items[i];
       if (p->kind != OXI_P_SCALAR)
         oxr_cpu_hold_add(&hold, tens[i], oxa_mutable_kind(p->kind));
     }
     oxr_cpu_hold_take(&hold);
-    st = oxr_cpu_launch(&k->cpu, grid, block, ptrs, s->err, k->tag, s);
+    st = oxr_cpu_launch(sp ? &sp->cpu : &k->cpu, grid, block, ptrs, s->err, k->tag, s);
     oxr_cpu_hold_drop(&hold);
     return st;
   }
@@ -318,8 +332,8 @@ ox_status oxa_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, 
   ptrs[j + 1] = &tag;
   if ((st = oxr_cuda_make_current(s->dev)))
     return st;
-  unsigned dyn = oxa_dynamic_shared(k->ir);
+  unsigned dyn = oxa_dynamic_shared(ki);
   CUresult r = oxr_cu.cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn, s->cu,
                                      ptrs, NULL);
-  return r ? oxr_cuda_launch_error(r, f, k->ir->name, block, dyn) : OX_OK;
+  return r ? oxr_cuda_launch_error(r, f, ki->name, block, dyn) : OX_OK;
 }

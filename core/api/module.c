@@ -323,6 +323,9 @@ static ox_status read_options(const char *fn, const ox_compile_options *opts,
 
 /* What a module's compile region works on (base.h: protected regions):
  * module_free(m) frees whatever it made, however far it got. */
+/* A kernel specialized at launch: a #[tile] kernel, or a #[kernel] with type generics. */
+static bool is_generic_kernel(const oxf_fn *fn) { return fn->is_tile || (fn->is_kernel && fn->ntypes); }
+
 typedef struct compile_job {
   oxa_module *m;
   const char *source;
@@ -342,7 +345,7 @@ static ox_status compile_run(void *arg) {
   /* kernels and their tags: #[kernel]s, then #[tile]s (signatures only) */
   int ntile = 0;
   for (int i = 0; i < m->prog->fns.len; i++)
-    ntile += ((const oxf_fn *)m->prog->fns.items[i])->is_tile;
+    ntile += is_generic_kernel(m->prog->fns.items[i]);
   m->kernels = calloc((size_t)(m->ir.kernels.len + ntile), sizeof *m->kernels);
   if (!m->text || !m->kernels)
     return oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
@@ -350,14 +353,11 @@ static ox_status compile_run(void *arg) {
   int ti = m->ir.kernels.len;
   for (int i = 0; i < m->prog->fns.len; i++) {
     const oxf_fn *fn = m->prog->fns.items[i];
-    if (!fn->is_tile)
+    if (!is_generic_kernel(fn))
       continue;
     oxa_kernel *k = &m->kernels[ti++];
     k->fn = fn;
     k->ngenerics = fn->generics.len;
-    int64_t placeholders[OXA_MAX_GENERICS];
-    for (int g = 0; g < OXA_MAX_GENERICS; g++)
-      placeholders[g] = 16;
     oxb_diags *d = &j->d;
     oxb_str_free(&d->text);
     memset(d, 0, sizeof *d);
@@ -366,7 +366,7 @@ static ox_status compile_run(void *arg) {
     if (k->ngenerics > OXA_MAX_GENERICS)
       return oxb_set_error(OX_ERR_COMPILE, "%s: tile kernel '%s' has more than %d generics",
                            m->ir.filename, fn->name, OXA_MAX_GENERICS);
-    if (!oxf_check_tile(&m->arena, d, m->prog, fn, placeholders, &m->sigs))
+    if (!oxf_check_spec(&m->arena, d, m->prog, fn, NULL, &m->sigs))
       return oxb_set_error_text(OX_ERR_COMPILE, d->text.buf ? d->text.buf : "tile kernel error");
     k->ir = m->sigs.kernels.items[m->sigs.kernels.len - 1];
   }
@@ -620,7 +620,24 @@ ox_status ox_kernel_param(ox_kernel h, int index, ox_param_info *out) {
   out->dtype = p->dtype;
   out->rank = p->kind == OXI_P_SCALAR ? 0 : oxi_is_tensor_kind(p->kind) ? p->rank : 1;
   out->writable = p->kind != OXI_P_SCALAR && p->kind != OXI_P_SLICE && p->kind != OXI_P_TENSOR;
+  int g = k->fn ? ((const oxf_param *)k->fn->params.items[index])->type->tvar - 1 : -1;
+  if (g >= 0 && p->kind == OXI_P_SCALAR) /* the numbers a binding passes: the launch converts */
+    out->dtype = ((const oxf_typeexpr *)k->fn->generic_types.items[g])->bound == OXF_BOUND_INT ? OX_I64
+                                                                                              : OX_F64;
   return OX_OK;
+}
+
+const char *ox_kernel_param_generic(ox_kernel h, int index) {
+  oxa_kernel *k = oxa_kernel_get(__func__, h);
+  if (!k)
+    return NULL;
+  if (index < 0 || index >= k->ir->params.len) {
+    oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: kernel '%s' has %d parameters; index %d", __func__,
+                  k->ir->name, k->ir->params.len, index);
+    return NULL;
+  }
+  int g = k->fn ? ((const oxf_param *)k->fn->params.items[index])->type->tvar - 1 : -1;
+  return g >= 0 ? k->fn->generics.items[g] : NULL;
 }
 
 int ox_kernel_is_unsafe(ox_kernel h) {
@@ -634,13 +651,15 @@ const char *ox_version(void) { return OXA_VERSION; }
 
 /* ----------------------------------------------------------------- emit */
 
-/* The value the options give generic `name`, else the placeholder. */
-static int64_t generic_value(const ox_compile_options *o, const char *name) {
+/* The value the options give generic g of fn (a type generic's is an
+ * ox_dtype, the front end's that + 1), else its placeholder. */
+static int64_t generic_value(const ox_compile_options *o, const oxf_fn *fn, int g) {
   for (int i = 0; i < o->num_generics; i++)
-    if (!strcmp(o->generics[i].name, name))
-      return o->generics[i].value;
-  return OXF_TILE_PLACEHOLDER;
+    if (!strcmp(o->generics[i].name, fn->generics.items[g]))
+      return o->generics[i].value + oxf_is_type_generic(fn, g);
+  return oxf_generic_placeholder(fn, g);
 }
+
 
 /* The options' generics: well formed, and each a generic of some tile kernel. */
 static ox_status check_generics(const ox_compile_options *o, const oxf_program *prog) {
@@ -654,11 +673,11 @@ static ox_status check_generics(const ox_compile_options *o, const oxf_program *
     bool found = false;
     for (int f = 0; f < prog->fns.len && !found; f++) {
       const oxf_fn *fn = prog->fns.items[f];
-      for (int g = 0; fn->is_tile && g < fn->generics.len && !found; g++)
+      for (int g = 0; is_generic_kernel(fn) && g < fn->generics.len && !found; g++)
         found = !strcmp(fn->generics.items[g], name);
     }
     if (!found)
-      return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_emit: no tile kernel of this source has a "
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_emit: no kernel of this source has a "
                            "generic '%s'", name);
   }
   return OX_OK;
@@ -692,19 +711,19 @@ static ox_status emit_run(void *arg) {
     s = check_generics(o, prog);
   for (int i = 0; !s && kind != OX_EMIT_AST && i < prog->fns.len; i++) {
     const oxf_fn *fn = prog->fns.items[i];
-    if (!fn->is_tile)
+    if (!is_generic_kernel(fn))
       continue;
     int64_t values[OXA_MAX_GENERICS];
     if (fn->generics.len > OXA_MAX_GENERICS)
       return oxb_set_error(OX_ERR_COMPILE, "%s: tile kernel '%s' has more than %d generics", m->filename,
                            fn->name, OXA_MAX_GENERICS);
     for (int g = 0; g < fn->generics.len; g++)
-      values[g] = generic_value(o, fn->generics.items[g]);
+      values[g] = generic_value(o, fn, g);
     oxb_str_free(&j->d.text);
     memset(&j->d, 0, sizeof j->d);
     oxb_source src = {m->filename, j->source, strlen(j->source)};
     j->d.src = &src;
-    if (!oxf_check_tile(&j->a, &j->d, prog, fn, values, m))
+    if (!oxf_check_spec(&j->a, &j->d, prog, fn, values, m))
       s = oxb_set_error_text(OX_ERR_COMPILE, j->d.text.buf ? j->d.text.buf : "tile kernel error");
   }
   ox_target target = j->target;
@@ -712,6 +731,8 @@ static ox_status emit_run(void *arg) {
     target = kind == OX_EMIT_PTX ? OX_TARGET_CUDA : OX_TARGET_CPU;
   for (int i = first_tile; !s && kind != OX_EMIT_AST && kind != OX_EMIT_IR && i < m->kernels.len; i++) {
     oxi_kernel *k = m->kernels.items[i];
+    if (!k->is_tile) /* a #[kernel] specialized for its type generics: code as it is */
+      continue;
     for (int p = 0; p < k->params.len; p++) {
       oxi_param *ip = k->params.items[p];
       ip->contiguous16 = o->emit_contiguous && oxi_is_tensor_kind(ip->kind);

@@ -1,7 +1,7 @@
 /* tile_launch.c - launching #[tile] kernels: the const generics are bound from
- * the output partitions, the kernel is specialized (checked, tile-lowered,
- * compiled, cached) on first use of each binding, and the partition grid
- * becomes the launch grid. With candidate configurations
+ * the output partitions (the type generics from the dtypes, spec.c), the
+ * kernel is specialized on first use of each binding (spec.c), and the
+ * partition grid becomes the launch grid. With candidate configurations
  * (ox_kernel_set_candidates), the outputs are re-partitioned to the one
  * tune.c chose, measuring them on scratch outputs the first time. */
 #include <assert.h>
@@ -53,6 +53,8 @@ static ox_status bind_generics(const oxa_kernel *k, int nargs, oxr_tensor *const
     }
   }
   for (int g = 0; g < fn->generics.len; g++) {
+    if (oxf_is_type_generic(fn, g)) /* (oxa_bind_types) */
+      continue;
     int64_t x = over && over[g] ? over[g] : k->explicit_generics[g];
     if (x && gen[g] && x != gen[g])
       return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
@@ -99,6 +101,9 @@ ox_status ox_kernel_set_generic(ox_kernel kh, const char *name, int64_t value) {
                          k->ir->name);
   for (int g = 0; g < k->ngenerics; g++)
     if (!strcmp(k->fn->generics.items[g], name)) {
+      if (oxf_is_type_generic(k->fn, g))
+        return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s': '%s' is a type generic, which a "
+                             "launch binds from its tensors' dtypes", k->ir->name, name);
       if (value == 0)
         return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s': generic '%s' cannot be 0",
                              k->ir->name, name);
@@ -106,140 +111,6 @@ ox_status ox_kernel_set_generic(ox_kernel kh, const char *name, int64_t value) {
       return OX_OK;
     }
   return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s' has no generic '%s'", k->ir->name, name);
-}
-
-/* Loads specialization sp's code on `dev`, where it has not run yet (one
- * build a spec and architecture: the other devices' load the cached
- * artifact). The caller holds k->lock. */
-static ox_status spec_load(oxa_kernel *k, oxa_spec *sp, ox_device dev) {
-  int d = oxa_slot(dev), from_cache;
-  ox_status s = oxa_build(dev, &sp->irm, k->mod->text, sp->extra, &k->mod->opts, &sp->code[d], &from_cache);
-  if (!s)
-    s = oxa_entry(dev, &sp->code[d], sp->ir, &sp->cu_fn[d], &sp->cpu);
-  if (!s && sp->ir->persistent) { /* the grid is what fits at once (launch_with) */
-    int b = 0;
-    if (oxr_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor &&
-        oxr_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&b, sp->cu_fn[d], sp->ir->block[0],
-                                                           oxa_dynamic_shared(sp->ir)))
-      b = 0;
-    sp->resident[d] = b > 0 ? b : 1;
-  }
-  if (s)
-    oxa_code_free(dev, &sp->code[d]);
-  else
-    sp->loaded[d] = 1;
-  return s;
-}
-
-/* What a specialization's region works on (base.h: protected regions):
- * specialize frees sp's arena and the strings whatever the outcome. */
-typedef struct spec_job {
-  oxa_kernel *k;
-  oxa_spec *sp;
-  const int64_t *gen;
-  uint64_t facts;
-  int sm;
-  int64_t limit;
-  oxi_kernel *ki; /* the lowered kernel */
-  oxb_diags d;
-  oxb_str err;
-} spec_job;
-
-/* Checks k's tile kernel with sp's generics and lowers it (the part of a
- * specialization that allocates in the arena). */
-static ox_status spec_lower(void *arg) {
-  spec_job *j = arg;
-  oxa_spec *sp = j->sp;
-  const oxa_module *m = j->k->mod;
-  oxb_source src = {m->ir.filename, m->text, strlen(m->text)};
-  j->d.src = &src;
-  if (!oxf_check_tile(&sp->arena, &j->d, m->prog, j->k->fn, j->gen, &sp->irm))
-    return oxb_set_error_text(OX_ERR_COMPILE, j->d.text.buf ? j->d.text.buf : "tile kernel error");
-  oxi_kernel *ki = sp->irm.kernels.items[sp->irm.kernels.len - 1];
-  if (!oxi_verify(&sp->irm, &j->err))
-    return oxb_set_error(OX_ERR_INTERNAL, "internal error (tile IR): %s", j->err.buf);
-  for (int i = 0; i < ki->params.len && i < 64; i++)
-    ((oxi_param *)ki->params.items[i])->contiguous16 = (j->facts >> i) & 1;
-  ox_status s = oxt_lower(&sp->irm, ki, j->sm, j->limit);
-  if (!s && !oxi_verify(&sp->irm, &j->err))
-    s = oxb_set_error(OX_ERR_INTERNAL, "internal error (lowered tile IR): %s", j->err.buf);
-  if (!s)
-    j->ki = ki;
-  return s;
-}
-
-/* How tile kernels are lowered for the CPU: one thread a block (0), or, with
- * OXIDE_TILE_THREADS=1 in the environment, as for a GPU (OXT_CPU_THREADS):
- * tools/run_tests.sh runs the tile tests that way too, so that the GPU
- * lowering's logic is checked without a GPU. Read once. */
-static int cpu_tile_sm(void) {
-  static _Atomic int mode = 1; /* 1: not read yet */
-  int m = mode;
-  if (m == 1) {
-    const char *e = getenv("OXIDE_TILE_THREADS");
-    mode = m = e && !strcmp(e, "1") ? OXT_CPU_THREADS : 0;
-  }
-  return m;
-}
-
-/* The specialization of k for `gen` and `facts` on device `dev`, made on
- * first use (lowered for dev's architecture and shared memory, which devices
- * of one kind share) and loaded on dev on its first use there. */
-static ox_status specialize(oxa_kernel *k, const int64_t *gen, uint64_t facts, ox_device dev, oxa_spec **out) {
-  oxa_module *m = k->mod;
-  int sm = dev->type != OX_DEVICE_CUDA ? cpu_tile_sm() : m->opts.sm ? m->opts.sm : dev->cc;
-  int64_t limit = dev->max_shared_per_block;
-  if (oxa_slot(dev) >= OXA_MAX_DEVICES)
-    return oxb_set_error(OX_ERR_UNSUPPORTED, "kernel '%s': Oxide runs kernels on CUDA devices 0 to %d, not %s",
-                         k->ir->name, OXA_MAX_DEVICES - 1, dev->label);
-  pthread_mutex_lock(&k->lock);
-  for (oxa_spec *sp = k->specs; sp; sp = sp->next)
-    if (!memcmp(sp->generics, gen, sizeof sp->generics) && sp->facts == facts && sp->sm == sm &&
-        sp->shared_limit == limit) {
-      ox_status s = sp->loaded[oxa_slot(dev)] ? OX_OK : spec_load(k, sp, dev);
-      pthread_mutex_unlock(&k->lock);
-      *out = sp;
-      return s;
-    }
-  oxa_spec *sp = calloc(1, sizeof *sp);
-  ox_status s = sp ? OX_OK : oxb_set_error(OX_ERR_OUT_OF_MEMORY, "out of memory");
-  spec_job j = {k, sp, gen, facts, sm, limit, NULL, {0}, {0}};
-  if (!s) {
-    memcpy(sp->generics, gen, sizeof sp->generics);
-    sp->facts = facts;
-    sp->sm = sm;
-    sp->shared_limit = limit;
-    sp->irm.arena = &sp->arena;
-    sp->irm.filename = m->ir.filename;
-    /* protected, inside k->lock: an unwind ends here, and the lock is released below */
-    s = oxb_protected(spec_lower, &j);
-  }
-  oxb_str_free(&j.d.text);
-  oxb_str_free(&j.err);
-  oxi_kernel *ki = j.ki;
-  if (!s) {
-    int n = snprintf(sp->extra, sizeof sp->extra, "tile %s", ki->name);
-    for (int g = 0; g < k->ngenerics && n < 400; g++)
-      n += snprintf(sp->extra + n, sizeof sp->extra - (size_t)n, " %lld", (long long)gen[g]);
-    /* the lowering's own choices too (they follow from the device, which the key holds, but a
-       mismatch between cached code and the shared memory the launch passes would be fatal) */
-    snprintf(sp->extra + n, sizeof sp->extra - (size_t)n, " facts %llx block %d shared %lld persistent %d",
-             (unsigned long long)facts, ki->block[0], (long long)ki->shared_bytes, ki->persistent);
-    sp->ir = ki;
-    s = spec_load(k, sp, dev);
-  }
-  if (s) {
-    if (sp)
-      oxb_arena_free(&sp->arena);
-    free(sp);
-    pthread_mutex_unlock(&k->lock);
-    return s;
-  }
-  sp->next = k->specs;
-  k->specs = sp;
-  pthread_mutex_unlock(&k->lock);
-  *out = sp;
-  return OX_OK;
 }
 
 /* Checks the arguments against the specialized signature. */
@@ -348,12 +219,18 @@ static ox_status encode_map(const char *kernel, const oxi_param *p, const oxr_te
 static ox_status launch_with(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, const ox_arg *args,
                              int nargs, oxr_tensor *const *tens, bool run, const int64_t *over) {
   int64_t gen[OXA_MAX_GENERICS];
+  ox_arg conv[OXA_MAX_PARAMS];
   ox_status st = bind_generics(k, nargs, tens, over, gen);
+  if (!st)
+    st = oxa_bind_types(k, args, nargs, tens, gen);
   oxa_spec *sp = NULL;
   if (!st)
-    st = specialize(k, gen, launch_facts(tens, nargs), s->dev, &sp);
+    st = oxa_specialize(k, gen, launch_facts(tens, nargs), s->dev, &sp);
   if (st)
     return st;
+  args = oxa_generic_args(k, gen, args, nargs, conv);
+  if (!args)
+    return ox_last_status();
   const oxi_kernel *ki = sp->ir;
   int64_t g[OXI_MAX_RANK];
   int r;
@@ -474,9 +351,9 @@ ox_status ox_kernel_set_candidates(ox_kernel kh, const ox_tile_candidate *cands,
   oxa_kernel *k = oxa_kernel_get(__func__, kh);
   if (!k)
     return ox_last_status();
-  if (!k->fn)
-    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s' is not a tile kernel: it has no generics",
-                         k->ir->name);
+  if (!k->fn || !k->fn->is_tile)
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s' is not a tile kernel: it has no tile "
+                         "sizes to choose", k->ir->name);
   if (n < 0 || (n && !cands))
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "ox_kernel_set_candidates: %s",
                          n < 0 ? "a negative count" : "candidates is NULL");
@@ -495,9 +372,10 @@ ox_status ox_kernel_set_candidates(ox_kernel kh, const ox_tile_candidate *cands,
       int g = 0;
       while (g < k->ngenerics && (!gv->name || strcmp(k->fn->generics.items[g], gv->name)))
         g++;
-      if (g == k->ngenerics)
-        st = oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s', candidate %d: no generic '%s'", kn, c,
-                           gv->name ? gv->name : "(NULL)");
+      if (g == k->ngenerics || oxf_is_type_generic(k->fn, g))
+        st = oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s', candidate %d: no %s '%s'", kn, c,
+                           g == k->ngenerics ? "generic" : "const generic (a type generic follows the "
+                           "arguments' dtypes)", gv->name ? gv->name : "(NULL)");
       else if (gv->value <= 0 || (gv->value & (gv->value - 1)))
         st = oxb_set_error(OX_ERR_INVALID_ARGUMENT, "kernel '%s', candidate %d: %s = %lld is not a power of two",
                            kn, c, gv->name, (long long)gv->value);

@@ -1,5 +1,5 @@
 /* check.c - the front end's entry: checks a program kernel by kernel
- * (oxf_check, oxf_check_tile): each #[kernel]'s signature and launch
+ * (oxf_check, oxf_check_spec): each #[kernel]'s signature and launch
  * contract here, its body through sema.c; #[tile] kernels through tile.c;
  * device functions no kernel calls in a throwaway kernel. Calls sema.c and
  * tile.c (through sema.h), which do not call it. */
@@ -335,41 +335,82 @@ static void check_alone(sema *S, const oxf_fn *fn) {
   S->m->kernels.len--; /* drop the stand-in kernel */
 }
 
+/* fn's placeholder generics (oxf_generic_placeholder), in `a`. */
+static int64_t *placeholders(oxb_arena *a, const oxf_fn *fn) {
+  int64_t *gens = oxb_alloc(a, sizeof(int64_t) * (size_t)(fn->generics.len + 1));
+  for (int g = 0; g < fn->generics.len; g++)
+    gens[g] = oxf_generic_placeholder(fn, g);
+  return gens;
+}
+
+/* Each type generic must be bound where fn is used: a kernel's by the dtype
+ * of a tensor or slice argument of the launch, a device function's by its
+ * arguments at each call. */
+static void check_type_generics(sema *S, const oxf_fn *fn) {
+  bool kernel = fn->is_kernel || fn->is_tile;
+  if (fn->ntypes && fn->generics.len > OXF_MAX_GENERICS)
+    ERR(S, fn->loc, "'%s' has more than %d generics", fn->name, OXF_MAX_GENERICS);
+  for (int g = 0; g < fn->generics.len; g++) {
+    if (!oxf_is_type_generic(fn, g))
+      continue;
+    bool bound = false;
+    for (int i = 0; i < fn->params.len && !bound; i++) {
+      const oxf_typeexpr *t = ((const oxf_param *)fn->params.items[i])->type;
+      bound = t && t->tvar == g + 1 && (!kernel || t->kind != OXF_TY_SCALAR);
+    }
+    if (!bound)
+      ERR(S, ((const oxf_typeexpr *)fn->generic_types.items[g])->loc,
+          kernel ? "type generic '%s' must be the element type of a %s parameter: the launch takes "
+                   "it from that argument's dtype"
+                 : "type generic '%s' must be the type of a parameter: each call takes it from "
+                   "that argument",
+          (const char *)fn->generics.items[g], fn->is_tile ? "tensor" : "slice");
+  }
+}
+
+static void sema_init(sema *S, oxb_arena *a, oxb_diags *d, const oxf_program *p, oxi_module *m) {
+  S->stmt = oxs_stmt;
+  S->tile_call = oxs_tile_call;
+  S->tile_method = oxs_tile_method;
+  S->rng_call = oxs_rng_call;
+  S->tile_unify = oxs_tile_unify;
+  S->a = a;
+  S->d = d;
+  S->prog = p;
+  S->m = m;
+}
+
 bool oxf_check(oxb_arena *a, oxb_diags *d, const oxf_program *p, oxi_module *m) {
   sema S = {0};
-  S.stmt = oxs_stmt;
-  S.tile_call = oxs_tile_call;
-  S.tile_method = oxs_tile_method;
-  S.rng_call = oxs_rng_call;
-  S.tile_unify = oxs_tile_unify;
-  S.a = a;
-  S.d = d;
-  S.prog = p;
-  S.m = m;
+  sema_init(&S, a, d, p, m);
   int kernels = 0;
   for (int i = 0; i < p->fns.len; i++) {
     const oxf_fn *fn = p->fns.items[i];
     for (int j = 0; j < i; j++)
       if (!strcmp(((oxf_fn *)p->fns.items[j])->name, fn->name))
         ERR(&S, fn->loc, "function '%s' is defined twice", fn->name);
-    if (fn->is_tile) {
+    check_type_generics(&S, fn);
+    if (fn->is_tile && fn->is_kernel) {
       kernels++;
-      if (fn->is_kernel) {
-        ERR(&S, fn->loc, "'%s' is marked both #[kernel] and #[tile]; a kernel is one or the other",
-            fn->name);
-        continue;
-      }
-      if (fn->has_contract)
-        ERR(&S, fn->contract_loc, "launch_contract applies to #[kernel] functions only (a tile "
-                                  "kernel's grid is its output's partition)");
+      ERR(&S, fn->loc, "'%s' is marked both #[kernel] and #[tile]; a kernel is one or the other",
+          fn->name);
+      continue;
+    }
+    if (fn->is_tile && fn->has_contract)
+      ERR(&S, fn->contract_loc, "launch_contract applies to #[kernel] functions only (a tile "
+                                "kernel's grid is its output's partition)");
+    if (fn->is_tile || (fn->is_kernel && fn->ntypes)) {
       /* checked with placeholder generics into a module of its own, dropped:
-       * tile kernels are lowered per specialization (oxf_check_tile) */
-      int64_t *gens = oxb_alloc(a, sizeof(int64_t) * (size_t)(fn->generics.len + 1));
-      for (int g = 0; g < fn->generics.len; g++)
-        gens[g] = OXF_TILE_PLACEHOLDER;
+       * generic kernels are lowered per specialization (oxf_check_spec) */
+      kernels++;
+      int64_t *gens = placeholders(a, fn);
+      const oxf_fn *inst = oxf_instantiate(a, fn, gens);
       oxi_module scratch = {a, m->filename, {0}};
       S.m = &scratch;
-      oxs_tile_kernel(&S, fn, gens);
+      if (fn->is_tile)
+        oxs_tile_kernel(&S, inst, gens);
+      else
+        check_kernel(&S, inst);
       S.m = m;
       continue;
     }
@@ -389,7 +430,7 @@ bool oxf_check(oxb_arena *a, oxb_diags *d, const oxf_program *p, oxi_module *m) 
     for (int j = 0; j < S.ncalled; j++)
       called |= S.called[j] == fn;
     if (!called)
-      check_alone(&S, fn);
+      check_alone(&S, oxf_instantiate(a, fn, placeholders(a, fn)));
   }
   if (!kernels && !d->errors) {
     oxb_loc none = {0, 0, 0};
@@ -398,30 +439,32 @@ bool oxf_check(oxb_arena *a, oxb_diags *d, const oxf_program *p, oxi_module *m) 
   return d->errors == 0;
 }
 
-bool oxf_check_tile(oxb_arena *a, oxb_diags *d, const oxf_program *p, const oxf_fn *fn,
+bool oxf_check_spec(oxb_arena *a, oxb_diags *d, const oxf_program *p, const oxf_fn *fn,
                     const int64_t *generics, oxi_module *m) {
   sema S = {0};
-  S.stmt = oxs_stmt;
-  S.tile_call = oxs_tile_call;
-  S.tile_method = oxs_tile_method;
-  S.rng_call = oxs_rng_call;
-  S.tile_unify = oxs_tile_unify;
-  S.a = a;
-  S.d = d;
-  S.prog = p;
-  S.m = m;
+  sema_init(&S, a, d, p, m);
   int before = d->errors;
-  if (!fn->is_tile) {
-    oxb_error_at(d, fn->loc, "'%s' is not a #[tile] function", fn->name);
+  if (!fn->is_tile && !(fn->is_kernel && fn->ntypes)) {
+    oxb_error_at(d, fn->loc, "'%s' is not a generic kernel (a #[tile] kernel, or a #[kernel] with "
+                             "type generics)", fn->name);
     return false;
   }
-  if (!generics) { /* placeholders, as oxf_check binds them */
-    int64_t *ph = oxb_alloc(a, sizeof(int64_t) * (size_t)(fn->generics.len + 1));
-    for (int g = 0; g < fn->generics.len; g++)
-      ph[g] = OXF_TILE_PLACEHOLDER;
-    generics = ph;
+  if (!generics)
+    generics = placeholders(a, fn);
+  for (int g = 0; g < fn->generics.len; g++) {
+    const oxf_typeexpr *t = fn->generic_types.items[g];
+    if (t->kind == OXF_TY_TYPEPARAM &&
+        (generics[g] < 1 || generics[g] > OX_F8E5M2 + 1 || !oxf_bound_admits(t->bound, (ox_dtype)(generics[g] - 1))))
+      ERR(&S, t->loc, "type generic '%s: %s' cannot be %s", (const char *)fn->generics.items[g],
+          oxf_bound_name(t->bound), generics[g] >= 1 && generics[g] <= OX_F8E5M2 + 1
+          ? ox_dtype_name((ox_dtype)(generics[g] - 1)) : "that (not a dtype)");
   }
-  oxs_tile_kernel(&S, fn, generics);
+  if (d->errors != before)
+    return false;
+  const oxf_fn *inst = oxf_instantiate(a, fn, generics);
+  if (fn->is_tile)
+    oxs_tile_kernel(&S, inst, generics);
+  else
+    check_kernel(&S, inst);
   return d->errors == before;
 }
-

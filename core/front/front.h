@@ -53,8 +53,16 @@ typedef enum oxf_tykind {
   OXF_TY_UNIT,     /* () */
   OXF_TY_TENSOR,   /* &Tensor<T, [dims]>: a whole tensor, read-only (#[tile] kernels) */
   OXF_TY_MUTTENSOR, /* &mut Tensor<T, [tile]>: the block's tile of an output (#[tile] kernels) */
-  OXF_TY_ATOMICTENSOR /* &Tensor<Atomic<T>, [dims]>: a whole tensor blocks add into atomically */
+  OXF_TY_ATOMICTENSOR, /* &Tensor<Atomic<T>, [dims]>: a whole tensor blocks add into atomically */
+  OXF_TY_TYPEPARAM /* the declaration of a type generic `T: Float` (oxf_fn.generic_types only) */
 } oxf_tykind;
+
+/* What a type generic admits (`<T: Float>`): its bound. */
+typedef enum oxf_bound {
+  OXF_BOUND_FLOAT = 1, /* f16, bf16, f32, f64 */
+  OXF_BOUND_INT,       /* i8 .. i64, u8 .. u64 */
+  OXF_BOUND_NUM        /* either */
+} oxf_bound;
 
 /* A tensor dim as written: >= 1 a literal, OXF_DIM_DYNAMIC (-1, bound at
  * launch), or <= -2 for the function's const generic number g (-2 - g). */
@@ -66,6 +74,9 @@ typedef enum oxf_tykind {
 typedef struct oxf_typeexpr {
   oxf_tykind kind;
   ox_dtype elem; /* scalar type, or element type of slices/arrays/tensors */
+  int tvar;      /* elem is the function's type generic number tvar - 1 (elem holds its
+                    placeholder until oxf_instantiate replaces it); 0: elem as written */
+  oxf_bound bound; /* OXF_TY_TYPEPARAM: the generic's bound */
   int64_t count; /* SharedArray length */
   int rank;      /* tensors: 1..OXI_MAX_RANK dims (see OXF_DIM_*) */
   int64_t dims[OXI_MAX_RANK];
@@ -143,9 +154,12 @@ typedef struct oxf_fn {
   bool is_kernel;
   bool is_tile;   /* #[tile]: a tile kernel (docs/tile-design.md) */
   bool is_unsafe;
-  /* const generics of a #[tile] function, in declaration order: <const B: i32, ...> */
+  /* generics in declaration order: const generics of a #[tile] function
+   * (<const B: i32, ...>) and type generics of any function (<T: Float, ...>) */
   oxb_vec generics;      /* const char*: the names */
-  oxb_vec generic_types; /* oxf_typeexpr*: their (integer) types, with the names' locations */
+  oxb_vec generic_types; /* oxf_typeexpr*: a const generic's integer type, or OXF_TY_TYPEPARAM
+                            with the bound; at the names' locations */
+  int ntypes;            /* how many of them are type generics */
   oxb_vec params; /* oxf_param* */
   oxf_typeexpr *ret; /* NULL: () */
   oxf_node *body;
@@ -174,20 +188,44 @@ void oxf_dump(const oxf_program *p, oxb_str *out);
  * device functions inlined) into `m`. #[tile] functions are checked too, each
  * with every const generic bound to a placeholder (OXF_TILE_PLACEHOLDER), so
  * that their errors show at compile time, but they are not added to `m`: they
- * are lowered per specialization by oxf_check_tile. Errors go to `d`; returns
+ * are lowered per specialization by oxf_check_spec. Errors go to `d`; returns
  * false if any. */
 bool oxf_check(oxb_arena *a, oxb_diags *d, const oxf_program *p, oxi_module *m);
 
 #define OXF_TILE_PLACEHOLDER 16
 
-/* Checks #[tile] function `fn` of `p` with its const generics bound to
- * generics[0 .. fn->generics.len) (declaration order; NULL: OXF_TILE_PLACEHOLDER each)
- * and lowers it to tile IR: a new kernel of `m` named fn->name, with is_tile
- * set. Errors (also those of the binding: a tile shape that is not a static
- * power of two, a value that does not fit its generic's type) go to `d`;
- * returns false if any. */
-bool oxf_check_tile(oxb_arena *a, oxb_diags *d, const oxf_program *p, const oxf_fn *fn,
+/* Checks generic kernel `fn` of `p` (a #[tile] kernel, or a #[kernel] with
+ * type generics) with its generics bound to generics[0 .. fn->generics.len)
+ * (declaration order: a const generic's value, a type generic's ox_dtype + 1;
+ * NULL: each one's placeholder, oxf_generic_placeholder) and lowers it: a new
+ * kernel of `m` named fn->name (tile IR with is_tile set, for a #[tile]
+ * kernel). Errors (also those of the binding: a tile shape that is not a
+ * static power of two, a value that does not fit its generic's type, a dtype
+ * outside a type generic's bound) go to `d`; returns false if any. */
+bool oxf_check_spec(oxb_arena *a, oxb_diags *d, const oxf_program *p, const oxf_fn *fn,
                     const int64_t *generics, oxi_module *m);
+
+/* ---------------------------------------------------------- type generics */
+
+/* Whether generic g of fn is a type generic (`T: Float`), not a const one. */
+bool oxf_is_type_generic(const oxf_fn *fn, int g);
+
+/* Generic g's placeholder value, that a check without a binding gives it:
+ * OXF_TILE_PLACEHOLDER for a const generic; for a type generic its bound's
+ * first dtype (f32 for Float and Num, i32 for Int), + 1. */
+int64_t oxf_generic_placeholder(const oxf_fn *fn, int g);
+
+/* Whether `bound` admits dtype t. */
+bool oxf_bound_admits(oxf_bound bound, ox_dtype t);
+
+/* The bound's name as written ("Float"). */
+const char *oxf_bound_name(oxf_bound bound);
+
+/* fn with its type generics bound to generics[] (as oxf_check_spec takes
+ * them, every value admitted by its bound): a copy whose every type written
+ * with a type generic names the dtype instead; fn itself when it has no type
+ * generics. The copy lives in `a`. */
+const oxf_fn *oxf_instantiate(oxb_arena *a, const oxf_fn *fn, const int64_t *generics);
 
 /* Name of an operator, for messages ("+", "<=", ...). */
 const char *oxf_op_name(int op);

@@ -40,6 +40,11 @@
  * fewer than 30; each function is checked, also when nothing calls it. */
 #define OXF_MAX_FUNCTIONS 1000
 
+/* Generics of one function (const and type generics together): each binding
+ * is a specialization, so a handful is what kernels use. The API's limit on a
+ * kernel's generics (api.h) is the same number. */
+#define OXF_MAX_GENERICS 8
+
 /* Device-function calls in progress at once (they are inlined, so this is the
  * depth of the inlining), and loops nested in one function. */
 #define OXF_MAX_INLINE_DEPTH 16

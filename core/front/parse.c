@@ -142,13 +142,23 @@ static bool scalar_type(oxf_token *t, ox_dtype *out) {
   return t->kind == OXF_TK_IDENT && oxf_scalar_named(t->text, (size_t)t->len, out);
 }
 
-static ox_dtype elem_type(parser *P, oxb_loc loc) {
-  oxf_typeexpr *t = type(P);
-  if (t && t->kind != OXF_TY_SCALAR) {
-    perr(P, loc, "elements must be scalar types (bool, integers, floats)");
-    return OX_F32;
-  }
-  return t ? t->elem : OX_F32;
+/* The element type of a slice, array or tensor, into t (elem, and tvar for a
+ * type generic). */
+static void elem_type(parser *P, oxf_typeexpr *t) {
+  oxf_typeexpr *e = type(P);
+  if (e && e->kind != OXF_TY_SCALAR)
+    perr(P, t->loc, "elements must be scalar types (bool, integers, floats)");
+  bool ok = e && e->kind == OXF_TY_SCALAR;
+  t->elem = ok ? e->elem : OX_F32;
+  t->tvar = ok ? e->tvar : 0;
+}
+
+/* The number of P->fn's generic named by the current token, -1 if none. */
+static int generic_named(parser *P) {
+  for (int i = 0; P->fn && i < P->fn->generics.len; i++)
+    if (equal(P->tok, P->fn->generics.items[i]))
+      return i;
+  return -1;
 }
 
 /* The dims of a tensor type: '[' dim { ',' dim } ']', each an integer >= 1,
@@ -180,11 +190,12 @@ static void tensor_dims(parser *P, oxf_typeexpr *t) {
       d = (int64_t)P->tok->ival;
       advance(P);
     } else if (P->tok->kind == OXF_TK_IDENT) {
-      int g = -1;
-      for (int i = 0; P->fn && i < P->fn->generics.len; i++)
-        if (equal(P->tok, P->fn->generics.items[i]))
-          g = i;
-      if (g < 0) {
+      int g = generic_named(P);
+      if (g >= 0 && oxf_is_type_generic(P->fn, g)) {
+        perr(P, loc, "'%.*s' is a type generic; a tensor dim is an integer, -1 or a const generic",
+             P->tok->len > 40 ? 40 : P->tok->len, P->tok->text);
+        ok = false;
+      } else if (g < 0) {
         perr(P, loc, "unknown const generic '%.*s' in a tensor shape; declare it: "
                      "'<const %.*s: i32>'", P->tok->len > 40 ? 40 : P->tok->len, P->tok->text,
              P->tok->len > 40 ? 40 : P->tok->len, P->tok->text);
@@ -220,7 +231,7 @@ static bool element(parser *P, oxf_typeexpr *t, bool mut, const char *mut_error)
     advance(P);
     expect(P, "<");
   }
-  t->elem = elem_type(P, t->loc);
+  elem_type(P, t);
   if (atomic) {
     expect(P, ">");
     if (mut)
@@ -261,13 +272,13 @@ static oxf_typeexpr *type(parser *P) {
   } else if (at(P, "DisjointSlice")) {
     advance(P);
     expect(P, "<");
-    t->elem = elem_type(P, t->loc);
+    elem_type(P, t);
     expect(P, ">");
     t->kind = OXF_TY_DISJOINT;
   } else if (at(P, "SharedArray")) {
     advance(P);
     expect(P, "<");
-    t->elem = elem_type(P, t->loc);
+    elem_type(P, t);
     expect(P, ",");
     if (P->tok->kind == OXF_TK_INT) {
       t->count = (int64_t)P->tok->ival;
@@ -281,6 +292,13 @@ static oxf_typeexpr *type(parser *P) {
     advance(P);
     t->kind = OXF_TY_SCALAR;
     t->elem = dt;
+  } else if (P->tok->kind == OXF_TK_IDENT && generic_named(P) >= 0 &&
+             oxf_is_type_generic(P->fn, generic_named(P))) {
+    int g = generic_named(P);
+    advance(P);
+    t->kind = OXF_TY_SCALAR;
+    t->tvar = g + 1;
+    t->elem = (ox_dtype)(oxf_generic_placeholder(P->fn, g) - 1);
   } else {
     char got[64];
     describe(P->tok, got, sizeof got);
@@ -858,33 +876,62 @@ static void attribute(parser *P, oxf_fn *fn) {
   expect(P, "]");
 }
 
-/* <const B: i32, const C: usize, ...> of a #[tile] function. */
-static void const_generics(parser *P, oxf_fn *fn) {
+/* A type generic's declaration after its name: ': Float' (or Int, Num). */
+static oxf_typeexpr *type_param(parser *P, const char *name, oxb_loc loc) {
+  oxf_typeexpr *t = oxb_alloc(P->a, sizeof *t);
+  t->kind = OXF_TY_TYPEPARAM;
+  t->loc = loc;
+  t->bound = OXF_BOUND_FLOAT;
+  if (!consume(P, ":")) {
+    perr(P, loc, "give type generic '%s' a bound: '%s: Float', '%s: Int' or '%s: Num'", name, name,
+         name, name);
+    return t;
+  }
+  static const char *const names[] = {"Float", "Int", "Num"};
+  for (int b = 0; b < 3; b++)
+    if (at(P, names[b])) {
+      t->bound = (oxf_bound)(b + 1);
+      advance(P);
+      return t;
+    }
+  char got[64];
+  describe(P->tok, got, sizeof got);
+  perr(P, P->tok->loc, "a type generic's bound is Float (f16, bf16, f32, f64), Int (i8 to u64) "
+                       "or Num (either); found %s", got);
+  if (P->tok->kind == OXF_TK_IDENT)
+    advance(P);
+  return t;
+}
+
+/* <T: Float, const B: i32, ...>: type generics of any function, const
+ * generics of a #[tile] function. */
+static void generics(parser *P, oxf_fn *fn) {
   expect(P, "<");
   while (!at(P, ">") && P->tok->kind != OXF_TK_EOF) {
-    if (!consume(P, "const")) {
-      char got[64];
-      describe(P->tok, got, sizeof got);
-      perr(P, P->tok->loc, "tile kernels take const generics only, written '<const B: i32>'; "
-                           "found %s", got);
-      while (!at(P, ">") && !at(P, "(") && P->tok->kind != OXF_TK_EOF)
-        advance(P);
-      break;
-    }
+    bool is_const = consume(P, "const");
     oxb_loc loc = P->tok->loc;
-    const char *name = ident(P, "a const generic name");
+    const char *name = ident(P, is_const ? "a const generic name" : "a generic name");
     if (!name)
       break;
     for (int i = 0; i < fn->generics.len; i++)
       if (!strcmp(fn->generics.items[i], name))
-        perr(P, loc, "const generic '%s' appears twice", name);
-    expect(P, ":");
-    oxf_typeexpr *t = type(P);
-    if (!t)
-      break;
-    if (t->kind != OXF_TY_SCALAR || !oxi_is_int(t->elem))
-      perr(P, t->loc, "a const generic is an integer (i32, i64, u32, usize, ...)");
-    t->loc = loc; /* errors about the generic point at its name */
+        perr(P, loc, "generic '%s' appears twice", name);
+    oxf_typeexpr *t;
+    if (!is_const) {
+      t = type_param(P, name, loc);
+      fn->ntypes++;
+    } else {
+      if (!fn->is_tile)
+        perr(P, loc, "const generics are for #[tile] kernels; a SIMT function takes type "
+                     "generics only, written '<T: Float>'");
+      expect(P, ":");
+      t = type(P);
+      if (!t)
+        break;
+      if (t->kind != OXF_TY_SCALAR || t->tvar || !oxi_is_int(t->elem))
+        perr(P, t->loc, "a const generic is an integer (i32, i64, u32, usize, ...)");
+      t->loc = loc; /* errors about the generic point at its name */
+    }
     oxb_vec_push(P->a, &fn->generics, (void *)name);
     oxb_vec_push(P->a, &fn->generic_types, t);
     if (!consume(P, ","))
@@ -906,13 +953,8 @@ static oxf_fn *function(parser *P) {
   if (!fn->name)
     return NULL;
   P->fn = fn;
-  if (at(P, "<") && fn->is_tile) {
-    const_generics(P, fn);
-  } else if (at(P, "<")) {
-    perr(P, P->tok->loc, "generic parameters are not supported on SIMT functions");
-    while (!at(P, "(") && P->tok->kind != OXF_TK_EOF)
-      advance(P);
-  }
+  if (at(P, "<"))
+    generics(P, fn);
   expect(P, "(");
   while (!at(P, ")") && P->tok->kind != OXF_TK_EOF) {
     oxf_param *prm = oxb_alloc(P->a, sizeof *prm);
@@ -982,7 +1024,8 @@ const char *oxf_op_name(int op) {
 static const char *tyname(const oxf_typeexpr *t, const oxf_fn *fn, char *buf, size_t n) {
   if (!t)
     return "()";
-  const char *e = ox_dtype_name(t->elem);
+  const char *e = t->tvar && fn && t->tvar <= fn->generics.len
+                      ? (const char *)fn->generics.items[t->tvar - 1] : ox_dtype_name(t->elem);
   switch (t->kind) {
   case OXF_TY_TENSOR:
   case OXF_TY_MUTTENSOR:
@@ -1011,6 +1054,7 @@ static const char *tyname(const oxf_typeexpr *t, const oxf_fn *fn, char *buf, si
   case OXF_TY_DISJOINT: snprintf(buf, n, "DisjointSlice<%s>", e); break;
   case OXF_TY_SHARED: snprintf(buf, n, "SharedArray<%s, %lld>", e, (long long)t->count); break;
   case OXF_TY_UNIT: snprintf(buf, n, "()"); break;
+  case OXF_TY_TYPEPARAM: snprintf(buf, n, "%s", oxf_bound_name(t->bound)); break;
   }
   return buf;
 }
@@ -1068,10 +1112,13 @@ void oxf_dump(const oxf_program *p, oxb_str *o) {
     const oxf_fn *fn = p->fns.items[i];
     oxb_str_addf(o, "Fn %s%s%s%s", fn->is_kernel ? "#[kernel] " : "", fn->is_tile ? "#[tile] " : "",
                  fn->is_unsafe ? "unsafe " : "", fn->name);
-    for (int j = 0; j < fn->generics.len; j++)
-      oxb_str_addf(o, "%sconst %s: %s%s", j ? ", " : "<", (const char *)fn->generics.items[j],
-                   ox_dtype_name(((oxf_typeexpr *)fn->generic_types.items[j])->elem),
+    for (int j = 0; j < fn->generics.len; j++) {
+      const oxf_typeexpr *t = fn->generic_types.items[j];
+      oxb_str_addf(o, "%s%s%s: %s%s", j ? ", " : "<", t->kind == OXF_TY_TYPEPARAM ? "" : "const ",
+                   (const char *)fn->generics.items[j], t->kind == OXF_TY_TYPEPARAM
+                   ? oxf_bound_name(t->bound) : ox_dtype_name(t->elem),
                    j == fn->generics.len - 1 ? ">" : "");
+    }
     oxb_str_add(o, "(", 1);
     for (int j = 0; j < fn->params.len; j++) {
       const oxf_param *prm = fn->params.items[j];

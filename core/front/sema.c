@@ -619,7 +619,7 @@ bool oxs_check_param_dtype(sema *S, const oxf_param *p) {
   return true;
 }
 
-static val inline_body(sema *S, const oxf_fn *fn, binding **argb, oxb_loc call);
+static val inline_body(sema *S, const oxf_fn *fn, const oxf_fn *inst, binding **argb, oxb_loc call);
 
 static val shared_new(sema *S, const oxf_node *n) {
   if (n->gen.len != 2 || n->args.len != 0) {
@@ -808,6 +808,26 @@ static val call(sema *S, const oxf_node *n, oxi_type hint) {
   return VERR;
 }
 
+/* Parameter p's element type, its type generic's binding in gen where it has one. */
+static ox_dtype param_elem(const oxf_param *p, const int64_t *gen) {
+  return p->type->tvar && gen[p->type->tvar - 1] ? (ox_dtype)(gen[p->type->tvar - 1] - 1) : p->type->elem;
+}
+
+/* Binds p's type generic to t, the type of argument `an` of a call of fn, if
+ * the generic's bound admits it. */
+static bool bind_type(sema *S, const oxf_node *an, const oxf_fn *fn, const oxf_param *p, oxi_type t,
+                      int64_t *gen) {
+  int g = p->type->tvar - 1;
+  const oxf_typeexpr *decl = fn->generic_types.items[g];
+  if (!oxf_bound_admits(decl->bound, (ox_dtype)t)) {
+    ERR(S, an->loc, "argument '%s' of '%s' is %s, which '%s: %s' does not admit", p->name, fn->name,
+        oxi_type_name(t), (const char *)fn->generics.items[g], oxf_bound_name(decl->bound));
+    return false;
+  }
+  gen[g] = (int64_t)t + 1;
+  return true;
+}
+
 /* Inlines device function `fn` at this call. */
 static val call_fn(sema *S, const oxf_node *n, const oxf_fn *fn, oxi_type hint) {
   for (int i = 0; i < S->nframes; i++)
@@ -838,6 +858,9 @@ static val call_fn(sema *S, const oxf_node *n, const oxf_fn *fn, oxi_type hint) 
     ERR(S, n->loc, "too many parameters");
     return VERR;
   }
+  /* a generic function's type generics take the types of the arguments (the
+     first argument of each sets it; the rest must agree) */
+  int64_t gen[OXF_MAX_GENERICS] = {0};
   bool ok = true;
   for (int i = 0; i < fn->params.len; i++) {
     const oxf_param *p = fn->params.items[i];
@@ -847,15 +870,20 @@ static val call_fn(sema *S, const oxf_node *n, const oxf_fn *fn, oxi_type hint) 
       ok = false;
       continue;
     }
+    int tv = p->type->tvar;
     if (p->type->kind == OXF_TY_SCALAR) {
-      oxi_instr *v = oxs_scalar_expr(S, an, p->type->elem, "an argument");
+      oxi_instr *v = oxs_scalar_expr(S, an, tv && !gen[tv - 1] ? OXI_VOID : param_elem(p, gen), "an argument");
       if (!v) {
         ok = false;
         continue;
       }
-      if (v->type != (oxi_type)p->type->elem) {
+      if (tv && !gen[tv - 1] && !bind_type(S, an, fn, p, v->type, gen)) {
+        ok = false;
+        continue;
+      }
+      if (v->type != (oxi_type)param_elem(p, gen)) {
         ERR(S, an->loc, "argument '%s' of '%s' is %s, found %s", p->name, fn->name,
-            ox_dtype_name(p->type->elem), oxi_type_name(v->type));
+            ox_dtype_name(param_elem(p, gen)), oxi_type_name(v->type));
         ok = false;
         continue;
       }
@@ -871,7 +899,11 @@ static val call_fn(sema *S, const oxf_node *n, const oxf_fn *fn, oxi_type hint) 
         ok = false;
         continue;
       }
-      bool fits = v.k == V_MEM && v.b->type == (oxi_type)p->type->elem &&
+      if (tv && !gen[tv - 1] && v.k == V_MEM && !bind_type(S, an, fn, p, v.b->type, gen)) {
+        ok = false;
+        continue;
+      }
+      bool fits = v.k == V_MEM && v.b->type == (oxi_type)param_elem(p, gen) &&
                   (p->type->kind != OXF_TY_SHARED ||
                    ((oxi_shared *)S->k->shared.items[v.b->mem.index])->count == p->type->count) &&
                   (p->type->kind == OXF_TY_SLICE
@@ -880,7 +912,7 @@ static val call_fn(sema *S, const oxf_node *n, const oxf_fn *fn, oxi_type hint) 
       if (!fits) {
         ERR(S, an->loc, "argument '%s' of '%s' must be %s of %s%s, found %s", p->name, fn->name,
             p->type->kind == OXF_TY_SLICE ? "a slice" : "a shared array",
-            ox_dtype_name(p->type->elem),
+            ox_dtype_name(param_elem(p, gen)),
             p->type->kind == OXF_TY_SHARED ? " with the declared length" : "", oxs_vdesc(S, v));
         ok = false;
         continue;
@@ -904,12 +936,13 @@ static val call_fn(sema *S, const oxf_node *n, const oxf_fn *fn, oxi_type hint) 
   }
   if (!ok)
     return VERR;
-  return inline_body(S, fn, argb, n->loc);
+  return inline_body(S, fn, fn->ntypes ? oxf_instantiate(S->a, fn, gen) : fn, argb, n->loc);
 }
 
-/* Lowers the body of device function `fn` in place, its parameters bound to
- * `argb`, for the call at `call`; returns its value. */
-static val inline_body(sema *S, const oxf_fn *fn, binding **argb, oxb_loc call) {
+/* Lowers the body of device function `fn` in place (of `inst`, its instance
+ * for the call's types, when it is generic), its parameters bound to `argb`,
+ * for the call at `call`; returns its value. */
+static val inline_body(sema *S, const oxf_fn *fn, const oxf_fn *inst, binding **argb, oxb_loc call) {
   for (int i = 0; i < S->ncalled; i++)
     if (S->called[i] == fn)
       goto known;
@@ -920,9 +953,9 @@ known:;
   f->fn = fn;
   f->call = call;
   f->exit = oxs_new_block(S);
-  f->ret_type = fn->ret && fn->ret->kind == OXF_TY_SCALAR ? fn->ret->elem : OXI_VOID;
-  if (fn->ret && fn->ret->kind != OXF_TY_SCALAR && fn->ret->kind != OXF_TY_UNIT) {
-    ERR(S, fn->ret->loc, "device functions return a scalar or nothing");
+  f->ret_type = inst->ret && inst->ret->kind == OXF_TY_SCALAR ? inst->ret->elem : OXI_VOID;
+  if (inst->ret && inst->ret->kind != OXF_TY_SCALAR && inst->ret->kind != OXF_TY_UNIT) {
+    ERR(S, inst->ret->loc, "device functions return a scalar or nothing");
     return VERR;
   }
   f->ret_slot = f->ret_type == OXI_VOID ? -1 : oxi_slot_new(S->m, S->k, f->ret_type);
@@ -937,10 +970,10 @@ known:;
     b->idx = keep.idx;
     b->shadow = keep.shadow;
   }
-  val body = block_expr(S, fn->body, f->ret_type);
+  val body = block_expr(S, inst->body, f->ret_type);
   if (body.k == V_SCALAR && f->ret_slot >= 0) {
     if (body.v->type != f->ret_type)
-      ERR(S, fn->body->value ? fn->body->value->loc : fn->loc, "'%s' returns %s, found %s",
+      ERR(S, inst->body->value ? inst->body->value->loc : fn->loc, "'%s' returns %s, found %s",
           fn->name, oxi_type_name(f->ret_type), oxi_type_name(body.v->type));
     else
       oxs_var_set(S, f->ret_slot, body.v);
@@ -1468,4 +1501,4 @@ oxi_instr *oxs_operand(sema *S, const oxf_node *n, oxi_type hint, const char *wh
   return operand(S, n, hint, what, tiles);
 }
 bool oxs_untyped_literal(const oxf_node *n) { return untyped_literal(n); }
-val oxs_inline_body(sema *S, const oxf_fn *fn, binding **argb, oxb_loc call) { return inline_body(S, fn, argb, call); }
+val oxs_inline_body(sema *S, const oxf_fn *fn, binding **argb, oxb_loc call) { return inline_body(S, fn, fn, argb, call); }

@@ -1274,7 +1274,8 @@ static void tile_params(sema *S, const oxf_fn *fn, const int64_t *gen) {
     oxs_check_param_name(S, fn, i);
     for (int g = 0; g < fn->generics.len; g++)
       if (!strcmp(fn->generics.items[g], p->name))
-        ERR(S, p->loc, "'%s' is both a const generic and a parameter", p->name);
+        ERR(S, p->loc, "'%s' is both a %s generic and a parameter", p->name,
+            oxf_is_type_generic(fn, g) ? "type" : "const");
     oxi_param *ip = oxb_alloc(S->a, sizeof *ip);
     ip->name = p->name;
     ip->dtype = p->type->elem;
@@ -1368,6 +1369,8 @@ void oxs_tile_kernel(sema *S, const oxf_fn *fn, const int64_t *gen) {
   for (int g = 0; g < fn->generics.len; g++) {
     const oxf_typeexpr *t = fn->generic_types.items[g];
     const char *name = fn->generics.items[g];
+    if (t->kind == OXF_TY_TYPEPARAM) /* bound already, in the syntax tree (oxf_instantiate) */
+      continue;
     if (t->kind == OXF_TY_SCALAR && oxi_is_int(t->elem) && !fits(t->elem, gen[g]))
       ERR(S, t->loc, "const generic '%s' = %lld does not fit in %s", name, (long long)gen[g],
           ox_dtype_name(t->elem));

@@ -98,7 +98,7 @@ static void lower_and_generate(const char *src, const int64_t *gen, uint64_t con
     oxb_diags d = {0};
     oxb_source s = {m.filename, src, strlen(src)};
     d.src = &s;
-    if (!oxf_check_tile(&a, &d, prog, fn, gen, &m)) { /* the binding's errors: ordinary */
+    if (!oxf_check_spec(&a, &d, prog, fn, gen, &m)) { /* the binding's errors: ordinary */
       check_locations(src, d.text.buf ? d.text.buf : "");
       lowered = false;
     }

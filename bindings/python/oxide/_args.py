@@ -47,12 +47,16 @@ _SPELLING = {"slice": "&[T]", "mut_slice": "&mut [T]", "atomic_slice": "&[Atomic
              "atomic_tensor": "&Tensor<Atomic<T>>"}
 _TILE_KINDS = ("tensor", "tile", "atomic_tensor")
 
-Param = collections.namedtuple("Param", "name kind dtype rank writable")
+Param = collections.namedtuple("Param", "name kind dtype rank writable generic", defaults=(None,))
 Param.__doc__ = """One parameter of a kernel, as written: name, kind ("scalar", "slice",
 "mut_slice", "atomic_slice", "disjoint", "tensor", "tile" or "atomic_tensor"),
 dtype ("f32": the scalar's type or the tensor's element type), rank (tensor
-parameters of tile kernels; slices 1; scalars 0) and writable (True if the
-kernel may write the tensor)."""
+parameters of tile kernels; slices 1; scalars 0), writable (True if the
+kernel may write the tensor) and generic (the type generic the parameter is
+written with, "T" for `x: &[T]`, else None). A generic parameter's dtype is
+what numbers are passed as (f64, or i64 for `T: Int`) for a scalar, and the
+bound's first dtype for a tensor: a launch takes any dtype the bound admits,
+the same for every argument of one generic, and converts scalars to it."""
 
 
 class Signature:
@@ -70,9 +74,10 @@ class Signature:
         info = D.ox_param_info()
         for i in range(max(n, 0)):
             _pkg()._check(_L.ox_kernel_param(handle, i, C.byref(info)))
+            generic = _L.ox_kernel_param_generic(handle, i)
             params.append(Param(info.name.decode(), KINDS.get(info.kind, str(info.kind)),
                                 _L.ox_dtype_name(info.dtype).decode(), info.rank,
-                                bool(info.writable)))
+                                bool(info.writable), generic.decode() if generic else None))
         self.params = tuple(params)
         self.names = tuple(p.name for p in params)
         self.index = {p.name: i for i, p in enumerate(params)}

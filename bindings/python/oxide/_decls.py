@@ -219,6 +219,7 @@ FUNCTIONS = {
     'ox_kernel_num_params': (C.c_int, [C.c_void_p]),
     'ox_kernel_name': (C.c_char_p, [C.c_void_p]),
     'ox_kernel_param': (C.c_int, [C.c_void_p, C.c_int, C.POINTER(ox_param_info)]),
+    'ox_kernel_param_generic': (C.c_char_p, [C.c_void_p, C.c_int]),
     'ox_kernel_is_unsafe': (C.c_int, [C.c_void_p]),
     'ox_kernel_set_generic': (C.c_int, [C.c_void_p, C.c_char_p, C.c_int64]),
     'ox_kernel_set_candidates': (C.c_int, [C.c_void_p, C.POINTER(ox_tile_candidate), C.c_int]),

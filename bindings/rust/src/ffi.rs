@@ -244,6 +244,7 @@ extern "C" {
     pub fn ox_kernel_num_params(k: ox_kernel) -> c_int;
     pub fn ox_kernel_name(k: ox_kernel) -> *const c_char;
     pub fn ox_kernel_param(k: ox_kernel, index: c_int, out: *mut ox_param_info) -> ox_status;
+    pub fn ox_kernel_param_generic(k: ox_kernel, index: c_int) -> *const c_char;
     pub fn ox_kernel_is_unsafe(k: ox_kernel) -> c_int;
     pub fn ox_kernel_set_generic(k: ox_kernel, name: *const c_char, value: i64) -> ox_status;
     pub fn ox_kernel_set_candidates(k: ox_kernel, candidates: *const ox_tile_candidate, n: c_int) -> ox_status;

@@ -447,8 +447,25 @@ typedef struct ox_param_info {
 } ox_param_info;
 
 /** Parameter `index` (0-based) of `k` in *out. Bindings read a kernel's
- *  signature once with it, to convert and check arguments by type and name. */
+ *  signature once with it, to convert and check arguments by type and name.
+ *  A parameter whose type is a type generic (`x: &[T]`, `a: T` in a kernel
+ *  declared `<T: Float>`; see ox_kernel_param_generic) reports, for a
+ *  scalar, the dtype a binding should pass its numbers as: f64 for `Float`
+ *  and `Num`, i64 for `Int` (the launch converts a scalar of any numeric
+ *  dtype to the generic's binding, refusing values out of its range and
+ *  non-integers for an integer binding); for a tensor, the bound's first
+ *  dtype (f32, or i32 for `Int`), though any dtype the bound admits is
+ *  taken. */
 OX_API ox_status ox_kernel_param(ox_kernel k, int index, ox_param_info *out);
+
+/** The type generic that parameter `index` of `k` is written with (`T` of
+ *  `x: &[T]`), or NULL for a parameter of a fixed type, and on error (a bad
+ *  handle or index: then with the last error set; otherwise the last error is
+ *  left as it was). A launch binds each type generic to the dtype of the
+ *  tensors given for it, which must agree, and specializes the kernel for
+ *  that dtype on its first launch with it. The string lives as long as the
+ *  module. */
+OX_API const char *ox_kernel_param_generic(ox_kernel k, int index);
 
 /** 1 if launching `k` can break memory safety whatever its arguments: an
  *  `unsafe fn` kernel (its threads may race on its `&mut [T]` arguments) or
