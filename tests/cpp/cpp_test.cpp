@@ -244,13 +244,37 @@ static void run_more(oxide::Device dev) {
   dev.per_thread_stream().synchronize();
 }
 
+// One generic source on double and float tensors, its scalar from any C++ number.
+static void run_generic(oxide::Device dev) {
+  auto k = oxide::Module::compile(dev, R"(#[kernel]
+fn axpy<T: Float>(x: &[T], y: &[T], out: DisjointSlice<T>, a: T) {
+    let i = thread::index_1d();
+    if let Some(o) = out.get_mut(i) { *o = a * x[i] + y[i]; }
+}
+)").kernel("axpy");
+  auto xd = oxide::Tensor::from_host(dev, std::vector<double>{1, 2, 3});
+  auto outd = oxide::Tensor::from_host(dev, std::vector<double>{0, 0, 0});
+  k.launch({{1}, {32}}, xd, xd, outd, 2.0f);
+  EXPECT(outd.to_host<double>() == (std::vector<double>{3, 6, 9}));
+  auto xf = oxide::Tensor::from_host(dev, std::vector<float>{1, 2, 3});
+  auto outf = oxide::Tensor::from_host(dev, std::vector<float>{0, 0, 0});
+  k.launch({{1}, {32}}, xf, xf, outf, 3);
+  EXPECT(outf.to_host<float>() == (std::vector<float>{4, 8, 12}));
+  std::string msg;
+  EXPECT(status_of([&] { k.launch({{1}, {32}}, xf, xd, outf, 3); }, &msg) == OX_ERR_INVALID_ARGUMENT &&
+         msg.find("type generic 'T' is f32 from argument 1 ('x') and f64 from argument 2 ('y')") !=
+             std::string::npos);
+}
+
 int main() {
   try {
     run(oxide::Device::cpu());
+    run_generic(oxide::Device::cpu());
     run_more(oxide::Device::cpu());
     if (oxide::Device::count(OX_DEVICE_CUDA) > 0) {
       run(oxide::Device::cuda(0));
       run_more(oxide::Device::cuda(0));
+      run_generic(oxide::Device::cuda(0));
     }
     else
       std::printf("cpp_test: no GPU, CUDA part skipped\n");

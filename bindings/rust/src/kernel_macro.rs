@@ -32,6 +32,34 @@
 //! whose tensor types carry their shapes (`&Tensor<f32, [-1, -1]>`): those
 //! are matched token by token, as Oxide writes them.
 //!
+//! A kernel may be generic over its element type, as Oxide writes it
+//! (`<T: Float>`, `<T: Int>`, `<T: Num>`, before a tile kernel's const
+//! generics or among them): one source then runs on tensors of every dtype
+//! the bound admits, each dtype compiled at its first launch, and a scalar
+//! parameter `a: T` takes any Rust number, converted to the tensors' dtype.
+//! ```
+//! oxide::kernel! {
+//!     #[kernel]
+//!     fn axpy<T: Float>(x: &[T], y: &[T], out: DisjointSlice<T>, a: T) {
+//!         let i = thread::index_1d();
+//!         if let Some(o) = out.get_mut(i) { *o = a * x[i] + y[i]; }
+//!     }
+//! }
+//! # fn main() -> oxide::Result<()> {
+//! let dev = oxide::Device::cpu()?;
+//! let k = axpy::load(dev)?;
+//! let x = oxide::Tensor::from_slice(dev, &[1.0f64, 2.0])?;
+//! let y = oxide::Tensor::from_slice(dev, &[1.0f64, 1.0])?;
+//! let out = oxide::Tensor::empty(dev, oxide::Dtype::F64, &[2])?;
+//! k.launch(&oxide::LaunchConfig::for_elements(2, 256), &x, &y, &out, 2.0)?;
+//! assert_eq!(out.to_vec::<f64>()?, vec![3.0, 5.0]);
+//! let (x, y) = (oxide::Tensor::from_slice(dev, &[1.0f32])?, oxide::Tensor::from_slice(dev, &[0.5f32])?);
+//! let out = oxide::Tensor::empty(dev, oxide::Dtype::F32, &[1])?;
+//! k.launch(&oxide::LaunchConfig::for_elements(1, 256), &x, &y, &out, 3)?; // the same source on f32
+//! assert_eq!(out.to_vec::<f32>()?, vec![3.5]);
+//! # Ok(()) }
+//! ```
+//!
 //! A `compile_fail` check: a scalar of the wrong type does not compile.
 //! ```compile_fail
 //! oxide::kernel! {
@@ -66,68 +94,142 @@ macro_rules! scalar_params {
 }
 scalar_params!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
 
+/// What a launcher's scalar parameter of Oxide type `E` takes: exactly the
+/// Rust type for a fixed type (`f32` for `f32`, so an `f64` does not
+/// compile), and any [`ScalarParam`] for a type generic (`a: T` of a kernel
+/// declared `<T: Float>`), which the launch converts to the dtype that the
+/// tensors bind `T` to (refusing a value out of its range).
+pub trait IntoScalar<E> {
+    fn arg(self) -> Arg<'static>;
+}
+
+macro_rules! into_scalar {
+    ($($t:ident),*) => {$(
+        impl IntoScalar<$t> for $t {
+            fn arg(self) -> Arg<'static> {
+                Arg::$t(self)
+            }
+        }
+    )*};
+}
+into_scalar!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+
+/// The type a type generic's name stands for in a launcher's signature (the
+/// macros declare `type T = Generic;` where the launcher is defined): its
+/// scalars take any [`ScalarParam`].
+pub enum Generic {}
+
+impl<S: ScalarParam> IntoScalar<Generic> for S {
+    fn arg(self) -> Arg<'static> {
+        ScalarParam::arg(self)
+    }
+}
+
 /// Declares a SIMT kernel in Rust syntax and a typed launcher for it: a
 /// struct named after the kernel, with `SOURCE`, `load(dev)`, `launch(cfg,
 /// args...)` and `launch_on(stream, cfg, args...)`. See the module
-/// documentation of `kernel_macro` for the parameter mapping.
+/// documentation of `kernel_macro` for the parameter mapping. A kernel with
+/// type generics (`fn scale<T: Float>(x: &[T], y: DisjointSlice<T>, a: T)`)
+/// takes tensors of any dtype its bound admits (Oxide specializes it per
+/// dtype at launch), and any Rust number for `a`.
 #[macro_export]
 macro_rules! kernel {
     ($(#[$attr:meta])* fn $name:ident ( $($params:tt)* ) $body:block) => {
         $crate::__kernel_struct! { $name "kernel!",
-            stringify!($(#[$attr])* fn $name ( $($params)* ) $body), $($params)* }
+            stringify!($(#[$attr])* fn $name ( $($params)* ) $body), [], $($params)* }
+    };
+    ($(#[$attr:meta])* fn $name:ident < $($rest:tt)*) => {
+        $crate::__generics! { [$(#[$attr])*] $name "kernel!" [] $($rest)* }
     };
 }
 
 /// Declares a `#[tile]` kernel in Rust syntax (const generics and tensor
 /// types with their shapes, `&mut Tensor<f32, [1, BN]>`, are matched as
-/// Oxide writes them) and a typed launcher for it, as [`kernel!`](crate::kernel)
-/// does: a `&Tensor` for each tensor parameter (an output partition for
-/// `&mut Tensor`: `t.partition(&[tile])`), the Rust type for each scalar.
-/// Launch with `LaunchConfig::default()`: the output partition gives the
-/// grid.
+/// Oxide writes them, and type generics as `kernel!` takes them) and a typed
+/// launcher for it, as [`kernel!`](crate::kernel) does: a `&Tensor` for each
+/// tensor parameter (an output partition for `&mut Tensor`:
+/// `t.partition(&[tile])`), the Rust type for each scalar. Launch with
+/// `LaunchConfig::default()`: the output partition gives the grid.
 #[macro_export]
 macro_rules! tile {
-    ($(#[$attr:meta])* fn $name:ident $(< $(const $g:ident : $gt:ident),* >)? ( $($params:tt)* ) $body:block) => {
+    ($(#[$attr:meta])* fn $name:ident ( $($params:tt)* ) $body:block) => {
         $crate::__kernel_struct! { $name "tile!",
-            stringify!($(#[$attr])* fn $name $(< $(const $g : $gt),* >)? ( $($params)* ) $body),
-            $($params)* }
+            stringify!($(#[$attr])* fn $name ( $($params)* ) $body), [], $($params)* }
+    };
+    ($(#[$attr:meta])* fn $name:ident < $($rest:tt)*) => {
+        $crate::__generics! { [$(#[$attr])*] $name "tile!" [] $($rest)* }
+    };
+}
+
+/// Collects a kernel's generics, token by token, up to the `>` before its
+/// parameters (a `$(...)*` of token trees could not tell that `>` apart).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __generics {
+    ([$($attrs:tt)*] $name:ident $macro:literal [$($g:tt)*] > ( $($params:tt)* ) $body:block) => {
+        $crate::__kernel_struct! { $name $macro,
+            stringify!($($attrs)* fn $name < $($g)* > ( $($params)* ) $body), [$($g)*], $($params)* }
+    };
+    ([$($attrs:tt)*] $name:ident $macro:literal [$($g:tt)*] $t:tt $($rest:tt)*) => {
+        $crate::__generics! { [$($attrs)*] $name $macro [$($g)* $t] $($rest)* }
+    };
+}
+
+/// `type T = Generic;` for each type generic `T: Bound` of a generics list
+/// (const generics declare nothing): what the launcher's `a: T` names.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __type_aliases {
+    () => {};
+    (, $($rest:tt)*) => { $crate::__type_aliases! { $($rest)* } };
+    (const $g:ident : $t:ident $($rest:tt)*) => { $crate::__type_aliases! { $($rest)* } };
+    ($t:ident : $b:ident $($rest:tt)*) => {
+        #[allow(non_camel_case_types, dead_code)]
+        type $t = $crate::kernel_macro::Generic;
+        $crate::__type_aliases! { $($rest)* }
     };
 }
 
 /// The struct both macros declare: `SOURCE`, `load`, `module` and the
-/// launcher (`$macro` names the macro in Oxide's diagnostics).
+/// launcher (`$macro` names the macro in Oxide's diagnostics). The methods
+/// are defined in a block of their own, where the type generics' names are
+/// aliases of [`Generic`](crate::kernel_macro::Generic).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __kernel_struct {
-    ($name:ident $macro:literal, $source:expr, $($params:tt)*) => {
+    ($name:ident $macro:literal, $source:expr, [$($gen:tt)*], $($params:tt)*) => {
         #[allow(non_camel_case_types)]
         /// A kernel declared with `oxide::kernel!` or `oxide::tile!`, loaded on one device.
         pub struct $name {
             module: $crate::Module,
         }
-        #[allow(dead_code)]
-        impl $name {
-            /// The kernel's Oxide source (the macro's tokens).
-            pub const SOURCE: &'static str = $source;
+        const _: () = {
+            $crate::__type_aliases! { $($gen)* }
 
-            /// Compiles the kernel for `dev` (Oxide's diagnostics name the
-            /// macro's file and line; a tile kernel is specialized for its
-            /// tile sizes at its first launch).
-            pub fn load(dev: $crate::Device) -> $crate::Result<$name> {
-                let opts = $crate::CompileOptions {
-                    filename: Some(concat!(file!(), ":", line!(), " (", $macro, ")").into()),
-                    ..Default::default()
-                };
-                Ok($name { module: $crate::Module::compile_with(dev, Self::SOURCE, &opts)? })
+            #[allow(dead_code)]
+            impl $name {
+                /// The kernel's Oxide source (the macro's tokens).
+                pub const SOURCE: &'static str = $source;
+
+                /// Compiles the kernel for `dev` (Oxide's diagnostics name the
+                /// macro's file and line; a tile or generic kernel is
+                /// specialized for its tile sizes and dtypes at its first launch).
+                pub fn load(dev: $crate::Device) -> $crate::Result<$name> {
+                    let opts = $crate::CompileOptions {
+                        filename: Some(concat!(file!(), ":", line!(), " (", $macro, ")").into()),
+                        ..Default::default()
+                    };
+                    Ok($name { module: $crate::Module::compile_with(dev, Self::SOURCE, &opts)? })
+                }
+
+                /// The compiled module (for inspection or raw handles).
+                pub fn module(&self) -> &$crate::Module {
+                    &self.module
+                }
+
+                $crate::__kernel_launcher! { $name [] [] [] $($params)* }
             }
-
-            /// The compiled module (for inspection or raw handles).
-            pub fn module(&self) -> &$crate::Module {
-                &self.module
-            }
-
-            $crate::__kernel_launcher! { $name [] [] [] $($params)* }
-        }
+        };
     };
 }
 
@@ -158,7 +260,7 @@ macro_rules! __kernel_launcher {
         $crate::__kernel_launcher! { $name [$($s)* $p: &$crate::Tensor,] [$($a)* $crate::Arg::tensor($p),] [$($n)* $p] $($($rest)*)? }
     };
     ($name:ident [$($s:tt)*] [$($a:tt)*] [$($n:tt)*] $p:ident : $e:ident $(, $($rest:tt)*)?) => {
-        $crate::__kernel_launcher! { $name [$($s)* $p: $e,] [$($a)* $crate::kernel_macro::ScalarParam::arg($p),] [$($n)* $p] $($($rest)*)? }
+        $crate::__kernel_launcher! { $name [$($s)* $p: impl $crate::kernel_macro::IntoScalar<$e>,] [$($a)* $crate::kernel_macro::IntoScalar::<$e>::arg($p),] [$($n)* $p] $($($rest)*)? }
     };
     ($name:ident [$($s:tt)*] [$($a:tt)*] [$($n:tt)*]) => {
         /// Queues a launch on the device's default stream.

@@ -97,3 +97,50 @@ fn tile_launcher() {
     assert!(got.iter().enumerate().all(|(i, &v)| v == i as f32 + 2.0), "{:?}", &got[..4]);
     assert!(add::SOURCE.contains("const B"));
 }
+
+oxide::kernel! {
+    #[kernel]
+    fn axpy_any<T: Float>(x: &[T], y: &[T], out: DisjointSlice<T>, a: T) {
+        let i = thread::index_1d();
+        if let Some(o) = out.get_mut(i) { *o = a * x[i] + y[i]; }
+    }
+}
+
+oxide::tile! {
+    #[tile]
+    fn add_any<T: Num, const B: i32>(z: &mut Tensor<T, [B]>, x: &Tensor<T, [-1]>, c: T) {
+        z.store(x.partition([B]).load([tile_id(0)]) + c);
+    }
+}
+
+/// One source, every dtype: the launcher takes tensors of any dtype the bound
+/// admits and any Rust number for `a: T`.
+#[test]
+fn generic_launchers() {
+    let dev = Device::cpu().unwrap();
+    let k = axpy_any::load(dev).unwrap();
+    let cfg = LaunchConfig::for_elements(3, 256);
+    let x = Tensor::from_slice(dev, &[1.0f64, 2.0, 3.0]).unwrap();
+    let y = Tensor::from_slice(dev, &[0.5f64; 3]).unwrap();
+    let out = Tensor::empty(dev, Dtype::F64, &[3]).unwrap();
+    k.launch(&cfg, &x, &y, &out, 2.0).unwrap();
+    assert_eq!(out.to_vec::<f64>().unwrap(), vec![2.5, 4.5, 6.5]);
+    let x = Tensor::from_slice(dev, &[1.0f32, 2.0, 3.0]).unwrap();
+    let y = Tensor::from_slice(dev, &[0.5f32; 3]).unwrap();
+    let out = Tensor::empty(dev, Dtype::F32, &[3]).unwrap();
+    k.launch(&cfg, &x, &y, &out, 2i32).unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), vec![2.5, 4.5, 6.5]);
+    // dtypes that disagree are Oxide's error at launch
+    let e = k.launch(&cfg, &x, &Tensor::from_slice(dev, &[0.5f64; 3]).unwrap(), &out, 1.0).unwrap_err();
+    assert!(e.to_string().contains("type generic 'T' is f32 from argument 1 ('x') and f64 from argument 2 ('y')"), "{e}");
+
+    let t = add_any::load(dev).unwrap();
+    let x = Tensor::from_slice(dev, &(0..100).collect::<Vec<i32>>()).unwrap();
+    let z = Tensor::empty(dev, Dtype::I32, &[100]).unwrap();
+    t.launch(&LaunchConfig::default(), &z.partition(&[32]).unwrap(), &x, 7).unwrap();
+    assert_eq!(z.to_vec::<i32>().unwrap(), (7..107).collect::<Vec<i32>>());
+    let x = Tensor::from_slice(dev, &[0.25f32; 5]).unwrap();
+    let z = Tensor::empty(dev, Dtype::F32, &[5]).unwrap();
+    t.launch(&LaunchConfig::default(), &z.partition(&[4]).unwrap(), &x, 0.5).unwrap();
+    assert_eq!(z.to_vec::<f32>().unwrap(), vec![0.75f32; 5]);
+}
