@@ -10,6 +10,8 @@
 #include "front/front.h"
 
 #include <assert.h>
+#include <stdio.h>
+#include <string.h>
 
 bool oxf_is_type_generic(const oxf_fn *fn, int g) {
   assert(g >= 0 && g < fn->generic_types.len);
@@ -35,8 +37,30 @@ const char *oxf_bound_name(oxf_bound bound) {
 
 typedef struct copier {
   oxb_arena *a;
+  const oxf_fn *fn;
   const int64_t *gen;
 } copier;
+
+/* A path that starts with a type generic (`T::MAX`) names the dtype's
+ * (`f16::MAX`): the checker resolves those. */
+static const char *copy_name(const copier *c, const char *name) {
+  if (!name)
+    return NULL;
+  const char *sep = strstr(name, "::");
+  if (!sep)
+    return name;
+  for (int g = 0; g < c->fn->generics.len; g++) {
+    const char *gn = c->fn->generics.items[g];
+    if (oxf_is_type_generic(c->fn, g) && strlen(gn) == (size_t)(sep - name) && !strncmp(name, gn, strlen(gn))) {
+      const char *dt = ox_dtype_name((ox_dtype)(c->gen[g] - 1));
+      size_t n = strlen(dt) + strlen(sep) + 1;
+      char *out = oxb_alloc(c->a, n);
+      snprintf(out, n, "%s%s", dt, sep);
+      return out;
+    }
+  }
+  return name;
+}
 
 static oxf_typeexpr *copy_type(const copier *c, const oxf_typeexpr *t) {
   if (!t || !t->tvar)
@@ -75,13 +99,14 @@ static oxf_node *copy_node(const copier *c, const oxf_node *n) {
   m->args = copy_nodes(c, &n->args);
   m->gen = copy_nodes(c, &n->gen);
   m->type = copy_type(c, n->type);
+  m->name = copy_name(c, n->name);
   return m;
 }
 
 const oxf_fn *oxf_instantiate(oxb_arena *a, const oxf_fn *fn, const int64_t *generics) {
   if (!fn->ntypes)
     return fn;
-  copier c = {a, generics};
+  copier c = {a, fn, generics};
   for (int g = 0; g < fn->generics.len; g++)
     assert(!oxf_is_type_generic(fn, g) ||
            oxf_bound_admits(((const oxf_typeexpr *)fn->generic_types.items[g])->bound,
