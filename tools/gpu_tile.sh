@@ -2,7 +2,7 @@
 # The tile kernels' GPU check for when device time is scarce (tools/gpu_run.sh
 # is the full one): the tile, fp8 and tuning tests and the tile examples on the
 # GPU, the Python tile, attention, fp8 and tuning tests from the wheel, then
-# bench/attention.py and bench/matmul.py against the wheel.
+# bench/attention.py, bench/matmul.py and bench/epilogue.py against the wheel.
 #   tools/gpu_tile.sh [--no-bench] [--quick]   (carry .carry/build-gpu and dist)
 set -u
 cd "$(dirname "$0")/.."
@@ -21,6 +21,8 @@ if [ "${1:-}" != --no-bench ]; then
     grep -v Warning | tail -20) || status=1
   (cd "$site" && PYTHONPATH="$site" PYTHONUNBUFFERED=1 python3 "$root/bench/matmul.py" "$@" 2>&1 |
     grep -v Warning | tail -60) || status=1
+  (cd "$site" && PYTHONPATH="$site" PYTHONUNBUFFERED=1 python3 "$root/bench/epilogue.py" "$@" 2>&1 |
+    grep -v Warning | tail -40) || status=1
 fi
 echo "gpu tile status: $status"
 exit $status

@@ -119,6 +119,14 @@ static bool is_elementwise(const oxi_instr *in) {
 static bool free_in_any_layout(const oxt_lowerer *L, const oxi_instr *x, int depth) {
   if (!x->tshape || L->splat[x->id] || x->op == OXI_T_IOTA)
     return true;
+  /* a broadcast is read from its (smaller) operand through scratch in either layout (ops.c:
+     moved): made in the mma layout, a bias or a row of scales costs its own size in shared
+     memory, not the whole accumulator's a move would */
+  if (x->op == OXI_T_BROADCAST && !oxt_is_mma(L, x->ops[0]))
+    return true;
+  /* and a load's elements come from global memory to whichever threads hold them (ops.c) */
+  if (x->op == OXI_T_LOAD)
+    return true;
   if (!depth || !is_elementwise(x))
     return false;
   for (int i = 0; i < x->nops; i++)

@@ -17,22 +17,26 @@
 void oxt_lower_load(oxt_lowerer *L, const oxi_instr *in) {
   if (L->direct[in->id])
     return; /* copied straight to shared memory by the dot that uses it */
+  /* in the mma layout where an mma value takes it (a residual added to an accumulator,
+     lower.c: free_in_any_layout): each thread reads its own elements, rather than the
+     whole tile moving through shared memory */
+  bool mma = L->mma[in->id];
   oxt_layout y = oxt_layout_of(L, in->tshape);
-  int n = y.J * y.VEC;
+  int n = oxt_count_in(L, in->tshape, mma);
   oxi_instr *coord[OXI_MAX_RANK];
   for (int d = 0; d < in->nops; d++)
     coord[d] = oxt_mapped(L, in->ops[d]);
   oxt_element_site *es = oxb_malloc(sizeof *es * (size_t)n);
   int *slot = oxb_malloc(sizeof *slot * (size_t)n);
   oxt_origins(L, in->tshape, coord, in->mem.index, in->sub == 1);
-  oxt_sites(L, in->tshape, false, coord, in->mem.index, es);
-  oxi_instr *full = oxt_whole_tile_inside(L, in->tshape, false, coord, in->mem.index);
+  oxt_sites(L, in->tshape, mma, coord, in->mem.index, es);
+  oxi_instr *full = oxt_whole_tile_inside(L, in->tshape, mma, coord, in->mem.index);
   for (int e = 0; e < n; e++)
     slot[e] = oxi_slot_new(L->m, L->nk, in->type);
   oxi_block *done = oxi_block_new(L->m, L->nk), *slow;
   const oxi_param *p = L->k->params.items[in->mem.index];
   int last = in->tshape->rank - 1;
-  if (full && in->sub == 1 && p->contiguous16 && y.VEC > 1) {
+  if (full && in->sub == 1 && p->contiguous16 && y.VEC > 1 && !mma) {
     /* at an element offset (load_at), a chunk is one aligned vector load only where the last
        dim's offset is a multiple of VEC (the other strides are multiples of 16 bytes): the fast
        path takes those tiles, with the offset masked to say so. Unaligned tiles take the
@@ -232,12 +236,12 @@ void oxt_lower_elementwise(oxt_lowerer *L, const oxi_instr *in) {
  * f (ok: whether the element exists in the layout): broadcasts and slices. */
 static oxi_instr **moved(oxt_lowerer *L, const oxi_instr *in,
                          oxi_instr *(*pos)(oxt_lowerer *L, const oxi_instr *in, oxi_instr *f, oxi_instr *ok)) {
+  bool mma = L->mma[in->id]; /* (a broadcast an mma value takes: lower.c, free_in_any_layout) */
   oxt_spill(L, in->ops[0]);
   oxt_barrier(L);
-  oxt_layout y = oxt_layout_of(L, in->tshape);
-  int n = y.J * y.VEC;
+  int n = oxt_count_in(L, in->tshape, mma);
   oxi_instr **f = oxb_malloc(sizeof *f * (size_t)n * 2), **ok = f + n;
-  oxt_positions(L, in->tshape, f, ok);
+  oxt_positions_in(L, in->tshape, mma, f, ok);
   oxi_instr **out = oxt_new_elements(L, in->tshape);
   for (int e = 0; e < n; e++)
     out[e] = oxt_shared_load(L, oxt_scratch(L, in->type, 0), in->type, pos(L, in, f[e], ok[e]));
