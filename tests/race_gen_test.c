@@ -4,7 +4,8 @@
  * It generates kernels that write one output through one to three witnesses of
  * random kinds (index_1d, index_2d with a width from a list of uniform and
  * per-thread expressions, index_block, grid_stride with a limit from a similar
- * list), some inside a branch or a loop. Each writer records its thread's linear
+ * list, index_chunk with a length from the widths' list, each of its elements
+ * written through .at(j)), some inside a branch or a loop. Each writer records its thread's linear
  * index in two atomic arrays (min and max): an element with min != max was
  * written by two threads. Then, per kernel:
  *  - the safe kernel is accepted exactly when the rule (as documented) says so,
@@ -17,6 +18,7 @@
  *
  *   race_gen_test [KERNELS [SEED]]   (defaults 120 and 1; env OXIDE_RACE_KERNELS too)
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -32,7 +34,7 @@ static unsigned rnd(unsigned n) { /* xorshift64*: reproducible from the seed */
   return (unsigned)((rng * 2685821657736338717ull) >> 33) % n;
 }
 
-enum { K1D, K2D, KBLOCK, KSTRIDE };
+enum { K1D, K2D, KBLOCK, KSTRIDE, KCHUNK, KINDS };
 /* index_2d widths and grid_stride limits: uniform ones first */
 static const char *WIDTHS[] = {"w", "w + 1", "o.len() / 4", "(thread::block_dim_x() * thread::grid_dim_x()) as usize",
                                "3", "thread::thread_idx_x() as usize + 1", "thread::block_idx_x() as usize + w"};
@@ -66,6 +68,13 @@ static void gen(char *buf, size_t cap, const site *s, int n, int unsafe_fn) {
       len += snprintf(buf + len, cap - (size_t)len, "        let i = thread::index_2d(%s%s);\n        %s\n",
                       WIDTHS[s[j].arg], s[j].loopw ? " + q" : "", WRITE);
       break;
+    case KCHUNK: /* every element of the chunk, and one past it (which at() must refuse) */
+      len += snprintf(buf + len, cap - (size_t)len,
+                      "        let c = thread::index_chunk(%s%s);\n        for j in 0..(%s%s) + 1 {\n"
+                      "            let i = c.at(j);\n            %s\n        }\n",
+                      WIDTHS[s[j].arg], s[j].loopw ? " + q" : "", WIDTHS[s[j].arg], s[j].loopw ? " + q" : "",
+                      WRITE);
+      break;
     default:
       len += snprintf(buf + len, cap - (size_t)len, "        for i in thread::grid_stride(%s) {\n            %s\n        }\n",
                       LIMITS[s[j].arg], WRITE);
@@ -76,13 +85,15 @@ static void gen(char *buf, size_t cap, const site *s, int n, int unsafe_fn) {
   snprintf(buf + len, cap - (size_t)len, "}\n");
 }
 
-/* What the rule says of a safe kernel: one kind per output; index_2d with one
- * uniform width (the same expression); grid_stride with any limit. */
+/* What the rule says of a safe kernel: one kind per output; index_2d and
+ * index_chunk with one uniform width (the same expression); grid_stride with
+ * any limit. */
 static int rule_accepts(const site *s, int n) {
   for (int j = 0; j < n; j++) {
     if (s[j].kind != s[0].kind)
       return 0;
-    if (s[j].kind == K2D && (s[j].arg >= UNIFORM_WIDTHS || s[j].loopw || s[j].arg != s[0].arg))
+    if ((s[j].kind == K2D || s[j].kind == KCHUNK) &&
+        (s[j].arg >= UNIFORM_WIDTHS || s[j].loopw || s[j].arg != s[0].arg))
       return 0;
   }
   return 1;
@@ -138,15 +149,16 @@ int main(int argc, char **argv) {
     site s[3];
     int n = 1 + (int)rnd(3);
     for (int j = 0; j < n; j++) {
-      s[j].kind = (int)rnd(4);
+      s[j].kind = (int)rnd(KINDS);
       /* mostly the first site's kind, so that accepted kernels are common too */
       if (j && rnd(2))
         s[j].kind = s[0].kind;
-      s[j].arg = s[j].kind == K2D ? (int)rnd((unsigned)COUNT(WIDTHS)) : (int)rnd((unsigned)COUNT(LIMITS));
-      if (j && s[j].kind == K2D && s[0].kind == K2D && rnd(2))
+      bool wide = s[j].kind == K2D || s[j].kind == KCHUNK;
+      s[j].arg = wide ? (int)rnd((unsigned)COUNT(WIDTHS)) : (int)rnd((unsigned)COUNT(LIMITS));
+      if (j && wide && s[0].kind == s[j].kind && rnd(2))
         s[j].arg = s[0].arg;
       s[j].wrap = (int)rnd(3);
-      s[j].loopw = s[j].kind == K2D && s[j].wrap == 2 && rnd(3) == 0;
+      s[j].loopw = wide && s[j].wrap == 2 && rnd(3) == 0;
     }
     int expect = rule_accepts(s, n);
     gen(src, sizeof src, s, n, 0);
@@ -159,7 +171,7 @@ int main(int argc, char **argv) {
     if (st != OX_OK) {
       refused++;
       const char *msg = ox_last_error();
-      CHECK(strstr(msg, "race.oxk:") && (strstr(msg, "witness") || strstr(msg, "row width")),
+      CHECK(strstr(msg, "race.oxk:") && (strstr(msg, "witness") || strstr(msg, "row width") || strstr(msg, "index_chunk")),
             "kernel %d: the refusal names a line and the rule:\n%s", g, msg);
     } else {
       accepted++;

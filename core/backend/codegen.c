@@ -403,6 +403,8 @@ static LLVMValueRef convert(cg_t *C, LLVMValueRef v, oxi_type from, oxi_type to)
 static LLVMValueRef mem_base(cg_t *C, oxi_mem mem) {
   if (mem.kind == OXI_MEM_PARAM)
     return C->ptrs[mem.index];
+  if (mem.kind == OXI_MEM_LOCAL)
+    return C->locals[mem.index];
   const oxi_shared *sh = C->k->shared.items[mem.index];
   return C->hooks->shared_ptr(C, sh->offset);
 }
@@ -410,7 +412,7 @@ static LLVMValueRef mem_base(cg_t *C, oxi_mem mem) {
 static LLVMValueRef mem_len(cg_t *C, oxi_mem mem) {
   if (mem.kind == OXI_MEM_PARAM)
     return C->lens[mem.index];
-  const oxi_shared *sh = C->k->shared.items[mem.index];
+  const oxi_shared *sh = (mem.kind == OXI_MEM_LOCAL ? &C->k->locals : &C->k->shared)->items[mem.index];
   return ci64(C, (uint64_t)sh->count);
 }
 
@@ -963,6 +965,14 @@ void oxl_cg_body(cg_t *C) {
   LLVMBasicBlockRef entry = LLVMGetInsertBlock(C->b);
   for (int i = 0; i < k->slots.len; i++)
     C->slots[i] = LLVMBuildAlloca(C->b, llty(C, oxi_slot_type(k, i)), "");
+  /* a thread's arrays: in the entry block, so that LLVM keeps in registers those whose
+     indices become constants (loops over them unrolled) */
+  C->locals = oxb_calloc((size_t)k->locals.len + 1, sizeof(LLVMValueRef));
+  for (int i = 0; i < k->locals.len; i++) {
+    const oxi_shared *a = k->locals.items[i];
+    C->locals[i] = LLVMBuildAlloca(C->b, LLVMArrayType2(memty(C, a->dtype), (uint64_t)a->count), "");
+    LLVMSetAlignment(C->locals[i], 16);
+  }
   for (int i = 0; i < k->blocks.len; i++)
     C->bbs[i] = LLVMAppendBasicBlockInContext(C->ctx, C->fn, "");
   LLVMPositionBuilderAtEnd(C->b, entry);
@@ -1005,8 +1015,9 @@ void oxl_cg_body(cg_t *C) {
   free(seen);
   free(C->vals);
   free(C->slots);
+  free(C->locals);
   free(C->bbs);
-  C->vals = C->slots = NULL;
+  C->vals = C->slots = C->locals = NULL;
   C->bbs = NULL;
 }
 

@@ -38,7 +38,7 @@ struct cg_t {
   /* per kernel: values of IR params, slots, blocks */
   LLVMValueRef *ptrs, *lens, *scalars;
   LLVMValueRef (*dims)[OXI_MAX_RANK], (*strides)[OXI_MAX_RANK]; /* tensor parameters */
-  LLVMValueRef *vals, *slots;
+  LLVMValueRef *vals, *slots, *locals;
   LLVMBasicBlockRef *bbs;
   /* per target */
   LLVMValueRef cpu_ctx; /* CPU: the oxr_cpu_ctx pointer */

@@ -85,6 +85,7 @@ void oxs_begin(sema *S, const oxf_fn *fn, oxi_kernel *k) {
   oxs_unbind_to(S, 0);
   S->nfacts = S->nloops = S->nframes = S->nrel = 0;
   S->ncalls = 0;
+  S->local_bytes = 0;
   S->unsafe_depth = 0;
   S->too_big = S->source_full; /* past the source's limit, nothing more is lowered */
 }
@@ -352,6 +353,25 @@ static void name_link(sema *S, binding *b) {
   *at = b->idx;
 }
 
+/* Global linear thread index: unique per thread of the grid. */
+oxi_instr *oxs_linear_index(sema *S) {
+  oxi_instr *tx = oxs_sreg64(S, OXI_SREG_TID_X), *ty = oxs_sreg64(S, OXI_SREG_TID_Y),
+            *tz = oxs_sreg64(S, OXI_SREG_TID_Z);
+  oxi_instr *nx = oxs_sreg64(S, OXI_SREG_NTID_X), *ny = oxs_sreg64(S, OXI_SREG_NTID_Y),
+            *nz = oxs_sreg64(S, OXI_SREG_NTID_Z);
+  oxi_instr *bx = oxs_sreg64(S, OXI_SREG_CTAID_X), *by = oxs_sreg64(S, OXI_SREG_CTAID_Y),
+            *bz = oxs_sreg64(S, OXI_SREG_CTAID_Z);
+  oxi_instr *gx = oxs_sreg64(S, OXI_SREG_NCTAID_X), *gy = oxs_sreg64(S, OXI_SREG_NCTAID_Y);
+  oxi_instr *tid = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, tx,
+                       oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, nx,
+                           oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, ty, oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, ny, tz))));
+  oxi_instr *bid = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, bx,
+                       oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, gx,
+                           oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, by, oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, gy, bz))));
+  oxi_instr *tpb = oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, nx, oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, ny, nz));
+  return oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, bid, tpb), tid);
+}
+
 binding *oxs_bind(sema *S, bkind kind, const char *name, oxb_loc loc) {
   if (S->nbinds == S->capbinds) {
     S->capbinds = S->capbinds ? S->capbinds * 2 : 64;
@@ -451,6 +471,7 @@ const char *oxs_vdesc(sema *S, val v) {
     case OXF_TY_ATOMIC: return "an atomic slice";
     case OXF_TY_DISJOINT: return "a DisjointSlice";
     case OXF_TY_SHARED: return "a shared array";
+    case OXF_TY_ARRAY: return "a thread's array";
     case OXF_TY_TENSOR: return "a tensor (&Tensor)";
     case OXF_TY_MUTTENSOR: return "an output tile (&mut Tensor)";
     case OXF_TY_ATOMICTENSOR: return "an atomic tensor (&Tensor<Atomic<T>, ..>)";

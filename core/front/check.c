@@ -373,6 +373,7 @@ static void sema_init(sema *S, oxb_arena *a, oxb_diags *d, const oxf_program *p,
   S->tile_call = oxs_tile_call;
   S->tile_method = oxs_tile_method;
   S->rng_call = oxs_rng_call;
+  S->local_array = oxs_local_array;
   S->tile_unify = oxs_tile_unify;
   S->a = a;
   S->d = d;

@@ -54,7 +54,8 @@ typedef enum oxf_tykind {
   OXF_TY_TENSOR,   /* &Tensor<T, [dims]>: a whole tensor, read-only (#[tile] kernels) */
   OXF_TY_MUTTENSOR, /* &mut Tensor<T, [tile]>: the block's tile of an output (#[tile] kernels) */
   OXF_TY_ATOMICTENSOR, /* &Tensor<Atomic<T>, [dims]>: a whole tensor blocks add into atomically */
-  OXF_TY_TYPEPARAM /* the declaration of a type generic `T: Float` (oxf_fn.generic_types only) */
+  OXF_TY_TYPEPARAM, /* the declaration of a type generic `T: Float` (oxf_fn.generic_types only) */
+  OXF_TY_ARRAY      /* [T; N]: a thread's own array (`let mut a = [0.0f32; 16];`, SIMT kernels) */
 } oxf_tykind;
 
 /* What a type generic admits (`<T: Float>`): its bound. */
@@ -77,7 +78,7 @@ typedef struct oxf_typeexpr {
   int tvar;      /* elem is the function's type generic number tvar - 1 (elem holds its
                     placeholder until oxf_instantiate replaces it); 0: elem as written */
   oxf_bound bound; /* OXF_TY_TYPEPARAM: the generic's bound */
-  int64_t count; /* SharedArray length */
+  int64_t count; /* SharedArray and [T; N] length */
   int rank;      /* tensors: 1..OXI_MAX_RANK dims (see OXF_DIM_*) */
   int64_t dims[OXI_MAX_RANK];
   oxb_loc loc;
@@ -111,7 +112,8 @@ typedef enum oxf_node_kind {
   OXF_IF_LET,  /* if let Some(name) = lhs then [else els] */
   OXF_UNSAFE,  /* unsafe { body } */
   /* expressions, continued */
-  OXF_ARRAY,   /* [e0, e1, ...]: args (sizes and indices of tile partitions and loads) */
+  OXF_ARRAY,   /* [e0, e1, ...]: args (sizes and indices of tile partitions and loads; a SIMT
+                  thread's array); [e; n] (op 1): the value in args[0], the count in rhs */
   OXF_TYPE     /* a type as a generic argument of a call path: type */
 } oxf_node_kind;
 

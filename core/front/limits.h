@@ -45,6 +45,13 @@
  * kernel's generics (api.h) is the same number. */
 #define OXF_MAX_GENERICS 8
 
+/* A thread's own arrays (`[0.0f32; 16]`): elements in one, and bytes in all of
+ * a kernel's (its inlined calls' too). On the GPU they are registers when
+ * their indices are constants after unrolling, local memory otherwise; on the
+ * CPU they live on the thread's stack, which these bounds keep small. */
+#define OXF_MAX_LOCAL_ELEMS 4096
+#define OXF_MAX_LOCAL_BYTES 16384
+
 /* Device-function calls in progress at once (they are inlined, so this is the
  * depth of the inlining), and loops nested in one function. */
 #define OXF_MAX_INLINE_DEPTH 16

@@ -8,7 +8,10 @@
  *    element only while every thread uses the same w, so w must be uniform:
  *    the same value in every thread and at every point of the kernel;
  *  - grid_stride(n) to the thread (e / 4) mod T (T the grid's threads), whatever
- *    n is (stmt.c), so its limit may be anything.
+ *    n is (stmt.c), so its limit may be anything;
+ *  - index_chunk(n) (and its .at(j), j < n) to the thread whose linear index is
+ *    e / n: a row, or a contiguous run, per thread; n must be uniform like
+ *    index_2d's width.
  * The kinds disagree with each other (element b: thread b under index_1d, thread
  * 0 of block b under index_block), so each DisjointSlice is written through one
  * kind, and through index_2d with one width. Calls nothing of the files that use it. */
@@ -22,6 +25,7 @@ static const char *kind_name(wkind k) {
   case W_INDEX_2D: return "thread::index_2d()";
   case W_BLOCK: return "thread::index_block()";
   case W_STRIDE: return "thread::grid_stride()";
+  case W_CHUNK: return "thread::index_chunk()";
   default: return "no";
   }
 }
@@ -114,7 +118,7 @@ bool oxs_claim(sema *S, binding *out, const binding *w, oxb_loc at) {
     return true;
   }
   int budget = WALK_BUDGET;
-  if (out->wk == w->wk && (w->wk != W_INDEX_2D || same_value(out->width, w->width, &budget)))
+  if (out->wk == w->wk && ((w->wk != W_INDEX_2D && w->wk != W_CHUNK) || same_value(out->width, w->width, &budget)))
     return true;
   bool reported;
   if (out->wk != w->wk)
@@ -123,13 +127,55 @@ bool oxs_claim(sema *S, binding *out, const binding *w, oxb_loc at) {
                    "the two kinds give one element to different threads, so two threads could "
                    "write it; write each DisjointSlice through one kind of witness",
                    out->name, kind_name(w->wk), kind_name(out->wk), out->wloc.line);
-  else
+  else if (w->wk == W_INDEX_2D)
     reported = ERR(S, at,
                    "'%s' is written through thread::index_2d() witnesses of two row widths, here "
                    "and on line %d: with different widths two threads could write one element; "
                    "compute the width once ('let w = ...;') and use it for every index_2d of '%s'",
                    out->name, out->wloc.line, out->name);
+  else
+    reported = ERR(S, at,
+                   "'%s' is written through thread::index_chunk() witnesses of two lengths, here "
+                   "and on line %d: with different lengths two threads could write one element; "
+                   "compute the length once ('let n = ...;') and use it for every index_chunk of '%s'",
+                   out->name, out->wloc.line, out->name);
   if (reported)
     oxb_note_at(S->d, out->wloc, "'%s' is first written here", out->name);
   return false;
+}
+
+/* u64::MAX where `ok` is false: no get_mut accepts it (no element has that index). */
+static oxi_instr *or_none(sema *S, oxi_instr *ok, oxi_instr *v) {
+  oxi_instr *none = oxs_const_int(S, OX_U64, UINT64_MAX); /* (made before its use) */
+  oxi_instr *sel = oxs_append(S, OXI_SELECT, OX_U64);
+  sel->ops[0] = ok;
+  sel->ops[1] = v;
+  sel->ops[2] = none;
+  sel->nops = 3;
+  return sel;
+}
+
+binding *oxs_chunk_witness(sema *S, oxi_instr *n, oxb_loc loc) {
+  binding *w = oxs_bind(S, B_WITNESS, NULL, loc);
+  w->wk = W_CHUNK;
+  w->width = n;
+  /* the chunk from t * n: t's own only while n > 0 and (t + 1) * n does not wrap */
+  oxi_instr *t = oxs_linear_index(S);
+  oxi_instr *zero = oxs_op2(S, OXI_CMP, OXI_EQ, OX_BOOL, n, oxs_const_int(S, OX_U64, 0));
+  oxi_instr *lim = oxs_op2(S, OXI_BIN, OXI_DIV, OX_U64, oxs_const_int(S, OX_U64, UINT64_MAX),
+                           oxs_op2(S, OXI_BIN, OXI_OR, OX_U64, n, oxs_cast_to(S, zero, OX_U64))); /* (no / 0) */
+  oxi_instr *ok = oxs_op2(S, OXI_BIN, OXI_AND, OX_BOOL, oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, t, lim),
+                          oxs_op2(S, OXI_CMP, OXI_EQ, OX_BOOL, zero, oxs_const_int(S, OX_BOOL, 0)));
+  w->v = or_none(S, ok, oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, t, n));
+  return w;
+}
+
+binding *oxs_chunk_at(sema *S, const binding *c, oxi_instr *j, oxb_loc loc) {
+  binding *w = oxs_bind(S, B_WITNESS, NULL, loc);
+  w->wk = W_CHUNK;
+  w->width = c->width;
+  oxi_instr *ok = oxs_op2(S, OXI_BIN, OXI_AND, OX_BOOL, oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, j, c->width),
+                          oxs_op2(S, OXI_CMP, OXI_NE, OX_BOOL, c->v, oxs_const_int(S, OX_U64, UINT64_MAX)));
+  w->v = or_none(S, ok, oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, c->v, j));
+  return w;
 }

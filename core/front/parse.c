@@ -288,6 +288,17 @@ static oxf_typeexpr *type(parser *P) {
     }
     expect(P, ">");
     t->kind = OXF_TY_SHARED;
+  } else if (consume(P, "[")) { /* [T; N] */
+    elem_type(P, t);
+    expect(P, ";");
+    if (P->tok->kind == OXF_TK_INT && !P->tok->overflow) {
+      t->count = (int64_t)(P->tok->ival > INT64_MAX ? INT64_MAX : P->tok->ival);
+      advance(P);
+    } else {
+      perr(P, P->tok->loc, "expected the array length (an integer)");
+    }
+    expect(P, "]");
+    t->kind = OXF_TY_ARRAY;
   } else if (scalar_type(P->tok, &dt)) {
     advance(P);
     t->kind = OXF_TY_SCALAR;
@@ -405,13 +416,18 @@ static oxf_node *primary(parser *P) {
     expect(P, ")");
     return n;
   }
-  if (at(P, "[")) { /* [e0, e1, ...] */
+  if (at(P, "[")) { /* [e0, e1, ...], [e; n] */
     oxf_node *n = new_node(P, OXF_ARRAY, t->loc);
     advance(P);
     bool saved = P->no_struct_brace;
     P->no_struct_brace = false;
     while (!at(P, "]") && P->tok->kind != OXF_TK_EOF) {
       oxb_vec_push(P->a, &n->args, expr(P));
+      if (n->args.len == 1 && consume(P, ";")) {
+        n->op = 1;
+        n->rhs = expr(P);
+        break;
+      }
       if (!consume(P, ","))
         break;
     }
@@ -1055,6 +1071,7 @@ static const char *tyname(const oxf_typeexpr *t, const oxf_fn *fn, char *buf, si
   case OXF_TY_SHARED: snprintf(buf, n, "SharedArray<%s, %lld>", e, (long long)t->count); break;
   case OXF_TY_UNIT: snprintf(buf, n, "()"); break;
   case OXF_TY_TYPEPARAM: snprintf(buf, n, "%s", oxf_bound_name(t->bound)); break;
+  case OXF_TY_ARRAY: snprintf(buf, n, "[%s; %lld]", e, (long long)t->count); break;
   }
   return buf;
 }

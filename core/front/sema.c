@@ -473,25 +473,6 @@ static int find_math(const char *name) {
   return -1;
 }
 
-/* Global linear thread index: unique per thread of the grid. */
-oxi_instr *oxs_linear_index(sema *S) {
-  oxi_instr *tx = oxs_sreg64(S, OXI_SREG_TID_X), *ty = oxs_sreg64(S, OXI_SREG_TID_Y),
-            *tz = oxs_sreg64(S, OXI_SREG_TID_Z);
-  oxi_instr *nx = oxs_sreg64(S, OXI_SREG_NTID_X), *ny = oxs_sreg64(S, OXI_SREG_NTID_Y),
-            *nz = oxs_sreg64(S, OXI_SREG_NTID_Z);
-  oxi_instr *bx = oxs_sreg64(S, OXI_SREG_CTAID_X), *by = oxs_sreg64(S, OXI_SREG_CTAID_Y),
-            *bz = oxs_sreg64(S, OXI_SREG_CTAID_Z);
-  oxi_instr *gx = oxs_sreg64(S, OXI_SREG_NCTAID_X), *gy = oxs_sreg64(S, OXI_SREG_NCTAID_Y);
-  oxi_instr *tid = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, tx,
-                       oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, nx,
-                           oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, ty, oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, ny, tz))));
-  oxi_instr *bid = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, bx,
-                       oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, gx,
-                           oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, by, oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, gy, bz))));
-  oxi_instr *tpb = oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, nx, oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, ny, nz));
-  return oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, bid, tpb), tid);
-}
-
 /* thread::index_block(): the block's linear index, held only by the block's
  * first thread (every other thread gets u64::MAX, which no get_mut accepts),
  * so that one thread per block owns the block's output element. */
@@ -712,6 +693,21 @@ static val call(sema *S, const oxf_node *n, oxi_type hint) {
     return make_witness(S, n, true);
   if (!strcmp(name, "thread::index_block"))
     return block_witness(S, n);
+  if (!strcmp(name, "thread::index_chunk")) { /* own.c */
+    if (!oxs_argc(S, n, 1, name))
+      return VERR;
+    const oxf_node *an = n->args.items[0];
+    oxi_instr *len = oxs_scalar_expr(S, an, OX_U64, "the chunk's length");
+    if (!len)
+      return VERR;
+    if (len->type != OX_U64) {
+      ERR(S, an->loc, "the chunk's length must be usize, found %s", oxi_type_name(len->type));
+      return VERR;
+    }
+    if (!S->kfn->is_unsafe && !oxs_check_uniform(S, len, an->loc, "the length of thread::index_chunk"))
+      return VERR;
+    return (val){V_WITNESS, NULL, oxs_chunk_witness(S, len, n->loc), NULL};
+  }
   if (!strcmp(name, "SharedArray::new"))
     return shared_new(S, n);
   if ((in_thread || bare) && !strcmp(base, "sync_threads")) {
@@ -1034,6 +1030,18 @@ static __attribute__((noinline)) val method_on(sema *S, const oxf_node *n, val r
   }
   if (recv.k == V_WITNESS) {
     binding *w = recv.b;
+    if (!strcmp(name, "at") && w->wk == W_CHUNK) {
+      if (!oxs_argc(S, n, 1, name))
+        return VERR;
+      oxi_instr *j = oxs_scalar_expr(S, n->args.items[0], OX_U64, "an element of the chunk");
+      if (!j)
+        return VERR;
+      if (j->type != OX_U64) {
+        ERR(S, ((oxf_node *)n->args.items[0])->loc, "at() takes a usize, found %s", oxi_type_name(j->type));
+        return VERR;
+      }
+      return (val){V_WITNESS, NULL, oxs_chunk_at(S, w, j, n->loc), NULL};
+    }
     if (!strcmp(name, "get") || !strcmp(name, "row") || !strcmp(name, "col")) {
       oxs_argc(S, n, 0, name);
       if (strcmp(name, "get") && !w->row) {
@@ -1042,7 +1050,8 @@ static __attribute__((noinline)) val method_on(sema *S, const oxf_node *n, val r
       }
       return oxs_value(!strcmp(name, "get") ? w->v : !strcmp(name, "row") ? w->row : w->col);
     }
-    ERR(S, n->loc, "a thread-index witness has methods get(), row() and col(), not '%s'", name);
+    ERR(S, n->loc, "a thread-index witness has methods get(), row() and col() (and at(j) from "
+                   "thread::index_chunk), not '%s'", name);
     return VERR;
   }
   if (recv.k == V_PART ||
@@ -1056,8 +1065,9 @@ static __attribute__((noinline)) val method_on(sema *S, const oxf_node *n, val r
   binding *mb = recv.b;
   if (!strcmp(name, "len")) {
     oxs_argc(S, n, 0, name);
-    if (mb->mkind == OXF_TY_SHARED)
-      return oxs_value(oxs_const_int(S, OX_U64, (uint64_t)((oxi_shared *)S->k->shared.items[mb->mem.index])->count));
+    if (mb->mkind == OXF_TY_SHARED || mb->mkind == OXF_TY_ARRAY)
+      return oxs_value(oxs_const_int(S, OX_U64, (uint64_t)((oxi_shared *)(mb->mkind == OXF_TY_ARRAY ? &S->k->locals
+                                                                          : &S->k->shared)->items[mb->mem.index])->count));
     oxs_ensure_open(S); /* code after a return or break is still checked */
     oxi_instr *in = oxs_append(S, OXI_LEN, OX_U64);
     in->mem = mb->mem;
@@ -1273,10 +1283,7 @@ static val expr_at(sema *S, const oxf_node *n, oxi_type hint) {
   case OXF_RANGE:
     ERR(S, n->loc, "a range 'a..b' can only be iterated by a for loop");
     return VERR;
-  case OXF_ARRAY:
-    ERR(S, n->loc, "an array '[..]' is written only as the sizes of x.partition([..]) and the "
-                   "indices of .load([..])");
-    return VERR;
+  case OXF_ARRAY: return S->local_array(S, n, hint);
   default:
     S->stmt(S, n);
     return VUNIT;
@@ -1472,6 +1479,9 @@ static val block_expr(sema *S, const oxf_node *n, oxi_type hint) {
         ERR(S, s->lhs->loc, "the Option from get_mut is unused; write "
                             "'if let Some(x) = s.get_mut(i) { *x = ...; }'");
     } else {
+      S->rest = (const oxf_node *const *)n->args.items + i + 1;
+      S->nrest = n->args.len - i - 1;
+      S->rest_value = n->value;
       S->stmt(S, s);
       if (s->kind == OXF_RETURN || s->kind == OXF_BREAK || s->kind == OXF_CONTINUE)
         never = true;

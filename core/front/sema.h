@@ -39,7 +39,7 @@ typedef enum bkind { B_VALUE, B_SLOT, B_MEM, B_WITNESS, B_MUTREF, B_PART } bkind
 /* How a witness deals out the elements (section 6 of docs/language.md): each kind
  * gives element e to one thread, but to a different one per kind, so an output is
  * written through one kind only (index_2d: with one width, the same for every thread). */
-typedef enum wkind { W_NONE, W_INDEX_1D, W_INDEX_2D, W_BLOCK, W_STRIDE } wkind;
+typedef enum wkind { W_NONE, W_INDEX_1D, W_INDEX_2D, W_BLOCK, W_STRIDE, W_CHUNK } wkind;
 
 typedef struct name_rec name_rec; /* sema.c: the bindings of one name */
 
@@ -119,6 +119,12 @@ typedef struct sema {
    * this kernel, and the instructions made for the whole source */
   oxb_loc at;
   int ncalls;
+  int64_t local_bytes; /* in the kernel's own arrays so far (local.c) */
+  /* the statements after the one being checked in its block, and the block's value: a
+     'let' scope, where an untyped literal's variable may find its type (infer.c) */
+  const oxf_node *const *rest;
+  int nrest;
+  const oxf_node *rest_value;
   int64_t emitted;
   bool source_full; /* the source's instruction limit was reported: lower nothing more */
   /* launch-contract relations len(a) >= len(b), as param-index pairs */
@@ -142,6 +148,7 @@ typedef struct sema {
   bool (*tile_unify)(struct sema *S, oxb_loc loc, oxi_instr **ops, int n);
   /* philox, rand, randint, randn (rng.c), set by check.c for the same reason */
   val (*rng_call)(struct sema *S, const oxf_node *n, oxi_type hint, bool *handled);
+  val (*local_array)(struct sema *S, const oxf_node *n, oxi_type hint); /* local.c */
 } sema;
 
 /* ---- build.c: errors, size limits, emitting IR, bindings, facts */
@@ -189,6 +196,8 @@ void oxs_var_set(sema *S, int slot, oxi_instr *v);
 oxi_instr *oxs_tensor_element(sema *S, const binding *x, oxi_instr *const *idx, int rank);
 /* Element idx[0..rank) of tile t as a scalar, 0 outside it (tile kernels). */
 oxi_instr *oxs_tile_element(sema *S, oxi_instr *t, oxi_instr *const *idx);
+/* The thread's linear index in the grid (u64): unique per thread. */
+oxi_instr *oxs_linear_index(sema *S);
 /* Binds `name` (in the current scope) as a new binding of `kind`. */
 binding *oxs_bind(sema *S, bkind kind, const char *name, oxb_loc loc);
 /* Gives binding b (made without one) the name `name`, hiding earlier ones. */
@@ -237,8 +246,6 @@ oxi_instr *oxs_index_value(sema *S, const oxf_node *n, binding **w);
  * code is unsafe. */
 oxi_instr *oxs_mem_access(sema *S, oxi_op op, binding *mb, oxi_instr *idx, binding *w, oxb_loc loc,
                           const char *what);
-/* The thread's linear index in the grid (u64). */
-oxi_instr *oxs_linear_index(sema *S);
 
 /* ---- hints.c: what Oxide writes for a CUDA, Triton or NumPy name (in a tile
  * kernel when `tile`), or NULL */
@@ -247,6 +254,17 @@ const char *oxs_spelled_otherwise(bool tile, const char *name);
 /* ---- rng.c: the random-number builtins; *handled says whether n is one */
 val oxs_rng_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled);
 
+/* ---- infer.c: the type an untyped literal's variable `name` takes from its
+ * first use in stmts[0..nstmts) and value (its scope) that says one, of the
+ * literal's kind (is_float); OXI_VOID if none does */
+oxi_type oxs_infer_type(sema *S, const char *name, bool is_float, const oxf_node *const *stmts, int nstmts,
+                        const oxf_node *value);
+/* Whether n is untyped literals and arithmetic alone (`8`, `(3) + 1`): its type is the context's. */
+bool oxs_untyped_expr(const oxf_node *n);
+
+/* ---- local.c: a thread's own array, `[v; n]` or `[a, b, ..]` (SIMT kernels) */
+val oxs_local_array(sema *S, const oxf_node *n, oxi_type hint);
+
 /* ---- own.c: the ownership rule across witnesses */
 /* Whether v is the same in every thread and everywhere in the kernel; reports
  * `what` at `at` otherwise. */
@@ -254,6 +272,11 @@ bool oxs_check_uniform(sema *S, const oxi_instr *v, oxb_loc at, const char *what
 /* Output `out` (a DisjointSlice) is written through witness w at `at`: reports
  * a witness of another kind (or index_2d width) than its first one, in safe kernels. */
 bool oxs_claim(sema *S, binding *out, const binding *w, oxb_loc at);
+/* thread::index_chunk(n), n a uniform usize: a witness for the n elements
+ * from t * n (t the thread's linear index), itself naming the first. */
+binding *oxs_chunk_witness(sema *S, oxi_instr *n, oxb_loc loc);
+/* c.at(j) of chunk witness c: element j of the chunk (no element where j >= n). */
+binding *oxs_chunk_at(sema *S, const binding *c, oxi_instr *j, oxb_loc loc);
 
 /* ---- stmt.c */
 void oxs_stmt(sema *S, const oxf_node *n);

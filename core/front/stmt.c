@@ -6,6 +6,7 @@
  * two files do not call each other. */
 #include "front/sema.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,13 +16,26 @@ static void let_poisoned(sema *S, const oxf_node *n) {
   oxs_bind(S, B_VALUE, n->name, n->loc)->poisoned = true;
 }
 
+/* The literal an untyped `let` initializer is made of (`16`, `-1.5`, `[0.0; 8]`, `[1, 2]`), or NULL. */
+static const oxf_node *untyped_init(const oxf_node *init) {
+  if (init->kind == OXF_ARRAY && init->args.len)
+    init = init->args.items[0];
+  return oxs_untyped_literal(init) ? init : NULL;
+}
+
 static void let_stmt(sema *S, const oxf_node *n) {
   oxi_type hint = OXI_VOID;
+  const oxf_node *lit = n->type || !n->init || S->is_tile ? NULL : untyped_init(n->init);
+  if (lit) { /* its type from the first use that says one (infer.c) */
+    const oxf_node *l = lit->kind == OXF_UNARY ? lit->lhs : lit;
+    hint = oxs_infer_type(S, n->name, l->kind == OXF_FLOAT, S->rest, S->nrest, S->rest_value);
+  }
   if (n->type) {
-    if (n->type->kind != OXF_TY_SCALAR && n->type->kind != OXF_TY_SHARED) {
+    if (n->type->kind != OXF_TY_SCALAR && n->type->kind != OXF_TY_SHARED &&
+        (n->type->kind != OXF_TY_ARRAY || S->is_tile)) {
       ERR(S, n->type->loc, S->is_tile ? "local variables hold scalars and tiles (a tile's type "
                                         "is not written: remove the annotation)"
-                                      : "local variables hold scalars (or a SharedArray)");
+                                      : "local variables hold scalars, arrays [T; N] (or a SharedArray)");
       let_poisoned(S, n);
       return;
     }
@@ -57,6 +71,22 @@ static void let_stmt(sema *S, const oxf_node *n) {
       ERR(S, n->init->loc, "'%s' cannot be copied into another variable; use it directly",
           v.b->name);
       let_poisoned(S, n);
+      return;
+    }
+    if (v.b->mkind == OXF_TY_ARRAY) { /* a thread's array, fresh */
+      const oxi_shared *a = S->k->locals.items[v.b->mem.index];
+      if (n->type && (n->type->kind != OXF_TY_ARRAY || a->dtype != n->type->elem || a->count != n->type->count)) {
+        char want[64];
+        if (n->type->kind == OXF_TY_ARRAY)
+          snprintf(want, sizeof want, "[%s; %lld]", ox_dtype_name(n->type->elem), (long long)n->type->count);
+        else
+          snprintf(want, sizeof want, "%s", ox_dtype_name(n->type->elem));
+        ERR(S, n->init->loc, "expected %s, found [%s; %lld]", want, ox_dtype_name(a->dtype), (long long)a->count);
+        let_poisoned(S, n);
+        return;
+      }
+      v.b->is_mut = n->is_mut;
+      oxs_name_binding(S, v.b, n->name);
       return;
     }
     const oxi_shared *sh = v.b->mkind == OXF_TY_SHARED ? S->k->shared.items[v.b->mem.index] : NULL;
@@ -272,6 +302,13 @@ static void assign(sema *S, const oxf_node *n) {
       ERR(S, l->loc, "a tensor is not written element by element; store a whole tile into an "
                      "output with '%s.store(t)'", mb->name);
       return;
+    case OXF_TY_ARRAY:
+      if (!mb->is_mut) {
+        ERR(S, l->loc, "'%s' is not mutable; declare it 'let mut %s = [..]'", mb->name ? mb->name : "the array",
+            mb->name ? mb->name : "a");
+        return;
+      }
+      break;
     default: break;
     }
     binding *w;
@@ -548,7 +585,13 @@ static void for_stmt(sema *S, const oxf_node *n) {
   if (!n->init || !n->cond)
     return;
   oxi_instr *lo, *hi;
-  if (oxs_untyped_literal(n->init) && !oxs_untyped_literal(n->cond)) {
+  if (oxs_untyped_expr(n->init) && oxs_untyped_expr(n->cond) && !S->is_tile &&
+      n->body && n->body->kind == OXF_BLOCK) { /* `for j in 0..8`: j's type from its use in the body */
+    oxi_type t = oxs_infer_type(S, n->name, false, (const oxf_node *const *)n->body->args.items,
+                                n->body->args.len, n->body->value);
+    lo = oxs_scalar_expr(S, n->init, t, "a range bound");
+    hi = oxs_scalar_expr(S, n->cond, t, "a range bound");
+  } else if (oxs_untyped_literal(n->init) && !oxs_untyped_literal(n->cond)) {
     hi = oxs_scalar_expr(S, n->cond, OXI_VOID, "a range bound");
     lo = oxs_scalar_expr(S, n->init, hi ? hi->type : OXI_VOID, "a range bound");
   } else {

@@ -54,8 +54,9 @@ ox_dtype oxi_mem_dtype(const oxi_kernel *k, oxi_mem mem) {
     assert(mem.index >= 0 && mem.index < k->params.len);
     return ((oxi_param *)k->params.items[mem.index])->dtype;
   }
-  assert(mem.index >= 0 && mem.index < k->shared.len);
-  return ((oxi_shared *)k->shared.items[mem.index])->dtype;
+  const oxb_vec *arrays = mem.kind == OXI_MEM_LOCAL ? &k->locals : &k->shared;
+  assert(mem.index >= 0 && mem.index < arrays->len);
+  return ((oxi_shared *)arrays->items[mem.index])->dtype;
 }
 
 /* ----------------------------------------------------------------- names */
@@ -121,7 +122,7 @@ static void print_mem(const oxi_kernel *k, oxi_mem mem, oxb_str *o) {
   if (mem.kind == OXI_MEM_PARAM)
     oxb_str_addf(o, "%%%s", ((oxi_param *)k->params.items[mem.index])->name);
   else
-    oxb_str_addf(o, "shared%d", mem.index);
+    oxb_str_addf(o, "%s%d", mem.kind == OXI_MEM_LOCAL ? "local" : "shared", mem.index);
 }
 
 static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
@@ -258,6 +259,10 @@ void oxi_print(const oxi_module *m, oxb_str *o) {
       oxb_str_addf(o, "  shared%d: [%s; %lld] at %lld", i, ox_dtype_name(s->dtype),
                    (long long)s->count, (long long)s->offset);
       oxb_str_addf(o, s->align ? ", align %lld\n" : "\n", (long long)s->align);
+    }
+    for (int i = 0; i < k->locals.len; i++) {
+      const oxi_shared *s = k->locals.items[i];
+      oxb_str_addf(o, "  local%d: [%s; %lld]\n", i, ox_dtype_name(s->dtype), (long long)s->count);
     }
     for (int i = 0; i < k->slots.len; i++) {
       oxb_str_addf(o, "  $%d: %s", i, oxi_type_name(oxi_slot_type(k, i)));
@@ -458,9 +463,15 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
   bool mem_op = in->op == OXI_LEN || in->op == OXI_LOAD || in->op == OXI_STORE ||
                 in->op == OXI_ATOMIC || in->op == OXI_ALIGNED;
   if (mem_op) {
-    int limit = in->mem.kind == OXI_MEM_PARAM ? k->params.len : k->shared.len;
+    int limit = in->mem.kind == OXI_MEM_PARAM    ? k->params.len
+                : in->mem.kind == OXI_MEM_LOCAL ? k->locals.len
+                                                : k->shared.len;
     if (in->mem.index < 0 || in->mem.index >= limit) {
       fail(V, b, in, "memory reference out of range");
+      return;
+    }
+    if (in->mem.kind == OXI_MEM_LOCAL && in->op != OXI_LOAD && in->op != OXI_STORE && in->op != OXI_LEN) {
+      fail(V, b, in, "a local array takes loads and stores only");
       return;
     }
     if (in->mem.kind == OXI_MEM_PARAM &&

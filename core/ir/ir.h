@@ -174,10 +174,14 @@ enum { /* OXI_MATH */
 };
 
 /* Memory a kernel can reach. */
-typedef enum oxi_memkind { OXI_MEM_PARAM, OXI_MEM_SHARED } oxi_memkind;
+typedef enum oxi_memkind {
+  OXI_MEM_PARAM,
+  OXI_MEM_SHARED,
+  OXI_MEM_LOCAL /* a thread's own array (`let mut a = [0.0f32; 16];`): loads and stores only */
+} oxi_memkind;
 typedef struct oxi_mem {
   oxi_memkind kind;
-  int index; /* parameter index, or shared-array index */
+  int index; /* parameter index, shared-array index, or local-array index */
 } oxi_mem;
 
 typedef struct oxi_block oxi_block;
@@ -312,6 +316,7 @@ typedef struct oxi_kernel {
   bool unchecked;  /* runs an unsafe { } block (itself or through a device function) */
   oxb_vec params;  /* oxi_param* */
   oxb_vec shared;  /* oxi_shared* */
+  oxb_vec locals;  /* oxi_shared*: each thread's own arrays (dtype and count; no offset) */
   int64_t shared_bytes; /* above OXI_STATIC_SHARED_MAX: dynamic shared memory on CUDA */
   oxb_vec slots;   /* oxi_type per variable slot, stored as (intptr_t) */
   oxb_vec blocks;  /* oxi_block*; blocks[0] is the entry */
