@@ -584,8 +584,8 @@ static const fcase cases[] = {
         "    let a = x.partition([16, 16]).load([0, 0]);\n"
         "    z.store(dot(a as tf32, a) + dot(a as tf32, a as tf32));\n"
         "}\n",
-        "4:13 error: 'dot' multiplies two tiles of one dtype, bf16, f16, tf32 or f32, or two fp8 "
-        "tiles (f8e4m3, f8e5m2); found tf32 and f32"),
+        "4:13 error: 'dot' multiplies two tiles of one dtype, bf16, f16, tf32 or f32, two fp8 "
+        "tiles (f8e4m3, f8e5m2), or two integer tiles of one dtype (i8, u8, i16, i32); found tf32 and f32"),
     /* fp8 is a storage type: loads, stores, casts and dot, no arithmetic */
     BAD("fp8 reduction", 1, FP8_KERNEL("let s = reduce_sum(a, 1);"),
         "4:24 error: 'reduce_sum' needs a numeric tile, found a f8e4m3 tile (a storage type: convert "

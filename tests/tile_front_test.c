@@ -426,8 +426,8 @@ static const bad bads[] = {
         "let l = mma(b, b, reshape(a, [2, 8]));\n"
         "let q = dot(b);"), 6,
      {"6:13 error: 'dot' takes 2-D tiles, found [16]",
-      "7:9 error: 'dot' multiplies two tiles of one dtype, bf16, f16, tf32 or f32, or two fp8 tiles "
-      "(f8e4m3, f8e5m2); found f32 and i32",
+      "7:9 error: 'dot' multiplies two tiles of one dtype, bf16, f16, tf32 or f32, two fp8 tiles "
+      "(f8e4m3, f8e5m2), or two integer tiles of one dtype (i8, u8, i16, i32); found f32 and i32",
       "8:9 error: 'dot': the inner dims differ: [4, 4] x [2, 8]",
       "9:9 error: 'dot': the inner dims differ: [4, 4] x [8, 2]",
       "11:19 error: 'mma' accumulates into an f32 tile of shape [4, 4], found f32 of [2, 8]",

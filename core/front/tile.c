@@ -579,20 +579,22 @@ static val dot_call(sema *S, const oxf_node *n, bool acc) {
   }
   oxi_type et = ops[0]->type;
   bool fp8 = oxi_is_fp8(et) && oxi_is_fp8(ops[1]->type); /* e4m3 and e5m2 mix, as wgmma allows */
-  if (!fp8 && (et != ops[1]->type || !(et == OX_BF16 || et == OX_F16 || et == OX_TF32 || et == OX_F32))) {
-    ERR(S, n->loc, "'%s' multiplies two tiles of one dtype, bf16, f16, tf32 or f32, or two fp8 tiles "
-                   "(f8e4m3, f8e5m2); found %s and %s",
+  bool ints = et == ops[1]->type && (et == OX_I8 || et == OX_U8 || et == OX_I16 || et == OX_I32);
+  if (!fp8 && !ints && (et != ops[1]->type || !(et == OX_BF16 || et == OX_F16 || et == OX_TF32 || et == OX_F32))) {
+    ERR(S, n->loc, "'%s' multiplies two tiles of one dtype, bf16, f16, tf32 or f32, two fp8 tiles "
+                   "(f8e4m3, f8e5m2), or two integer tiles of one dtype (i8, u8, i16, i32); found %s and %s",
         name, oxi_type_name(et), oxi_type_name(ops[1]->type));
     return err;
   }
+  oxi_type rt = ints ? OX_I32 : OX_F32; /* integer products are exact, summed in i32 (wrapping) */
   int64_t dims[2] = {a->dims[0], b->dims[1]};
   oxi_tshape *shape = new_shape(S, 2, dims);
-  if (acc && (ops[2]->type != OX_F32 || !same_shape(ops[2]->tshape, shape))) {
-    ERR(S, arg(n, 2)->loc, "'mma' accumulates into an f32 tile of shape %s, found %s of %s",
+  if (acc && (ops[2]->type != rt || !same_shape(ops[2]->tshape, shape))) {
+    ERR(S, arg(n, 2)->loc, "'mma' accumulates into an %s tile of shape %s, found %s of %s", oxi_type_name(rt),
         oxs_shape_text(S, shape), oxi_type_name(ops[2]->type), oxs_shape_text(S, ops[2]->tshape));
     return err;
   }
-  oxi_instr *in = oxs_emit(S, OXI_T_DOT, OX_F32);
+  oxi_instr *in = oxs_emit(S, OXI_T_DOT, rt);
   for (int i = 0; i < (acc ? 3 : 2); i++)
     in->ops[i] = ops[i];
   in->nops = acc ? 3 : 2;

@@ -682,12 +682,13 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
     const oxi_tshape *a = in->nops >= 2 ? in->ops[0]->tshape : NULL, *bs = a ? in->ops[1]->tshape : NULL,
                      *c = in->nops == 3 ? in->ops[2]->tshape : NULL, *r = in->tshape;
     bool ok = a && bs && r && a->rank == 2 && bs->rank == 2 && r->rank == 2 &&
-              (t0 == t1 || (oxi_is_fp8(t0) && oxi_is_fp8(t1))) && in->type == OX_F32 && a->dims[1] == bs->dims[0] && r->dims[0] == a->dims[0] &&
-              r->dims[1] == bs->dims[1] && (in->nops == 2 || (c && in->ops[2]->type == OX_F32 &&
+              (t0 == t1 || (oxi_is_fp8(t0) && oxi_is_fp8(t1))) &&
+              in->type == (oxi_is_int(t0) ? OX_I32 : OX_F32) && a->dims[1] == bs->dims[0] && r->dims[0] == a->dims[0] &&
+              r->dims[1] == bs->dims[1] && (in->nops == 2 || (c && in->ops[2]->type == in->type &&
                                                                c->rank == 2 && c->dims[0] == r->dims[0] &&
                                                                c->dims[1] == r->dims[1]));
     if (!ok)
-      fail(V, b, in, "t.dot: f32 [M, N] from [M, K] x [K, N] of one dtype or two fp8 ones (+ f32 [M, N])");
+      fail(V, b, in, "t.dot: f32 (i32 for integers) [M, N] from [M, K] x [K, N] of one dtype or two fp8 ones (+ the same [M, N])");
     break;
   }
   case OXI_LDMATRIX:

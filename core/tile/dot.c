@@ -901,7 +901,7 @@ static void dot_tc(oxt_lowerer *L, const oxi_instr *in) {
 static void dot_simple(oxt_lowerer *L, const oxi_instr *in) {
   const oxi_tshape *as = in->ops[0]->tshape, *bs = in->ops[1]->tshape;
   int64_t M = as->dims[0], K = as->dims[1], N = bs->dims[1];
-  oxi_type t = in->ops[0]->type;
+  oxi_type t = in->ops[0]->type, rt = in->type; /* rt: f32, or i32 for integer operands */
   oxi_mem m = oxt_scratch(L, t, M * K + K * N);
   stage(L, in->ops[0], m, 0, K);
   stage(L, in->ops[1], m, M * K, N);
@@ -913,8 +913,8 @@ static void dot_simple(oxt_lowerer *L, const oxi_instr *in) {
   int *acc = oxb_malloc(sizeof *acc * (size_t)n);
   oxi_instr **arow = oxb_malloc(sizeof *arow * (size_t)n * 2), **bcol = arow + n;
   for (int e = 0; e < n; e++) {
-    acc[e] = oxi_slot_new(L->m, L->nk, OX_F32);
-    oxi_instr *z = oxt_emit(L, OXI_CONST, OX_F32);
+    acc[e] = oxi_slot_new(L->m, L->nk, rt);
+    oxi_instr *z = oxt_emit(L, OXI_CONST, rt);
     z->fimm = 0;
     oxt_set_slot(L, acc[e], c ? c[e] : z);
     oxi_instr *g = oxt_existing(L, f[e], ok[e]);
@@ -925,16 +925,9 @@ static void dot_simple(oxt_lowerer *L, const oxi_instr *in) {
   oxi_instr *k = oxt_begin_loop(L, &lp, oxt_u64(L, 0), 1, K);
   oxi_instr *kn = oxt_bin(L, OXI_MUL, OX_U64, k, oxt_u64(L, (uint64_t)N));
   for (int e = 0; e < n; e++) {
-    oxi_instr *x = oxt_cast(L, oxt_shared_load(L, m, t, oxt_bin(L, OXI_ADD, OX_U64, arow[e], k)), OX_F32);
-    oxi_instr *y = oxt_cast(L, oxt_shared_load(L, m, t, oxt_bin(L, OXI_ADD, OX_U64, bcol[e], kn)), OX_F32);
-    oxi_instr *a = oxt_get_slot(L, acc[e]);
-    oxi_instr *fma = oxt_emit(L, OXI_MATH, OX_F32);
-    fma->sub = OXI_M_FMA;
-    fma->ops[0] = x;
-    fma->ops[1] = y;
-    fma->ops[2] = a;
-    fma->nops = 3;
-    oxt_set_slot(L, acc[e], fma);
+    oxi_instr *x = oxt_shared_load(L, m, t, oxt_bin(L, OXI_ADD, OX_U64, arow[e], k));
+    oxi_instr *y = oxt_shared_load(L, m, t, oxt_bin(L, OXI_ADD, OX_U64, bcol[e], kn));
+    oxt_set_slot(L, acc[e], oxt_mul_add(L, rt, x, y, oxt_get_slot(L, acc[e])));
   }
   oxt_end_loop(L, &lp, k);
   oxt_barrier(L);

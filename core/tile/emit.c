@@ -370,3 +370,17 @@ void oxt_atomic_at(oxt_lowerer *L, const oxi_instr *in, oxi_instr *cond, oxi_ins
   if (cond)
     oxt_end_if(L, join);
 }
+
+oxi_instr *oxt_mul_add(oxt_lowerer *L, oxi_type t, oxi_instr *x, oxi_instr *y, oxi_instr *acc) {
+  x = oxt_cast(L, x, t);
+  y = oxt_cast(L, y, t);
+  if (oxi_is_int(t))
+    return oxt_bin(L, OXI_ADD, t, oxt_bin(L, OXI_MUL, t, x, y), acc);
+  oxi_instr *fma = oxt_emit(L, OXI_MATH, t);
+  fma->sub = OXI_M_FMA;
+  fma->ops[0] = x;
+  fma->ops[1] = y;
+  fma->ops[2] = acc;
+  fma->nops = 3;
+  return fma;
+}

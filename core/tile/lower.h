@@ -177,6 +177,9 @@ void oxt_named_bar(oxt_lowerer *L, int sub, oxi_instr *id, oxi_instr *when);
 void oxt_end_if(oxt_lowerer *L, oxi_block *join);
 oxi_instr *oxt_load_at(oxt_lowerer *L, const oxi_instr *in, oxi_instr *index);
 /* Element `index` of T_LOAD/T_GATHER `in`'s tensor where `inb` holds, else its padding. */
+/* acc + x * y in dot result type t: a fused multiply-add in f32, or an exact
+ * (wrapping) multiply and add of integers widened to t. */
+oxi_instr *oxt_mul_add(oxt_lowerer *L, oxi_type t, oxi_instr *x, oxi_instr *y, oxi_instr *acc);
 oxi_instr *oxt_load_or_pad(oxt_lowerer *L, const oxi_instr *in, oxi_instr *inb, oxi_instr *index);
 oxi_instr *oxt_get_slot(oxt_lowerer *L, int slot);
 void oxt_set_slot(oxt_lowerer *L, int slot, oxi_instr *v);

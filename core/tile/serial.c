@@ -248,12 +248,13 @@ static void s_reduce(oxt_lowerer *L, const oxi_instr *in) {
 static void s_dot(oxt_lowerer *L, const oxi_instr *in) {
   const oxi_instr *a = in->ops[0], *b = in->ops[1];
   int64_t M = a->tshape->dims[0], K = a->tshape->dims[1], N = b->tshape->dims[1];
-  oxi_mem m = oxt_shared_array(L, OX_F32, M * N);
+  oxi_type t = in->type; /* f32, or i32 for integer operands */
+  oxi_mem m = oxt_shared_array(L, t, M * N);
   if (in->nops == 3) {
     s_copy(L, m, in->ops[2], M * N);
   } else {
     oxt_counted_loop lp;
-    oxi_instr *f = s_loop(L, &lp, M * N), *z = oxt_emit(L, OXI_CONST, OX_F32);
+    oxi_instr *f = s_loop(L, &lp, M * N), *z = oxt_emit(L, OXI_CONST, t);
     z->fimm = 0;
     oxt_shared_store(L, m, f, z, NULL);
     oxt_end_loop(L, &lp, f);
@@ -261,20 +262,12 @@ static void s_dot(oxt_lowerer *L, const oxi_instr *in) {
   oxt_counted_loop li, lk, lj;
   oxi_instr *i = s_loop(L, &li, M);
   oxi_instr *k = s_loop(L, &lk, K);
-  oxi_instr *x = oxt_cast(L, s_elem(L, a, oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_MUL, OX_U64, i, oxt_u64(L, (uint64_t)K)), k)),
-                      OX_F32);
+  oxi_instr *x = s_elem(L, a, oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_MUL, OX_U64, i, oxt_u64(L, (uint64_t)K)), k));
   oxi_instr *j = s_loop(L, &lj, N);
-  oxi_instr *y = oxt_cast(L, s_elem(L, b, oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_MUL, OX_U64, k, oxt_u64(L, (uint64_t)N)), j)),
-                      OX_F32);
+  oxi_instr *y = s_elem(L, b, oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_MUL, OX_U64, k, oxt_u64(L, (uint64_t)N)), j));
   oxi_instr *at = oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_MUL, OX_U64, i, oxt_u64(L, (uint64_t)N)), j);
-  oxi_instr *sum = oxt_shared_load(L, m, OX_F32, at);
-  oxi_instr *fma = oxt_emit(L, OXI_MATH, OX_F32);
-  fma->sub = OXI_M_FMA;
-  fma->ops[0] = x;
-  fma->ops[1] = y;
-  fma->ops[2] = sum;
-  fma->nops = 3;
-  oxt_shared_store(L, m, at, fma, NULL);
+  oxi_instr *sum = oxt_shared_load(L, m, t, at);
+  oxt_shared_store(L, m, at, oxt_mul_add(L, t, x, y, sum), NULL);
   oxt_end_loop(L, &lj, j);
   oxt_end_loop(L, &lk, k);
   oxt_end_loop(L, &li, i);

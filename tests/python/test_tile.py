@@ -586,3 +586,34 @@ def test_rope_by_slices(dev, rows):
     x1, x2 = x[:, :32].astype(np.float64), x[:, 32:].astype(np.float64)
     want = np.concatenate([x1 * np.cos(ang) - x2 * np.sin(ang), x2 * np.cos(ang) + x1 * np.sin(ang)], 1)
     np.testing.assert_allclose(y.numpy(), want, atol=2e-5)
+
+
+INT_MATMUL = """\
+#[tile]
+fn qmm<T: Int, const BM: i32, const BN: i32, const BK: i32>(c: &mut Tensor<i32, [BM, BN]>, a: &Tensor<T, [-1, -1]>, b: &Tensor<T, [-1, -1]>) {
+    let pa = a.partition([BM, BK]);
+    let pb = b.partition([BK, BN]);
+    let mut acc = full([BM, BN], 0i32);
+    for k in 0..pa.num_tiles(1) {
+        acc = mma(pa.load([tile_id(0), k]), pb.load([k, tile_id(1)]), acc);
+    }
+    c.store(acc);
+}
+"""
+
+
+@pytest.mark.parametrize("dtype, lo, hi", [(np.int8, -128, 128), (np.uint8, 0, 256), (np.int16, -3000, 3000),
+                                          (np.int32, -2 ** 31, 2 ** 31)])
+def test_integer_matmul_is_exact(dev, dtype, lo, hi):
+    """i8 x i8 (and u8, i16, i32) products summed exactly in i32, wrapping as i32
+    does (the i32 case wraps on purpose), one generic source for every dtype."""
+    M, N, K = 70, 50, 100
+    rng = np.random.default_rng(9)
+    a = rng.integers(lo, hi, (M, K), dtype=np.int64).astype(dtype)
+    b = rng.integers(lo, hi, (K, N), dtype=np.int64).astype(dtype)
+    k = oxide.compile(INT_MATMUL, device=dev, filename="qmm.oxk").qmm
+    k.set_generic("BK", 32)
+    c = oxide.full((M, N), -1, dtype="i32", device=dev)
+    k(c.partition((64, 32)), oxide.tensor(a, device=dev), oxide.tensor(b, device=dev))
+    want = (a.astype(np.int64) @ b.astype(np.int64) + 2 ** 31) % 2 ** 32 - 2 ** 31
+    assert (c.numpy().astype(np.int64) == want).all()
