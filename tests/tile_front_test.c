@@ -447,10 +447,12 @@ static const bad bads[] = {
     {"tile_id and num_tiles", T(
         "let a = tile_id(1);\n"
         "let b = num_tiles(n);\n"
-        "let c = tile_id();"), 3,
+        "let c = tile_id(0, 1);\n"
+        "let (d, e) = tile_id();"), 4,
      {"3:17 error: axis 1 is out of range for tile_id: 'z' has rank 1 (axes 0..0)",
       "4:19 error: the axis of num_tiles must be an integer literal",
-      "5:9 error: 'tile_id' takes 1 argument, found 0"}},
+      "5:9 error: 'tile_id' takes 1 argument, found 2",
+      "6:5 error: the pattern names 2 values, and the tuple has 1"}},
     {"dim and stride", T("let a = x.dim(2);\nlet b = x.stride(n);\nlet c = x.len();\n"
                          "let d = x.load([0]);\nlet e = z.partition([4]);\nlet g = z.foo();"), 6,
      {"3:15 error: axis 2 is out of range for 'dim': 'x' has rank 1 (axes 0..0)",

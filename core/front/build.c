@@ -463,6 +463,7 @@ const char *oxs_vdesc(sema *S, val v) {
     return r;
   }
   case V_PART: return "a partition of a tensor";
+  case V_TUPLE: return "a tuple";
   case V_WITNESS: return "a thread-index witness";
   case V_MEM:
     switch (v.b->mkind) {

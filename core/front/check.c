@@ -327,8 +327,8 @@ static void check_alone(sema *S, const oxf_fn *fn) {
     argb[i] = b;
   }
   if (ok) {
-    if (fn->ret && fn->ret->kind != OXF_TY_SCALAR && fn->ret->kind != OXF_TY_UNIT)
-      ERR(S, fn->ret->loc, "device functions return a scalar or nothing");
+    if (fn->ret && fn->ret->kind != OXF_TY_SCALAR && fn->ret->kind != OXF_TY_UNIT && fn->ret->kind != OXF_TY_TUPLE)
+      ERR(S, fn->ret->loc, "device functions return a scalar, a tuple of scalars, or nothing");
     else
       oxs_inline_body(S, fn, argb, fn->loc);
   }
@@ -374,6 +374,7 @@ static void sema_init(sema *S, oxb_arena *a, oxb_diags *d, const oxf_program *p,
   S->tile_method = oxs_tile_method;
   S->rng_call = oxs_rng_call;
   S->local_array = oxs_local_array;
+  S->tuple = oxs_tuple_expr;
   S->tile_unify = oxs_tile_unify;
   S->a = a;
   S->d = d;

@@ -55,7 +55,8 @@ typedef enum oxf_tykind {
   OXF_TY_MUTTENSOR, /* &mut Tensor<T, [tile]>: the block's tile of an output (#[tile] kernels) */
   OXF_TY_ATOMICTENSOR, /* &Tensor<Atomic<T>, [dims]>: a whole tensor blocks add into atomically */
   OXF_TY_TYPEPARAM, /* the declaration of a type generic `T: Float` (oxf_fn.generic_types only) */
-  OXF_TY_ARRAY      /* [T; N]: a thread's own array (`let mut a = [0.0f32; 16];`, SIMT kernels) */
+  OXF_TY_ARRAY,     /* [T; N]: a thread's own array (`let mut a = [0.0f32; 16];`, SIMT kernels) */
+  OXF_TY_TUPLE      /* (T1, T2, ...): a device function's several results (items) */
 } oxf_tykind;
 
 /* What a type generic admits (`<T: Float>`): its bound. */
@@ -78,6 +79,8 @@ typedef struct oxf_typeexpr {
   int tvar;      /* elem is the function's type generic number tvar - 1 (elem holds its
                     placeholder until oxf_instantiate replaces it); 0: elem as written */
   oxf_bound bound; /* OXF_TY_TYPEPARAM: the generic's bound */
+  struct oxf_typeexpr **items; /* OXF_TY_TUPLE: its element types (scalars) */
+  int nitems;
   int64_t count; /* SharedArray and [T; N] length */
   int rank;      /* tensors: 1..OXI_MAX_RANK dims (see OXF_DIM_*) */
   int64_t dims[OXI_MAX_RANK];
@@ -101,7 +104,8 @@ typedef enum oxf_node_kind {
   OXF_RANGE,  /* lhs..rhs (only as a for-loop range) */
   OXF_ASSIGN, /* lhs op= rhs; op is 0 for plain '=' */
   /* statements */
-  OXF_LET,     /* let [mut] name[: type] = init */
+  OXF_LET,     /* let [mut] name[: type] = init; let (a, mut b, _) = init: name NULL and
+                  the names in args (OXF_NAME nodes, is_mut each) */
   OXF_EXPR,    /* expression statement */
   OXF_WHILE,   /* while cond body */
   OXF_LOOP,    /* loop body */
@@ -114,7 +118,9 @@ typedef enum oxf_node_kind {
   /* expressions, continued */
   OXF_ARRAY,   /* [e0, e1, ...]: args (sizes and indices of tile partitions and loads; a SIMT
                   thread's array); [e; n] (op 1): the value in args[0], the count in rhs */
-  OXF_TYPE     /* a type as a generic argument of a call path: type */
+  OXF_TYPE,    /* a type as a generic argument of a call path: type */
+  OXF_TUPLE,   /* (e0, e1, ...): args */
+  OXF_FIELD    /* lhs.N, an element of a tuple: N in ival */
 } oxf_node_kind;
 
 typedef struct oxf_node oxf_node;

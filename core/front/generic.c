@@ -63,6 +63,14 @@ static const char *copy_name(const copier *c, const char *name) {
 }
 
 static oxf_typeexpr *copy_type(const copier *c, const oxf_typeexpr *t) {
+  if (t && t->kind == OXF_TY_TUPLE) { /* (T, u32): its items */
+    oxf_typeexpr *u = oxb_alloc(c->a, sizeof *u);
+    *u = *t;
+    u->items = oxb_alloc(c->a, sizeof *u->items * (size_t)(t->nitems + 1));
+    for (int i = 0; i < t->nitems; i++)
+      u->items[i] = copy_type(c, t->items[i]);
+    return u;
+  }
   if (!t || !t->tvar)
     return (oxf_typeexpr *)t; /* shared: nothing in it changes */
   oxf_typeexpr *u = oxb_alloc(c->a, sizeof *u);

@@ -45,6 +45,9 @@
  * kernel's generics (api.h) is the same number. */
 #define OXF_MAX_GENERICS 8
 
+/* Values in a tuple (`(a, b, c)`, a device function's results). */
+#define OXF_MAX_TUPLE 8
+
 /* A thread's own arrays (`[0.0f32; 16]`): elements in one, and bytes in all of
  * a kernel's (its inlined calls' too). On the GPU they are registers when
  * their indices are constants after unrolling, local memory otherwise; on the

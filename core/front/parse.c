@@ -248,9 +248,23 @@ static oxf_typeexpr *type(parser *P) {
   oxf_typeexpr *t = oxb_alloc(P->a, sizeof *t);
   t->loc = P->tok->loc;
   ox_dtype dt;
-  if (consume(P, "(")) {
-    expect(P, ")");
+  if (consume(P, "(")) { /* () or (T1, T2, ...) */
     t->kind = OXF_TY_UNIT;
+    oxb_vec items = {0};
+    while (!at(P, ")") && P->tok->kind != OXF_TK_EOF) {
+      oxf_typeexpr *e = type(P);
+      if (!e)
+        break;
+      oxb_vec_push(P->a, &items, e);
+      if (!consume(P, ","))
+        break;
+    }
+    expect(P, ")");
+    if (items.len) {
+      t->kind = OXF_TY_TUPLE;
+      t->items = (oxf_typeexpr **)items.items;
+      t->nitems = items.len;
+    }
   } else if (consume(P, "&")) {
     bool m = consume(P, "mut");
     if (consume(P, "Tensor")) { /* &Tensor<T, [dims]>, &mut Tensor<T, [dims]> */
@@ -405,7 +419,13 @@ static oxf_node *primary(parser *P) {
     bool saved = P->no_struct_brace;
     P->no_struct_brace = false;
     oxf_node *n = expr(P);
-    if (at(P, "..")) {
+    if (at(P, ",")) { /* (a, b, ...): a tuple */
+      oxf_node *tu = new_node(P, OXF_TUPLE, t->loc);
+      oxb_vec_push(P->a, &tu->args, n);
+      while (consume(P, ",") && !at(P, ")") && P->tok->kind != OXF_TK_EOF)
+        oxb_vec_push(P->a, &tu->args, expr(P));
+      n = tu;
+    } else if (at(P, "..")) {
       oxf_node *r = new_node(P, OXF_RANGE, P->tok->loc);
       advance(P);
       r->lhs = n;
@@ -464,6 +484,14 @@ static oxf_node *postfix(parser *P) {
     if (at(P, ".")) {
       oxb_loc loc = P->tok->loc;
       advance(P);
+      if (P->tok->kind == OXF_TK_INT && !P->tok->suffix) { /* t.0: a tuple's element */
+        oxf_node *f = new_node(P, OXF_FIELD, loc);
+        f->lhs = n;
+        f->ival = P->tok->ival;
+        advance(P);
+        n = f;
+        continue;
+      }
       const char *name = ident(P, "a method name");
       if (!name)
         break;
@@ -685,10 +713,27 @@ static oxf_node *stmt(parser *P, bool *is_value) {
     advance(P);
     n->is_mut = consume(P, "mut");
     n->loc = P->tok->loc;
-    n->name = ident(P, "a variable name");
-    if (!n->name) {
-      recover_stmt(P);
-      return NULL;
+    if (!n->is_mut && consume(P, "(")) { /* let (a, mut b, _) = ... */
+      while (!at(P, ")") && P->tok->kind != OXF_TK_EOF) {
+        oxf_node *v = new_node(P, OXF_NAME, P->tok->loc);
+        v->is_mut = consume(P, "mut");
+        v->loc = P->tok->loc;
+        v->name = consume(P, "_") ? "_" : ident(P, "a variable name");
+        if (!v->name) {
+          recover_stmt(P);
+          return NULL;
+        }
+        oxb_vec_push(P->a, &n->args, v);
+        if (!consume(P, ","))
+          break;
+      }
+      expect(P, ")");
+    } else {
+      n->name = ident(P, "a variable name");
+      if (!n->name) {
+        recover_stmt(P);
+        return NULL;
+      }
     }
     if (consume(P, ":"))
       n->type = type(P);
@@ -1072,6 +1117,7 @@ static const char *tyname(const oxf_typeexpr *t, const oxf_fn *fn, char *buf, si
   case OXF_TY_UNIT: snprintf(buf, n, "()"); break;
   case OXF_TY_TYPEPARAM: snprintf(buf, n, "%s", oxf_bound_name(t->bound)); break;
   case OXF_TY_ARRAY: snprintf(buf, n, "[%s; %lld]", e, (long long)t->count); break;
+  case OXF_TY_TUPLE: snprintf(buf, n, "(%d values)", t->nitems); break;
   }
   return buf;
 }
@@ -1089,7 +1135,7 @@ static void dump_node(const oxf_node *n, int ind, oxb_str *o) {
   static const char *const kinds[] = {
       "Int",  "Float",  "Bool",   "Name",  "Call", "Method",   "Index",  "Unary",  "Binary",
       "Cast", "If",     "Block",  "Range", "Assign", "Let",    "Expr",   "While",  "Loop",
-      "For",  "Break",  "Continue", "Return", "IfLet", "Unsafe", "Array"};
+      "For",  "Break",  "Continue", "Return", "IfLet", "Unsafe", "Array", "Type", "Tuple", "Field"};
   char buf[160];
   oxb_str_addf(o, "%*s%s", ind, "", kinds[n->kind]);
   switch (n->kind) {

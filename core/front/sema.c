@@ -950,8 +950,12 @@ known:;
   f->call = call;
   f->exit = oxs_new_block(S);
   f->ret_type = inst->ret && inst->ret->kind == OXF_TY_SCALAR ? inst->ret->elem : OXI_VOID;
-  if (inst->ret && inst->ret->kind != OXF_TY_SCALAR && inst->ret->kind != OXF_TY_UNIT) {
-    ERR(S, inst->ret->loc, "device functions return a scalar or nothing");
+  f->nret = 0;
+  if (inst->ret && inst->ret->kind == OXF_TY_TUPLE) { /* several results, a slot each (tuple.c) */
+    if (!oxs_tuple_frame(S, f, inst->ret))
+      return VERR;
+  } else if (inst->ret && inst->ret->kind != OXF_TY_SCALAR && inst->ret->kind != OXF_TY_UNIT) {
+    ERR(S, inst->ret->loc, "device functions return a scalar, a tuple of scalars, or nothing");
     return VERR;
   }
   f->ret_slot = f->ret_type == OXI_VOID ? -1 : oxi_slot_new(S->m, S->k, f->ret_type);
@@ -967,7 +971,12 @@ known:;
     b->shadow = keep.shadow;
   }
   val body = block_expr(S, inst->body, f->ret_type);
-  if (body.k == V_SCALAR && f->ret_slot >= 0) {
+  if (f->nret) {
+    if (body.k == V_TUPLE || (inst->body->value && body.k != V_NEVER))
+      oxs_return_tuple(S, f, body, inst->body->value ? inst->body->value->loc : fn->loc);
+    else if (body.k != V_NEVER && body.k != V_ERR && !oxs_terminated(S))
+      ERR(S, fn->loc, "'%s' must return its tuple on every path", fn->name);
+  } else if (body.k == V_SCALAR && f->ret_slot >= 0) {
     if (body.v->type != f->ret_type)
       ERR(S, inst->body->value ? inst->body->value->loc : fn->loc, "'%s' returns %s, found %s",
           fn->name, oxi_type_name(f->ret_type), oxi_type_name(body.v->type));
@@ -982,6 +991,8 @@ known:;
   oxs_unbind_to(S, saved_nbinds);
   S->nfacts = saved_facts;
   S->nloops = saved_loops;
+  if (f->nret)
+    return oxs_tuple_result(S, f);
   if (f->ret_slot < 0)
     return VUNIT;
   return oxs_value(oxs_var_get(S, f->ret_slot));
@@ -1237,6 +1248,7 @@ static val name_ref(sema *S, const oxf_node *n) {
   case B_WITNESS: return (val){V_WITNESS, NULL, b, NULL};
   case B_MUTREF: return (val){V_MUTREF, NULL, b, NULL};
   case B_PART: return (val){V_PART, NULL, b, NULL};
+  case B_TUPLE: return (val){V_TUPLE, NULL, NULL, NULL, b->tuple};
   }
   return VERR;
 }
@@ -1284,6 +1296,8 @@ static val expr_at(sema *S, const oxf_node *n, oxi_type hint) {
     ERR(S, n->loc, "a range 'a..b' can only be iterated by a for loop");
     return VERR;
   case OXF_ARRAY: return S->local_array(S, n, hint);
+  case OXF_TUPLE:
+  case OXF_FIELD: return S->tuple(S, n, hint);
   default:
     S->stmt(S, n);
     return VUNIT;

@@ -22,8 +22,14 @@ typedef enum vkind {
   V_MUTREF,  /* `out` of if-let Some(out) = c.get_mut(i) */
   V_NEVER,   /* the expression does not complete (return/break) */
   V_TILE,    /* v: a tile value (v->tshape set, v->type its dtype); tile kernels only */
-  V_PART     /* x.partition([..]) of a tensor parameter (binding b, kind B_PART) */
+  V_PART,    /* x.partition([..]) of a tensor parameter (binding b, kind B_PART) */
+  V_TUPLE    /* (a, b, ...): its values' instructions in the tuple's items (scalars and tiles) */
 } vkind;
+
+typedef struct oxs_tuple { /* a tuple's values (tuple.c) */
+  int n;
+  oxi_instr *v[OXF_MAX_TUPLE];
+} oxs_tuple;
 
 typedef struct binding binding;
 
@@ -32,9 +38,10 @@ typedef struct val {
   oxi_instr *v;
   binding *b;   /* V_WITNESS, V_MEM, V_MUTREF, V_PART */
   binding *w;   /* V_OPTION: the witness */
+  const oxs_tuple *t; /* V_TUPLE */
 } val;
 
-typedef enum bkind { B_VALUE, B_SLOT, B_MEM, B_WITNESS, B_MUTREF, B_PART } bkind;
+typedef enum bkind { B_VALUE, B_SLOT, B_MEM, B_WITNESS, B_MUTREF, B_PART, B_TUPLE } bkind;
 
 /* How a witness deals out the elements (section 6 of docs/language.md): each kind
  * gives element e to one thread, but to a different one per kind, so an output is
@@ -68,6 +75,7 @@ struct binding {
   bool poisoned;    /* a 'let' whose value had an error: uses give V_ERR, silently */
   /* B_MEM of an &mut Tensor: its tile shape; B_PART: the partition's tile shape */
   const oxi_tshape *tile;
+  const oxs_tuple *tuple; /* B_TUPLE: its values */
   /* a const generic of a tile kernel (B_VALUE, v NULL): its bound value */
   bool is_generic;
   int64_t gval;
@@ -86,8 +94,11 @@ typedef struct frame { /* an inlined device-function call */
   const oxf_fn *fn;
   oxb_loc call;  /* the call, for the notes of a size-limit error */
   oxi_block *exit;
-  int ret_slot; /* -1 for () */
+  int ret_slot; /* -1 for () and tuples */
   oxi_type ret_type;
+  int nret;     /* a tuple's values (0: not a tuple), each in its slot */
+  int ret_slots[OXF_MAX_TUPLE];
+  oxi_type ret_types[OXF_MAX_TUPLE];
   int base;     /* bindings below this index are invisible */
   int loop_base;
 } frame;
@@ -149,6 +160,7 @@ typedef struct sema {
   /* philox, rand, randint, randn (rng.c), set by check.c for the same reason */
   val (*rng_call)(struct sema *S, const oxf_node *n, oxi_type hint, bool *handled);
   val (*local_array)(struct sema *S, const oxf_node *n, oxi_type hint); /* local.c */
+  val (*tuple)(struct sema *S, const oxf_node *n, oxi_type hint);       /* tuple.c */
 } sema;
 
 /* ---- build.c: errors, size limits, emitting IR, bindings, facts */
@@ -261,6 +273,18 @@ oxi_type oxs_infer_type(sema *S, const char *name, bool is_float, const oxf_node
                         const oxf_node *value);
 /* Whether n is untyped literals and arithmetic alone (`8`, `(3) + 1`): its type is the context's. */
 bool oxs_untyped_expr(const oxf_node *n);
+
+/* ---- tuple.c: tuples, (a, b) and t.0 (oxs_tuple_expr), their bindings
+ * (let t = .., let (a, mut b) = ..) and a device function's tuple result */
+val oxs_tuple_expr(sema *S, const oxf_node *n, oxi_type hint);
+/* Binds the names of 'let' n to tuple v (one name: the tuple; a pattern: its values). */
+void oxs_let_tuple(sema *S, const oxf_node *n, val v);
+/* Sets the result slots of inlined call f from v (a return's or the body's value) at `at`. */
+void oxs_return_tuple(sema *S, frame *f, val v, oxb_loc at);
+/* The result of inlined call f: its slots' values. */
+val oxs_tuple_result(sema *S, const frame *f);
+/* Makes the result slots of inlined call f for tuple type t; false after an error. */
+bool oxs_tuple_frame(sema *S, frame *f, const oxf_typeexpr *t);
 
 /* ---- local.c: a thread's own array, `[v; n]` or `[a, b, ..]` (SIMT kernels) */
 val oxs_local_array(sema *S, const oxf_node *n, oxi_type hint);

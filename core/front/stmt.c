@@ -43,7 +43,17 @@ static void let_stmt(sema *S, const oxf_node *n) {
   }
   val v = oxs_expr(S, n->init, hint);
   if (v.k == V_ERR || v.k == V_NEVER) {
-    let_poisoned(S, n);
+    if (!n->name) /* a pattern: each of its names */
+      for (int i = 0; i < n->args.len; i++)
+        oxs_bind(S, B_VALUE, ((const oxf_node *)n->args.items[i])->name, n->loc)->poisoned = true;
+    else
+      let_poisoned(S, n);
+    return;
+  }
+  if (!n->name || v.k == V_TUPLE) { /* let (a, b) = .., let t = (a, b) (tuple.c) */
+    if (n->type)
+      ERR(S, n->type->loc, "a tuple's type is not written; remove the annotation");
+    oxs_let_tuple(S, n, v);
     return;
   }
   if (v.k == V_WITNESS) {
@@ -720,6 +730,14 @@ static void stmt_at(sema *S, const oxf_node *n) {
   case OXF_RETURN: {
     if (S->nframes) {
       frame *f = &S->frames[S->nframes - 1];
+      if (f->nret) { /* a tuple of results (tuple.c) */
+        if (n->lhs)
+          oxs_return_tuple(S, f, oxs_expr(S, n->lhs, OXI_VOID), n->lhs->loc);
+        else
+          ERR(S, n->loc, "'%s' must return a tuple of %d values", f->fn->name, f->nret);
+        oxs_br(S, f->exit);
+        return;
+      }
       if (n->lhs) {
         oxi_instr *v = oxs_scalar_expr(S, n->lhs, f->ret_type, "a return value");
         if (!v)

@@ -655,6 +655,14 @@ val oxs_tile_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) {
   if (!strcmp(name, "dot") || !strcmp(name, "mma"))
     return dot_call(S, n, !strcmp(name, "mma"));
   bool id = !strcmp(name, "tile_id");
+  if ((id || !strcmp(name, "num_tiles")) && n->args.len == 0 && S->out) {
+    /* every axis at once, as a tuple: let (i, j) = tile_id(); */
+    int rank = param_of(S, S->out)->rank;
+    oxs_tuple *t = oxb_alloc(S->a, sizeof *t);
+    for (int axis = 0; axis < rank && t->n < OXF_MAX_TUPLE; axis++)
+      t->v[t->n++] = about(S, id ? OXI_T_ID : OXI_T_COUNT, OX_U64, S->out, axis);
+    return (val){V_TUPLE, NULL, NULL, NULL, t};
+  }
   if (id || !strcmp(name, "num_tiles")) {
     if (!nargs(S, n, 1, name))
       return err;

@@ -138,3 +138,54 @@ def test_errors(src, message):
     with pytest.raises(oxide.CompileError) as e:
         oxide.compile(src)
     assert message in str(e.value)
+
+
+TUPLES = """\
+fn minmax(a: f32, b: f32) -> (f32, f32) {
+    if a < b { return (a, b); }
+    (b, a)
+}
+
+fn divmod<T: Int>(a: T, b: T) -> (T, T) { (a / b, a % b) }
+
+#[kernel]
+fn k(x: &[f32], y: DisjointSlice<f32>, n: &[u32]) {
+    let i = thread::index_1d();
+    let (lo, hi) = minmax(x[i], 2.0);
+    let t = (lo, hi * 2.0);
+    let (q, mut r) = divmod(n[i], 7u32);
+    r += q;
+    let (_, b) = t;
+    if let Some(o) = y.get_mut(i) { *o = t.0 + b + r as f32; }
+}
+"""
+
+
+def test_tuples(dev):
+    x = np.array([1, 3, -2, 5, 2], np.float32)
+    n = np.array([20, 7, 3, 100, 0], np.uint32)
+    y = oxide.zeros((5,), device=dev)
+    oxide.compile(TUPLES, device=dev).k(oxide.tensor(x, device=dev), y, oxide.tensor(n, device=dev),
+                                       grid=1, block=5)  # (x[i] is read for every thread)
+    want = np.minimum(x, 2) + 2 * np.maximum(x, 2) + (n % 7 + n // 7)
+    assert y.numpy().tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("body, message", [
+    ("let t = (1.0f32, 2.0f32); let a = t.2;", "the tuple has 2 values (.0 to .1), not .2"),
+    ("let a = 1.0f32; let b = a.0;", "'.0' takes a value of a tuple; this is"),
+    ("let (a, b) = (1, 2, 3);", "the pattern names 2 values, and the tuple has 3"),
+    ("let mut t = (1, 2);", "a tuple cannot be mutable; take its values apart: 'let (mut a, b) = ...'"),
+    ("let (a, b) = 1.0f32;", "'let (..) = ' takes a tuple, found"),
+])
+def test_tuple_errors(body, message):
+    with pytest.raises(oxide.CompileError) as e:
+        oxide.compile("#[kernel]\nfn k(y: DisjointSlice<f32>) {\n    " + body + "\n}\n")
+    assert message in str(e.value)
+
+
+def test_tuple_results_must_match():
+    src = "fn f(a: f32) -> (f32, u32) { (a, a) }\n#[kernel]\nfn k(x: &[f32], y: DisjointSlice<f32>) {\n" \
+          "    let i = thread::index_1d();\n    let (p, q) = f(x[i]);\n}\n"
+    with pytest.raises(oxide.CompileError, match=r"value 1 of the tuple 'f' returns is u32, found f32"):
+        oxide.compile(src)

@@ -617,3 +617,21 @@ def test_integer_matmul_is_exact(dev, dtype, lo, hi):
     k(c.partition((64, 32)), oxide.tensor(a, device=dev), oxide.tensor(b, device=dev))
     want = (a.astype(np.int64) @ b.astype(np.int64) + 2 ** 31) % 2 ** 32 - 2 ** 31
     assert (c.numpy().astype(np.int64) == want).all()
+
+
+TILE_IDS = """\
+#[tile]
+fn k<const B: i32>(y: &mut Tensor<f32, [B, B]>, x: &Tensor<f32, [-1, -1]>) {
+    let (i, j) = tile_id();
+    let (gi, gj) = num_tiles();
+    y.store(x.partition([B, B]).load([i, j]) + ((i * gj + j) as f32) + 0.0 * (gi as f32));
+}
+"""
+
+
+def test_tile_ids_as_a_tuple(dev):
+    x = np.random.default_rng(3).random((40, 24)).astype(np.float32)
+    y = oxide.zeros((40, 24), device=dev)
+    oxide.compile(TILE_IDS, device=dev).k(y.partition((16, 16)), oxide.tensor(x, device=dev))
+    ids = np.add.outer(np.arange(40) // 16 * 2, np.arange(24) // 16)
+    np.testing.assert_allclose(y.numpy(), x + ids, rtol=1e-6)
