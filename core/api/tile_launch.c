@@ -52,10 +52,23 @@ static ox_status bind_generics(const oxa_kernel *k, int nargs, oxr_tensor *const
       }
     }
   }
+  /* a generic no output sizes takes its value from an input dim that names it (`x: &Tensor<f32,
+     [-1, D]>`): each size the inputs have is a specialization, as Triton's constexpr shapes are */
+  int64_t from_in[OXA_MAX_GENERICS] = {0};
+  for (int i = 0; i < nargs; i++) {
+    const oxf_param *p = fn->params.items[i];
+    if (p->type->kind != OXF_TY_TENSOR && p->type->kind != OXF_TY_ATOMICTENSOR)
+      continue;
+    for (int d = 0; tens[i] && d < p->type->rank && d < tens[i]->ndim; d++)
+      if (OXF_DIM_IS_GENERIC(p->type->dims[d]) && !from_in[OXF_DIM_GENERIC_INDEX(p->type->dims[d])])
+        from_in[OXF_DIM_GENERIC_INDEX(p->type->dims[d])] = tens[i]->shape[d];
+  }
   for (int g = 0; g < fn->generics.len; g++) {
     if (oxf_is_type_generic(fn, g)) /* (oxa_bind_types) */
       continue;
     int64_t x = over && over[g] ? over[g] : k->explicit_generics[g];
+    if (!x && !gen[g] && from_in[g] > 0)
+      x = from_in[g];
     if (x && gen[g] && x != gen[g])
       return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                            "kernel '%s': generic '%s' is %lld from the output partitions but was "
@@ -66,8 +79,8 @@ static ox_status bind_generics(const oxa_kernel *k, int nargs, oxr_tensor *const
     if (!gen[g])
       return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                            "kernel '%s': generic '%s' is not bound: it must size a dim of a "
-                           "`&mut Tensor` output, whose partition gives its value, or be set "
-                           "with ox_kernel_set_generic",
+                           "`&mut Tensor` output, whose partition gives its value, or of an input, "
+                           "or be set with ox_kernel_set_generic",
                            kn, (const char *)fn->generics.items[g]);
   }
   return OX_OK;

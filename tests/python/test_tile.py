@@ -635,3 +635,25 @@ def test_tile_ids_as_a_tuple(dev):
     oxide.compile(TILE_IDS, device=dev).k(y.partition((16, 16)), oxide.tensor(x, device=dev))
     ids = np.add.outer(np.arange(40) // 16 * 2, np.arange(24) // 16)
     np.testing.assert_allclose(y.numpy(), x + ids, rtol=1e-6)
+
+
+ROW_SUM = """\
+#[tile]
+fn row_sum<const D: i32>(y: &mut Tensor<f32, [1]>, x: &Tensor<f32, [-1, D]>) {
+    let t = x.partition([1, D]).load([tile_id(0), 0]);
+    y.store(reshape(reduce_sum(t, 1), [1]));
+}
+"""
+
+
+def test_generic_bound_by_an_input_dim(dev):
+    """D sizes no output: it takes the input's dim at each launch (a specialization
+    per size), and a size that no tile can have is the located error."""
+    k = oxide.compile(ROW_SUM, device=dev, filename="rows.oxk").row_sum
+    for D in (64, 256):
+        x = np.random.default_rng(D).random((10, D)).astype(np.float32)
+        y = oxide.zeros((10,), device=dev)
+        k(y.partition((1,)), oxide.tensor(x, device=dev))
+        np.testing.assert_allclose(y.numpy(), x.astype(np.float64).sum(1), rtol=1e-5)
+    with pytest.raises(oxide.CompileError, match=r"rows.oxk:3:29: .*dim 1 of the partition of 'x' is D = 100"):
+        k(y.partition((1,)), oxide.tensor(np.ones((10, 100), np.float32), device=dev))
