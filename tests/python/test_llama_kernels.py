@@ -1,0 +1,177 @@
+"""The Llama decoder's kernels (models/llama/llama.oxk), each against a
+float64 NumPy reference on shapes no tile divides, in f32 on the CPU (and on
+the GPU with --gpu; bf16 there too, where the model runs)."""
+import math
+import os
+
+import numpy as np
+import pytest
+
+import oxide
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SRC = os.path.join(ROOT, "models", "llama", "llama.oxk")
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    mods = {}
+
+    def get(dev):
+        if dev.name not in mods:
+            mods[dev.name] = oxide.compile_file(SRC, device=dev)
+        return mods[dev.name]
+    return get
+
+
+def rng(seed):
+    return np.random.default_rng(seed)
+
+
+def t(x, dev, dtype="f32"):
+    return oxide.tensor(np.ascontiguousarray(x, dtype=np.float32) if dtype != "i32" else x, dtype=dtype, device=dev)
+
+
+def test_embed(dev, kernels):
+    V, H, T = 50, 100, 7
+    table = rng(1).standard_normal((V, H)).astype(np.float32)
+    ids = np.array([3, 0, 49, 3, 17, 8, 22], np.int32)
+    x = oxide.empty((T, H), device=dev)
+    kernels(dev).embed(x.partition((1, 32)), t(table, dev), oxide.tensor(ids, device=dev))
+    assert np.array_equal(x.numpy(), table[ids])
+
+
+def rmsnorm_ref(h, w, eps):
+    h = h.astype(np.float64)
+    return h / np.sqrt((h * h).mean(-1, keepdims=True) + eps) * w
+
+
+def test_rmsnorm_and_residual(dev, kernels):
+    T, H, eps = 5, 100, 1e-5
+    x = rng(2).standard_normal((T, H)).astype(np.float32)
+    res = rng(3).standard_normal((T, H)).astype(np.float32)
+    w = rng(4).standard_normal(H).astype(np.float32)
+    k = kernels(dev)
+    y = oxide.empty((T, H), device=dev)
+    k.rmsnorm(y.partition((1, 128)), t(x, dev), t(w, dev), eps)
+    np.testing.assert_allclose(y.numpy(), rmsnorm_ref(x, w, eps), rtol=1e-5, atol=1e-5)
+    h = oxide.empty((T, H), device=dev)
+    k.add_rmsnorm(y.partition((1, 128)), h.partition((1, 128)), t(x, dev), t(res, dev), t(w, dev), eps)
+    np.testing.assert_allclose(h.numpy(), x.astype(np.float64) + res, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(y.numpy(), rmsnorm_ref(x.astype(np.float64) + res, w, eps), rtol=1e-5, atol=1e-5)
+
+
+def llama3_inv_freq(D, theta=500000.0, factor=8.0, low=1.0, high=4.0, original=8192):
+    """Llama 3's scaled frequencies, as transformers' _compute_llama3_parameters
+    defines them (written from the published formula)."""
+    inv = 1.0 / theta ** (np.arange(0, D, 2, dtype=np.float64) / D)
+    wavelen = 2 * math.pi / inv
+    low_wl, high_wl = original / low, original / high
+    smooth = (original / wavelen - low) / (high - low)
+    scaled = np.where(wavelen > low_wl, inv / factor, inv)
+    mid = (wavelen <= low_wl) & (wavelen >= high_wl)
+    return np.where(mid, (1 - smooth) * inv / factor + smooth * inv, scaled)
+
+
+def test_rope_llama3(dev, kernels):
+    T, Hh, D, P = 6, 3, 64, 40
+    inv = llama3_inv_freq(D)
+    ang = np.outer(np.arange(P), inv)  # [P, D/2]
+    cos, sin = np.cos(ang), np.sin(ang)
+    x = rng(5).standard_normal((T, Hh, D)).astype(np.float32)
+    pos = np.array([0, 1, 2, 17, 39, 5], np.int32)
+    out = oxide.empty((T, Hh, D), device=dev)
+    kernels(dev).rope(out.partition((1, 1, D)), t(x, dev), oxide.tensor(pos, device=dev), t(cos, dev), t(sin, dev))
+    c = np.concatenate([cos, cos], 1)[pos][:, None, :]
+    s = np.concatenate([sin, sin], 1)[pos][:, None, :]
+    x64 = x.astype(np.float64)
+    rot = np.concatenate([-x64[..., D // 2:], x64[..., :D // 2]], -1)
+    np.testing.assert_allclose(out.numpy(), x64 * c + rot * s, rtol=1e-5, atol=1e-5)
+
+
+def attention_ref(q, k, v, causal_from=0):
+    """q [Hq, S, D], k/v [Hkv, N, D]; query i sees keys 0..=causal_from + i"""
+    Hq, S, D = q.shape
+    g = Hq // k.shape[0]
+    out = np.empty((Hq, S, D))
+    for h in range(Hq):
+        s = q[h].astype(np.float64) @ k[h // g].astype(np.float64).T / math.sqrt(D)
+        mask = np.arange(k.shape[1])[None, :] > np.arange(S)[:, None] + causal_from
+        s[mask] = -np.inf
+        p = np.exp(s - s.max(1, keepdims=True))
+        out[h] = (p / p.sum(1, keepdims=True)) @ v[h // g]
+    return out
+
+
+def test_prefill_attention_gqa_causal(dev, kernels):
+    S, Hq, Hkv, D = 37, 6, 2, 64
+    r = rng(6)
+    q, k, v = (r.standard_normal((S, h, D)).astype(np.float32) for h in (Hq, Hkv, Hkv))
+    o = oxide.empty((1, Hq, S, D), device=dev)
+    view = lambda a: t(a, dev).reshape(1, S, a.shape[1], D).permute(0, 2, 1, 3)  # [B, H, S, D] views
+    kern = kernels(dev).prefill_attention
+    kern.set_generic("BN", 16)
+    kern(o.partition((1, 1, 16, D)), view(q), view(k), view(v), 1 / math.sqrt(D))
+    want = attention_ref(q.transpose(1, 0, 2), k.transpose(1, 0, 2), v.transpose(1, 0, 2))
+    np.testing.assert_allclose(o.numpy()[0], want, rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("split", [16, 64])
+def test_decode_attention_split_kv(dev, kernels, split):
+    B, Hq, Hkv, D, L = 3, 6, 2, 64, 160
+    lens = np.array([5, 37, 160], np.int32)
+    r = rng(7)
+    q = r.standard_normal((B, Hq, D)).astype(np.float32)
+    kc = r.standard_normal((B, Hkv, L, D)).astype(np.float32)
+    vc = r.standard_normal((B, Hkv, L, D)).astype(np.float32)
+    splits = -(-L // split)
+    group = Hq // Hkv
+    po = oxide.empty((B * Hkv, splits, group, D), device=dev)
+    lse = oxide.empty((B * Hkv, splits, group, 1), device=dev)
+    k = kernels(dev)
+    k.decode_attention.set_generic("BN", 16)
+    k.decode_combine.set_generic("NS", 1 << (splits - 1).bit_length())
+    k.decode_attention(po.partition((1, 1, 4, D)), lse.partition((1, 1, 4, 1)), t(q, dev), t(kc, dev), t(vc, dev),
+                       oxide.tensor(lens, device=dev), split, 1 / math.sqrt(D))
+    o = oxide.empty((B, Hq, D), device=dev)
+    k.decode_combine(o.partition((1, 1, D)), po, lse)
+    for b in range(B):
+        n = lens[b]
+        want = attention_ref(q[b][:, None, :], kc[b, :, :n], vc[b, :, :n], causal_from=n)[:, 0]
+        np.testing.assert_allclose(o.numpy()[b], want, rtol=2e-4, atol=2e-4)
+
+
+def test_linear_and_gate_up(dev, kernels):
+    M, K, N = 5, 100, 70  # a decode-shaped M
+    r = rng(8)
+    x = r.standard_normal((M, K)).astype(np.float32)
+    wg = r.standard_normal((N, K)).astype(np.float32) / 10  # transformers' [out, in] weights
+    wu = r.standard_normal((N, K)).astype(np.float32) / 10
+    k = kernels(dev)
+    for kern in (k.linear, k.gate_up):
+        kern.set_generic("BK", 32)
+    y = oxide.empty((M, N), device=dev)
+    k.linear(y.partition((16, 32)), t(x, dev), t(wg, dev).T)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(y.numpy(), x64 @ wg.T, rtol=1e-4, atol=1e-4)
+    k.gate_up(y.partition((16, 32)), t(x, dev), t(wg, dev).T, t(wu, dev).T)
+    g, u = x64 @ wg.T, x64 @ wu.T
+    np.testing.assert_allclose(y.numpy(), g / (1 + np.exp(-g)) * u, rtol=1e-4, atol=1e-4)
+
+
+def test_greedy_argmax_over_a_long_vocabulary(dev, kernels):
+    B, V, BV = 3, 70000, 4096
+    logits = rng(9).standard_normal((B, V)).astype(np.float32)
+    logits[0, 69999] = 10.0  # the last element of the last, partial chunk
+    logits[1, 4096] = 10.0   # the first of a chunk
+    logits[2, 123] = logits[2, 50000] = 10.0  # a tie: the first one wins, as torch.argmax
+    chunks = -(-V // BV)
+    pv = oxide.empty((B, chunks), device=dev)
+    pi = oxide.empty((B, chunks), dtype="i32", device=dev)
+    k = kernels(dev)
+    k.argmax_part.set_generic("BV", BV)
+    k.argmax_final.set_generic("NC", 32)
+    k.argmax_part(pv.partition((1, 1)), pi.partition((1, 1)), t(logits, dev))
+    ids = oxide.empty((B,), dtype="i32", device=dev)
+    k.argmax_final(ids.partition((1,)), pv, pi)
+    assert ids.numpy().tolist() == [69999, 4096, 123]
