@@ -1,0 +1,294 @@
+"""A Llama-architecture decoder that runs on Oxide kernels only
+(models/llama/llama.oxk): prefill of a batch of prompts, then decode steps
+against a KV cache that lives on the device across steps.
+
+    from models.llama.model import Llama
+    model = Llama(config, state_dict, device="cuda", dtype="bf16")
+    logits = model.prefill(ids)            # ids: [batch, prompt] ints
+    for _ in range(n):
+        next_ids = model.greedy(logits)    # on the device
+        logits = model.decode(next_ids)
+
+`config` is a transformers `LlamaConfig`, or anything with its attribute
+names (a dict too); `state_dict` maps transformers' parameter names to arrays
+(NumPy, torch, or anything DLPack takes). The host only launches kernels: the
+KV cache, positions and sequence lengths are device tensors.
+"""
+import json
+import math
+import os
+import struct
+
+import numpy as np
+
+import oxide
+
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "llama.oxk")
+
+
+class _Config:
+    """The LlamaConfig fields the model reads, from an object or a dict."""
+
+    def __init__(self, c):
+        get = (lambda k, d=None: c.get(k, d)) if isinstance(c, dict) else (lambda k, d=None: getattr(c, k, d))
+        self.hidden = get("hidden_size")
+        self.layers = get("num_hidden_layers")
+        self.heads = get("num_attention_heads")
+        self.kv_heads = get("num_key_value_heads") or self.heads
+        self.inter = get("intermediate_size")
+        self.vocab = get("vocab_size")
+        self.eps = float(get("rms_norm_eps", 1e-6))
+        self.theta = float(get("rope_theta", 10000.0))
+        self.scaling = get("rope_scaling")
+        self.max_pos = get("max_position_embeddings", 2048)
+        self.head_dim = get("head_dim") or self.hidden // self.heads
+        self.tied = bool(get("tie_word_embeddings", False))
+
+
+def rope_tables(cfg, positions):
+    """cos and sin, [positions, head_dim / 2] float32, of the model's rotary
+    frequencies (Llama 3's scaling when rope_scaling says so), in float64 first."""
+    D = cfg.head_dim
+    inv = 1.0 / cfg.theta ** (np.arange(0, D, 2, dtype=np.float64) / D)
+    s = cfg.scaling or {}
+    kind = s.get("rope_type", s.get("type")) if isinstance(s, dict) else None
+    if kind == "llama3":
+        factor, low, high = s["factor"], s["low_freq_factor"], s["high_freq_factor"]
+        original = s["original_max_position_embeddings"]
+        wavelen = 2 * math.pi / inv
+        smooth = (original / wavelen - low) / (high - low)
+        scaled = np.where(wavelen > original / low, inv / factor, inv)
+        mid = (wavelen <= original / low) & (wavelen >= original / high)
+        inv = np.where(mid, (1 - smooth) * inv / factor + smooth * inv, scaled)
+    elif kind not in (None, "default"):
+        raise ValueError(f"rope_scaling of type {kind!r} is not supported (default and llama3 are)")
+    ang = np.outer(np.arange(positions, dtype=np.float64), inv)
+    return np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+
+
+def load_safetensors(path):
+    """The tensors of a .safetensors file as NumPy arrays (float32 for F32,
+    F16 and BF16; BF16 widened by its bits), read from the format's published
+    layout: an 8-byte little-endian header length, a JSON header (each tensor's
+    dtype, shape and byte offsets), then the data."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    base = 8 + n
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        lo, hi = info["data_offsets"]
+        raw = blob[base + lo:base + hi]
+        dt = info["dtype"]
+        if dt == "F32":
+            a = np.frombuffer(raw, dtype="<f4")
+        elif dt == "F16":
+            a = np.frombuffer(raw, dtype="<f2").astype(np.float32)
+        elif dt == "BF16":
+            a = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            raise ValueError(f"{path}: tensor {name!r} is {dt}; F32, F16 and BF16 are read")
+        out[name] = a.reshape(info["shape"])
+    return out
+
+
+def _pow2(n):
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+class Llama:
+    """The model, its weights and its KV cache on one Oxide device."""
+
+    def __init__(self, config, state_dict, device=None, dtype="bf16", max_batch=1, max_len=None):
+        self.cfg = cfg = _Config(config)
+        self.dev = oxide.device(device) if isinstance(device, str) or device is None else device
+        self.dtype = dtype
+        self.k = oxide.compile_file(SOURCE, device=self.dev)
+        self.max_batch, self.max_len = max_batch, max_len or cfg.max_pos
+        w = lambda name: self._weight(state_dict, name)
+        self.embed = w("model.embed_tokens.weight")
+        self.layers = []
+        for i in range(cfg.layers):
+            p = f"model.layers.{i}."
+            self.layers.append({
+                "in_norm": w(p + "input_layernorm.weight"),
+                "q": w(p + "self_attn.q_proj.weight"), "k": w(p + "self_attn.k_proj.weight"),
+                "v": w(p + "self_attn.v_proj.weight"), "o": w(p + "self_attn.o_proj.weight"),
+                "post_norm": w(p + "post_attention_layernorm.weight"),
+                "gate": w(p + "mlp.gate_proj.weight"), "up": w(p + "mlp.up_proj.weight"),
+                "down": w(p + "mlp.down_proj.weight"),
+            })
+        self.norm = w("model.norm.weight")
+        self.lm_head = self.embed if cfg.tied or "lm_head.weight" not in state_dict else w("lm_head.weight")
+        cos, sin = rope_tables(cfg, self.max_len)
+        self.cos = oxide.tensor(cos, device=self.dev)
+        self.sin = oxide.tensor(sin, device=self.dev)
+        # the KV cache: [batch, kv_heads, max_len, head_dim] a layer, K and V
+        shape = (max_batch, cfg.kv_heads, self.max_len, cfg.head_dim)
+        self.cache = [(oxide.zeros(shape, dtype=dtype, device=self.dev), oxide.zeros(shape, dtype=dtype, device=self.dev))
+                      for _ in range(cfg.layers)]
+        self._lens_host = None  # each sequence's length so far
+        self._set_generics()
+
+    def _weight(self, sd, name):
+        if name not in sd:
+            raise KeyError(f"the state dict has no {name!r}")
+        x = sd[name]
+        if hasattr(x, "detach"):  # a torch tensor: to float32 on the host, rounded to dtype below
+            x = x.detach().float().cpu().numpy()
+        return oxide.tensor(np.asarray(x, dtype=np.float32), dtype=self.dtype, device=self.dev)
+
+    def _set_generics(self):
+        k, cfg = self.k, self.cfg
+        self.gpu = gpu = self.dev.type == "cuda"
+        for kern in (k.linear, k.gate_up):
+            kern.set_generic("BK", 64 if gpu else 32)
+        k.prefill_attention.set_generic("BN", 64 if gpu else 16)
+        k.decode_attention.set_generic("BN", 64 if gpu else 16)
+        self.split = 256 if gpu else 64
+        k.decode_combine.set_generic("NS", _pow2(-(-self.max_len // self.split)))
+        self.BV = 8192 if gpu else 1024
+        k.argmax_part.set_generic("BV", self.BV)
+        k.argmax_final.set_generic("NC", _pow2(-(-cfg.vocab // self.BV)))
+
+    # ------------------------------------------------------------ pieces
+
+    def _empty(self, *shape, dtype=None):
+        return oxide.empty(shape, dtype=dtype or self.dtype, device=self.dev)
+
+    def _linear(self, x, w, w2=None):
+        """x [M, K] times w^T (w [N, K], as transformers stores it)."""
+        M, N = x.shape[0], w.shape[0]
+        y = self._empty(M, N)
+        BM = 64 if (self.gpu and M >= 64) else 16
+        BN = 128 if self.gpu else 32
+        if w2 is None:
+            self.k.linear(y.partition((BM, BN)), x, w.T)
+        else:
+            self.k.gate_up(y.partition((BM, BN)), x, w.T, w2.T)
+        return y
+
+    def _norm(self, x, w, res=None):
+        T, H = x.shape
+        BD = _pow2(H)
+        y = self._empty(T, H)
+        if res is None:
+            self.k.rmsnorm(y.partition((1, BD)), x, w, self.cfg.eps)
+            return y, x
+        h = self._empty(T, H)
+        self.k.add_rmsnorm(y.partition((1, BD)), h.partition((1, BD)), x, res, w, self.cfg.eps)
+        return y, h
+
+    def _rope(self, x, positions):
+        out = self._empty(*x.shape)
+        self.k.rope(out.partition((1, 1, x.shape[2])), x, positions, self.cos, self.sin)
+        return out
+
+    def _cache_write(self, layer, k, v, seq, pos):
+        """Rows of k and v [T, kv_heads, D] into the layer's cache at (seq[t], pos[t])."""
+        kc, vc = self.cache[layer]
+        n = k.shape[0] * k.shape[1] * k.shape[2]
+        for src, dst in ((k, kc), (v, vc)):
+            self.k.kv_write(dst.reshape(-1), src.reshape(-1), seq, pos, self.cfg.kv_heads, self.max_len,
+                            self.cfg.head_dim, grid=-(-n // 256), block=256)
+
+    def _block(self, i, x, h, positions, seq, attend):
+        """Layer i on the normalized input x (with the residual h); returns
+        (the block's output, the residual)."""
+        cfg, L = self.cfg, self.layers[i]
+        T, Dh = x.shape[0], cfg.head_dim
+        q = self._rope(self._linear(x, L["q"]).reshape(T, cfg.heads, Dh), positions)
+        k = self._rope(self._linear(x, L["k"]).reshape(T, cfg.kv_heads, Dh), positions)
+        v = self._linear(x, L["v"]).reshape(T, cfg.kv_heads, Dh)
+        self._cache_write(i, k, v, seq, positions)
+        o = attend(i, q, k, v)  # [T, heads * Dh]
+        a = self._linear(o, L["o"])
+        x2, h = self._norm(a, L["post_norm"], h)
+        m = self._linear(self._linear(x2, L["gate"], w2=L["up"]), L["down"])
+        return m, h
+
+    def _forward(self, ids, positions, seq, attend, last):
+        cfg = self.cfg
+        T = ids.shape[0]
+        x = self._empty(T, cfg.hidden)
+        self.k.embed(x.partition((1, min(_pow2(cfg.hidden), 1024))), self.embed, ids)
+        out, h = None, x
+        for i in range(cfg.layers):
+            xn, h = self._norm(h, self.layers[i]["in_norm"]) if out is None else self._norm(out, self.layers[i]["in_norm"], h)
+            out, h = self._block(i, xn, h, positions, seq, attend)
+        xn, _ = self._norm(out, self.norm, h)
+        return self._linear(last(xn), self.lm_head)  # the logits of the rows that sample
+
+    # ------------------------------------------------------------ the API
+
+    def prefill(self, ids):
+        """Runs prompts ids [batch, S] (equal lengths) from position 0; returns
+        the logits of each prompt's last token, [batch, vocab] (f32 on the host
+        is logits.numpy())."""
+        ids = np.asarray(ids, dtype=np.int32)
+        B, S = ids.shape
+        if B > self.max_batch or S > self.max_len:
+            raise ValueError(f"a batch of {B} prompts of {S} tokens; the model holds {self.max_batch} of {self.max_len}")
+        cfg = self.cfg
+        tok = oxide.tensor(ids.reshape(-1), device=self.dev)
+        pos = oxide.tensor(np.tile(np.arange(S, dtype=np.int32), B), device=self.dev)
+        seq = oxide.tensor(np.repeat(np.arange(B, dtype=np.int32), S), device=self.dev)
+
+        def attend(i, q, k, v):
+            Dh = cfg.head_dim
+            o = self._empty(B * S, cfg.heads * Dh)
+            view = lambda t, H: t.reshape(B, S, H, Dh).permute(0, 2, 1, 3)
+            BM = 64 if self.gpu else 16
+            self.k.prefill_attention(view(o, cfg.heads).partition((1, 1, BM, Dh)), view(q, cfg.heads),
+                                     view(k, cfg.kv_heads), view(v, cfg.kv_heads), 1 / math.sqrt(Dh))
+            return o
+
+        # each prompt's last row, a strided view of the final norm's output
+        logits = self._forward(tok, pos, seq, attend, lambda xn: xn.reshape(B, S, cfg.hidden)[:, S - 1])
+        self._lens_host = np.full(B, S, dtype=np.int64)
+        return logits
+
+    def decode(self, ids):
+        """One token per sequence (ids: [batch] ints, or a device tensor of i32),
+        at each sequence's next position; returns [batch, vocab] logits."""
+        cfg = self.cfg
+        tok = ids if isinstance(ids, oxide.Tensor) else oxide.tensor(np.asarray(ids, dtype=np.int32), device=self.dev)
+        B = tok.shape[0]
+        pos_h = self._lens_host.astype(np.int32)
+        if int(pos_h.max()) >= self.max_len:
+            raise ValueError(f"a sequence reached the cache's {self.max_len} positions")
+        pos = oxide.tensor(pos_h, device=self.dev)
+        seq = oxide.tensor(np.arange(B, dtype=np.int32), device=self.dev)
+        lens = oxide.tensor(pos_h + 1, device=self.dev)
+        splits = -(-int(pos_h.max() + 1) // self.split)
+        group = cfg.heads // cfg.kv_heads
+
+        def attend(i, q, k, v):
+            kc, vc = self.cache[i]
+            Dh = cfg.head_dim
+            po = self._empty(B * cfg.kv_heads, splits, group, Dh, dtype="f32")
+            lse = self._empty(B * cfg.kv_heads, splits, group, 1, dtype="f32")
+            G = _pow2(group)
+            self.k.decode_attention(po.partition((1, 1, G, Dh)), lse.partition((1, 1, G, 1)), q,
+                                    kc[:B], vc[:B], lens, self.split, 1 / math.sqrt(Dh))
+            o = self._empty(B, cfg.heads * Dh)
+            self.k.decode_combine(o.reshape(B, cfg.heads, Dh).partition((1, 1, Dh)), po, lse)
+            return o
+
+        logits = self._forward(tok, pos, seq, attend, lambda xn: xn)
+        self._lens_host += 1
+        return logits
+
+    def greedy(self, logits):
+        """The largest logit's index of each row, on the device: [batch] i32."""
+        B, V = logits.shape
+        chunks = -(-V // self.BV)
+        pv = self._empty(B, chunks, dtype="f32")
+        pi = self._empty(B, chunks, dtype="i32")
+        self.k.argmax_part(pv.partition((1, 1)), pi.partition((1, 1)), logits)
+        ids = self._empty(B, dtype="i32")
+        self.k.argmax_final(ids.partition((1,)), pv, pi)
+        return ids
