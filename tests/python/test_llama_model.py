@@ -158,3 +158,37 @@ def test_a_local_safetensors_checkpoint(tmp_path):
     prompt = np.array([[4, 8, 15, 16, 23]], np.int32)
     want = run_reference(CONFIG, sd, prompt, 0)[0][1][0]
     np.testing.assert_allclose(model.prefill(prompt).numpy()[0], want, rtol=2e-3, atol=2e-3)
+
+
+def test_rust_engine_gives_the_same_tokens(tmp_path):
+    """models/llama/rust, a crate that depends on oxide, reads the checkpoint
+    and config.json the test writes and decodes greedily: the tokens are the
+    Python model's."""
+    import shutil
+    import subprocess
+    lib = os.environ.get("OXIDE_LIB_DIR") or (os.path.dirname(os.environ["OXIDE_LIBRARY"])
+                                             if os.environ.get("OXIDE_LIBRARY") else os.path.join(ROOT, "build"))
+    if not shutil.which("cargo") or not os.path.exists(os.path.join(lib, "liboxide.so")):
+        pytest.skip("needs cargo and a liboxide build (OXIDE_LIB_DIR): the Rust step of tools/run_tests.sh")
+    sd = random_state(CONFIG, seed=2)
+    write_safetensors(tmp_path / "model.safetensors", sd)
+    (tmp_path / "config.json").write_text(json.dumps(CONFIG))
+    prompt, steps = [5, 17, 250, 3, 99, 42, 7], 16
+    env = dict(os.environ, OXIDE_LIB_DIR=lib, LD_LIBRARY_PATH=lib)
+    target = tmp_path / "target"
+    subprocess.run(["cargo", "build", "--offline", "--quiet", "--manifest-path",
+                    os.path.join(ROOT, "models", "llama", "rust", "Cargo.toml"), "--target-dir", str(target)],
+                   check=True, env=env)
+    run = subprocess.run([str(target / "debug" / "llama_oxide"), str(tmp_path), "--prompt",
+                          ",".join(map(str, prompt)), "--steps", str(steps)],
+                         check=True, env=env, capture_output=True, text=True)
+    rust = [int(t) for t in run.stdout.strip().split(",")]
+    assert "tokens/s" in run.stderr
+    model = Llama(CONFIG, sd, device="cpu", dtype="f32", max_len=64)
+    logits, toks = model.prefill(np.array([prompt], np.int32)), []
+    for s in range(steps):
+        ids = model.greedy(logits)
+        toks.append(int(ids.numpy()[0]))
+        logits = model.decode(ids)
+    assert rust == toks
+    assert toks == run_reference(CONFIG, sd, [prompt], steps)[0][0]

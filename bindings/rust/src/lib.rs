@@ -670,6 +670,55 @@ impl Tensor {
         Ok(Tensor { raw: t })
     }
 
+    /// A tensor of zeros.
+    pub fn zeros(dev: Device, dtype: Dtype, shape: &[i64]) -> Result<Tensor> {
+        let mut t = ptr::null_mut();
+        check(unsafe {
+            ffi::ox_tensor_zeros(dev.0, ptr::null_mut(), dtype as ffi::ox_dtype, shape.len() as i32, shape.as_ptr(), &mut t)
+        })?;
+        Ok(Tensor { raw: t })
+    }
+
+    /// A view of `start..stop` (step `step`, at least 1) along `dim`, as
+    /// Python's `t[start:stop:step]`: negative bounds count from the end, and
+    /// bounds past the ends are clamped. Views share the memory, which lives
+    /// while any of them does.
+    pub fn slice(&self, dim: i32, start: i64, stop: i64, step: i64) -> Result<Tensor> {
+        let mut t = ptr::null_mut();
+        check(unsafe { ffi::ox_tensor_slice(self.raw, dim, start, stop, step, &mut t) })?;
+        Ok(Tensor { raw: t })
+    }
+
+    /// A view with another shape of the same elements (one size may be -1),
+    /// where the strides allow one (a contiguous tensor always does).
+    pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
+        let mut t = ptr::null_mut();
+        check(unsafe { ffi::ox_tensor_reshape(self.raw, shape.len() as i32, shape.as_ptr(), &mut t) })?;
+        Ok(Tensor { raw: t })
+    }
+
+    /// A view with the dimensions in the order `perm` gives (`perm[i]` is the
+    /// source dimension of dimension `i`); its length must be the rank.
+    pub fn permute(&self, perm: &[i32]) -> Result<Tensor> {
+        if perm.len() != self.shape().len() {
+            return Err(Error::new(
+                ffi::OX_ERR_INVALID_ARGUMENT,
+                format!("permute: {} dims for a tensor of rank {}", perm.len(), self.shape().len()),
+            ));
+        }
+        let mut t = ptr::null_mut();
+        check(unsafe { ffi::ox_tensor_permute(self.raw, perm.as_ptr(), &mut t) })?;
+        Ok(Tensor { raw: t })
+    }
+
+    /// A view with dimensions `d0` and `d1` swapped (`t.transpose(0, 1)` of a
+    /// matrix is its transpose, read in place).
+    pub fn transpose(&self, d0: i32, d1: i32) -> Result<Tensor> {
+        let mut t = ptr::null_mut();
+        check(unsafe { ffi::ox_tensor_transpose(self.raw, d0, d1, &mut t) })?;
+        Ok(Tensor { raw: t })
+    }
+
     /// The tile grid of a partition, `ceil(shape / tile)` per dimension;
     /// None for a tensor that is not a partition.
     pub fn partition_grid(&self) -> Option<Vec<i64>> {

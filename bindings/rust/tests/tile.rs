@@ -119,3 +119,20 @@ fn tile_candidates_chosen_by_measurement() {
         assert!(e.to_string().contains("B = 48 is not a power of two"), "{e}");
     }
 }
+
+/// Views (slice, reshape, permute, transpose) share the memory and pass to
+/// kernels as strided tensors.
+#[test]
+fn views() {
+    let dev = oxide::Device::cpu().unwrap();
+    let t = oxide::Tensor::with_shape(dev, &(0..24).map(|x| x as f32).collect::<Vec<_>>(), &[2, 3, 4]).unwrap();
+    assert_eq!(t.reshape(&[6, -1]).unwrap().shape(), vec![6, 4]);
+    assert_eq!(t.permute(&[2, 0, 1]).unwrap().shape(), vec![4, 2, 3]);
+    let tr = t.reshape(&[6, 4]).unwrap().transpose(0, 1).unwrap();
+    assert_eq!(tr.shape(), vec![4, 6]);
+    let s = t.slice(2, 1, 4, 2).unwrap(); // t[:, :, 1:4:2]
+    assert_eq!(s.shape(), vec![2, 3, 2]);
+    assert!(t.permute(&[0, 1]).is_err());
+    let z = oxide::Tensor::zeros(dev, oxide::Dtype::F32, &[3]).unwrap();
+    assert_eq!(z.to_vec::<f32>().unwrap(), vec![0.0; 3]);
+}

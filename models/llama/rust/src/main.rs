@@ -1,0 +1,455 @@
+//! llama_oxide: greedy decoding with a Llama-architecture model on Oxide
+//! kernels, the same kernels (models/llama/llama.oxk) and the same steps as
+//! the Python model (models/llama/model.py).
+//!
+//!   llama_oxide MODEL_DIR --prompt 5,17,250 [--steps 32] [--device cpu|cuda]
+//!
+//! MODEL_DIR holds a transformers-style config.json and model.safetensors.
+//! Prints the generated token ids on one line, then tokens/s on stderr.
+
+mod json;
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use oxide::{Arg, Device, Dtype, Kernel, LaunchConfig, Module, Tensor};
+
+type Res<T> = Result<T, String>;
+
+fn err<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}
+
+fn pow2(n: i64) -> i64 {
+    let mut p = 1;
+    while p < n {
+        p *= 2;
+    }
+    p
+}
+
+fn cdiv(a: i64, b: i64) -> i64 {
+    (a + b - 1) / b
+}
+
+struct Config {
+    hidden: i64,
+    layers: usize,
+    heads: i64,
+    kv_heads: i64,
+    vocab: i64,
+    eps: f32,
+    theta: f64,
+    head_dim: i64,
+    tied: bool,
+    llama3: Option<(f64, f64, f64, f64)>, // factor, low, high, original max positions
+}
+
+impl Config {
+    fn read(path: &str) -> Res<Config> {
+        let j = json::parse(&std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?)?;
+        let num = |k: &str| j.get(k).and_then(json::Json::num).ok_or_else(|| format!("{path}: no number '{k}'"));
+        let hidden = num("hidden_size")? as i64;
+        let heads = num("num_attention_heads")? as i64;
+        let llama3 = match j.get("rope_scaling") {
+            Some(s) if s.get("rope_type").or(s.get("type")).and_then(json::Json::str) == Some("llama3") => {
+                let f = |k: &str| s.get(k).and_then(json::Json::num).ok_or_else(|| format!("{path}: rope_scaling has no '{k}'"));
+                Some((f("factor")?, f("low_freq_factor")?, f("high_freq_factor")?, f("original_max_position_embeddings")?))
+            }
+            _ => None,
+        };
+        Ok(Config {
+            hidden,
+            layers: num("num_hidden_layers")? as usize,
+            heads,
+            kv_heads: j.get("num_key_value_heads").and_then(json::Json::num).map_or(heads, |x| x as i64),
+            vocab: num("vocab_size")? as i64,
+            eps: j.get("rms_norm_eps").and_then(json::Json::num).unwrap_or(1e-6) as f32,
+            theta: j.get("rope_theta").and_then(json::Json::num).unwrap_or(10000.0),
+            head_dim: j.get("head_dim").and_then(json::Json::num).map_or(hidden / heads, |x| x as i64),
+            tied: j.get("tie_word_embeddings") == Some(&json::Json::Bool(true)),
+            llama3,
+        })
+    }
+
+    /// cos and sin of the rotary angles, [positions, head_dim / 2] (as rope_tables in model.py).
+    fn rope_tables(&self, positions: i64) -> (Vec<f32>, Vec<f32>) {
+        let d = self.head_dim as usize;
+        let mut inv: Vec<f64> = (0..d / 2).map(|i| 1.0 / self.theta.powf((2 * i) as f64 / d as f64)).collect();
+        if let Some((factor, low, high, original)) = self.llama3 {
+            for f in inv.iter_mut() {
+                let wavelen = 2.0 * std::f64::consts::PI / *f;
+                let smooth = (original / wavelen - low) / (high - low);
+                *f = if wavelen > original / low {
+                    *f / factor
+                } else if wavelen < original / high {
+                    *f
+                } else {
+                    (1.0 - smooth) * *f / factor + smooth * *f
+                };
+            }
+        }
+        let (mut c, mut s) = (Vec::new(), Vec::new());
+        for p in 0..positions {
+            for f in &inv {
+                c.push((p as f64 * f).cos() as f32);
+                s.push((p as f64 * f).sin() as f32);
+            }
+        }
+        (c, s)
+    }
+}
+
+/// The tensors of a safetensors file, as f32 values and shapes.
+fn read_safetensors(path: &str) -> Res<HashMap<String, (Vec<f32>, Vec<i64>)>> {
+    let blob = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+    if blob.len() < 8 {
+        return Err(format!("{path}: not a safetensors file"));
+    }
+    let n = u64::from_le_bytes(blob[..8].try_into().unwrap()) as usize;
+    let header = std::str::from_utf8(blob.get(8..8 + n).ok_or(format!("{path}: truncated header"))?).map_err(err)?;
+    let json::Json::Obj(h) = json::parse(header)? else { return Err(format!("{path}: the header is not an object")) };
+    let mut out = HashMap::new();
+    for (name, info) in h {
+        if name == "__metadata__" {
+            continue;
+        }
+        let dt = info.get("dtype").and_then(json::Json::str).unwrap_or("?");
+        let shape: Vec<i64> = match info.get("shape") {
+            Some(json::Json::Arr(a)) => a.iter().filter_map(json::Json::num).map(|x| x as i64).collect(),
+            _ => return Err(format!("{path}: {name} has no shape")),
+        };
+        let off: Vec<usize> = match info.get("data_offsets") {
+            Some(json::Json::Arr(a)) => a.iter().filter_map(json::Json::num).map(|x| x as usize).collect(),
+            _ => return Err(format!("{path}: {name} has no data_offsets")),
+        };
+        let raw = blob.get(8 + n + off[0]..8 + n + off[1]).ok_or(format!("{path}: {name} past the end"))?;
+        let vals: Vec<f32> = match dt {
+            "F32" => raw.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect(),
+            "BF16" => raw.chunks_exact(2).map(|b| f32::from_bits((u16::from_le_bytes([b[0], b[1]]) as u32) << 16)).collect(),
+            _ => return Err(format!("{path}: {name} is {dt}; F32 and BF16 are read")),
+        };
+        out.insert(name, (vals, shape));
+    }
+    Ok(out)
+}
+
+struct Layer {
+    in_norm: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    o: Tensor,
+    post_norm: Tensor,
+    gate: Tensor,
+    up: Tensor,
+    down: Tensor,
+}
+
+struct Model {
+    cfg: Config,
+    dev: Device,
+    module: Module,
+    gpu: bool,
+    embed: Tensor,
+    layers: Vec<Layer>,
+    norm: Tensor,
+    lm_head: Tensor,
+    cos: Tensor,
+    sin: Tensor,
+    cache: Vec<(Tensor, Tensor)>,
+    max_len: i64,
+    split: i64,
+    bv: i64,
+    lens: Vec<i64>,
+}
+
+impl Model {
+    fn load(dir: &str, dev: Device, max_batch: i64, max_len: i64) -> Res<Model> {
+        let cfg = Config::read(&format!("{dir}/config.json"))?;
+        let mut w = read_safetensors(&format!("{dir}/model.safetensors"))?;
+        let mut take = |name: &str| -> Res<Tensor> {
+            let (v, shape) = w.remove(name).ok_or_else(|| format!("the checkpoint has no '{name}'"))?;
+            Tensor::with_shape(dev, &v, &shape).map_err(err)
+        };
+        let embed = take("model.embed_tokens.weight")?;
+        let mut layers = Vec::new();
+        for i in 0..cfg.layers {
+            let p = format!("model.layers.{i}.");
+            layers.push(Layer {
+                in_norm: take(&(p.clone() + "input_layernorm.weight"))?,
+                q: take(&(p.clone() + "self_attn.q_proj.weight"))?,
+                k: take(&(p.clone() + "self_attn.k_proj.weight"))?,
+                v: take(&(p.clone() + "self_attn.v_proj.weight"))?,
+                o: take(&(p.clone() + "self_attn.o_proj.weight"))?,
+                post_norm: take(&(p.clone() + "post_attention_layernorm.weight"))?,
+                gate: take(&(p.clone() + "mlp.gate_proj.weight"))?,
+                up: take(&(p.clone() + "mlp.up_proj.weight"))?,
+                down: take(&(p + "mlp.down_proj.weight"))?,
+            });
+        }
+        let norm = take("model.norm.weight")?;
+        let lm_head = if cfg.tied { embed.clone() } else { take("lm_head.weight").or_else(|_| Ok::<_, String>(embed.clone()))? };
+        let (c, s) = cfg.rope_tables(max_len);
+        let half = cfg.head_dim / 2;
+        let cos = Tensor::with_shape(dev, &c, &[max_len, half]).map_err(err)?;
+        let sin = Tensor::with_shape(dev, &s, &[max_len, half]).map_err(err)?;
+        let shape = [max_batch, cfg.kv_heads, max_len, cfg.head_dim];
+        let mut cache = Vec::new();
+        for _ in 0..cfg.layers {
+            cache.push((Tensor::zeros(dev, Dtype::F32, &shape).map_err(err)?, Tensor::zeros(dev, Dtype::F32, &shape).map_err(err)?));
+        }
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/../llama.oxk");
+        let module = Module::compile_file(dev, src, &Default::default()).map_err(err)?;
+        let gpu = dev.device_type() == oxide::DeviceType::Cuda;
+        let m = Model {
+            split: if gpu { 256 } else { 64 },
+            bv: if gpu { 8192 } else { 1024 },
+            cfg, dev, module, gpu, embed, layers, norm, lm_head, cos, sin, cache, max_len, lens: Vec::new(),
+        };
+        m.set_generics()?;
+        Ok(m)
+    }
+
+    fn kern(&self, name: &str) -> Res<Kernel<'_>> {
+        self.module.kernel(name).map_err(err)
+    }
+
+    fn set_generics(&self) -> Res<()> {
+        let bk = if self.gpu { 64 } else { 32 };
+        let bn = if self.gpu { 64 } else { 16 };
+        self.kern("linear")?.set_generic("BK", bk).map_err(err)?;
+        self.kern("gate_up")?.set_generic("BK", bk).map_err(err)?;
+        self.kern("prefill_attention")?.set_generic("BN", bn).map_err(err)?;
+        self.kern("decode_attention")?.set_generic("BN", bn).map_err(err)?;
+        self.kern("decode_combine")?.set_generic("NS", pow2(cdiv(self.max_len, self.split))).map_err(err)?;
+        self.kern("argmax_part")?.set_generic("BV", self.bv).map_err(err)?;
+        self.kern("argmax_final")?.set_generic("NC", pow2(cdiv(self.cfg.vocab, self.bv))).map_err(err)?;
+        Ok(())
+    }
+
+    fn tile(&self, name: &str, args: &[Arg<'_>]) -> Res<()> {
+        self.kern(name)?.launch(&LaunchConfig::default(), args).map_err(|e| format!("{name}: {e}"))
+    }
+
+    fn empty(&self, shape: &[i64], dtype: Dtype) -> Res<Tensor> {
+        Tensor::empty(self.dev, dtype, shape).map_err(err)
+    }
+
+    /// x [M, K] times w^T, w [N, K] as transformers stores it (w2: SwiGLU's up weight).
+    fn linear(&self, x: &Tensor, w: &Tensor, w2: Option<&Tensor>) -> Res<Tensor> {
+        let (m, n) = (x.shape()[0], w.shape()[0]);
+        let y = self.empty(&[m, n], Dtype::F32)?;
+        let bm = if self.gpu && m >= 64 { 64 } else { 16 };
+        let bn = if self.gpu { 128 } else { 32 };
+        let yp = y.partition(&[bm, bn]).map_err(err)?;
+        let wt = w.transpose(0, 1).map_err(err)?;
+        match w2 {
+            None => self.tile("linear", &[Arg::tensor(&yp), Arg::tensor(x), Arg::tensor(&wt)])?,
+            Some(u) => {
+                let ut = u.transpose(0, 1).map_err(err)?;
+                self.tile("gate_up", &[Arg::tensor(&yp), Arg::tensor(x), Arg::tensor(&wt), Arg::tensor(&ut)])?
+            }
+        }
+        Ok(y)
+    }
+
+    /// (rmsnorm(x + res) * w, x + res), or of x alone without res.
+    fn norm(&self, x: &Tensor, w: &Tensor, res: Option<&Tensor>) -> Res<(Tensor, Tensor)> {
+        let s = x.shape();
+        let bd = pow2(s[1]);
+        let y = self.empty(&s, Dtype::F32)?;
+        let yp = y.partition(&[1, bd]).map_err(err)?;
+        match res {
+            None => {
+                self.tile("rmsnorm", &[Arg::tensor(&yp), Arg::tensor(x), Arg::tensor(w), Arg::f32(self.cfg.eps)])?;
+                Ok((y, x.clone()))
+            }
+            Some(r) => {
+                let h = self.empty(&s, Dtype::F32)?;
+                let hp = h.partition(&[1, bd]).map_err(err)?;
+                self.tile("add_rmsnorm", &[Arg::tensor(&yp), Arg::tensor(&hp), Arg::tensor(x), Arg::tensor(r),
+                                           Arg::tensor(w), Arg::f32(self.cfg.eps)])?;
+                Ok((y, h))
+            }
+        }
+    }
+
+    fn rope(&self, x: &Tensor, pos: &Tensor) -> Res<Tensor> {
+        let s = x.shape();
+        let out = self.empty(&s, Dtype::F32)?;
+        let op = out.partition(&[1, 1, s[2]]).map_err(err)?;
+        self.tile("rope", &[Arg::tensor(&op), Arg::tensor(x), Arg::tensor(pos), Arg::tensor(&self.cos), Arg::tensor(&self.sin)])?;
+        Ok(out)
+    }
+
+    fn cache_write(&self, layer: usize, k: &Tensor, v: &Tensor, seq: &Tensor, pos: &Tensor) -> Res<()> {
+        let kw = self.kern("kv_write")?;
+        let n = k.numel() as usize;
+        for (src, dst) in [(k, &self.cache[layer].0), (v, &self.cache[layer].1)] {
+            let (d, s) = (dst.reshape(&[-1]).map_err(err)?, src.reshape(&[-1]).map_err(err)?);
+            // unsafe: a scatter by the data's positions (llama.oxk says why); each (seq, pos) is one token's
+            unsafe {
+                kw.launch_unchecked(None, &LaunchConfig::for_elements(n, 256), &[Arg::tensor(&d), Arg::tensor(&s), Arg::tensor(seq),
+                    Arg::tensor(pos), Arg::u64(self.cfg.kv_heads as u64), Arg::u64(self.max_len as u64),
+                    Arg::u64(self.cfg.head_dim as u64)])
+                    .map_err(|e| format!("kv_write: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One pass over tokens `ids` at `pos` of sequences `seq`; `attend` is the
+    /// attention of layer i; `last` picks the rows whose logits are wanted.
+    fn forward(&self, ids: &Tensor, pos: &Tensor, seq: &Tensor, attend: &dyn Fn(usize, &Tensor, &Tensor, &Tensor) -> Res<Tensor>,
+               last: &dyn Fn(&Tensor) -> Res<Tensor>) -> Res<Tensor> {
+        let c = &self.cfg;
+        let t = ids.shape()[0];
+        let x = self.empty(&[t, c.hidden], Dtype::F32)?;
+        let bd = pow2(c.hidden).min(1024);
+        self.tile("embed", &[Arg::tensor(&x.partition(&[1, bd]).map_err(err)?), Arg::tensor(&self.embed), Arg::tensor(ids)])?;
+        let (mut out, mut h): (Option<Tensor>, Tensor) = (None, x);
+        for (i, l) in self.layers.iter().enumerate() {
+            let (xn, h1) = match &out {
+                None => self.norm(&h, &l.in_norm, None)?,
+                Some(o) => self.norm(o, &l.in_norm, Some(&h))?,
+            };
+            let q = self.rope(&self.linear(&xn, &l.q, None)?.reshape(&[t, c.heads, c.head_dim]).map_err(err)?, pos)?;
+            let k = self.rope(&self.linear(&xn, &l.k, None)?.reshape(&[t, c.kv_heads, c.head_dim]).map_err(err)?, pos)?;
+            let v = self.linear(&xn, &l.v, None)?.reshape(&[t, c.kv_heads, c.head_dim]).map_err(err)?;
+            self.cache_write(i, &k, &v, seq, pos)?;
+            let o = attend(i, &q, &k, &v)?;
+            let a = self.linear(&o, &l.o, None)?;
+            let (x2, h2) = self.norm(&a, &l.post_norm, Some(&h1))?;
+            let g = self.linear(&x2, &l.gate, Some(&l.up))?;
+            out = Some(self.linear(&g, &l.down, None)?);
+            h = h2;
+        }
+        let (xn, _) = self.norm(out.as_ref().unwrap(), &self.norm, Some(&h))?;
+        self.linear(&last(&xn)?, &self.lm_head, None)
+    }
+
+    fn i32s(&self, v: &[i32]) -> Res<Tensor> {
+        Tensor::from_slice(self.dev, v).map_err(err)
+    }
+
+    fn prefill(&mut self, ids: &[i32]) -> Res<Tensor> {
+        let (c, s) = (&self.cfg, ids.len() as i64);
+        let pos = self.i32s(&(0..s as i32).collect::<Vec<_>>())?;
+        let seq = self.i32s(&vec![0; s as usize])?;
+        let tok = self.i32s(ids)?;
+        let (heads, kvh, dh) = (c.heads, c.kv_heads, c.head_dim);
+        let attend = |_i: usize, q: &Tensor, k: &Tensor, v: &Tensor| -> Res<Tensor> {
+            let o = self.empty(&[s, heads * dh], Dtype::F32)?;
+            let view = |t: &Tensor, h: i64| t.reshape(&[1, s, h, dh]).and_then(|r| r.permute(&[0, 2, 1, 3])).map_err(err);
+            let bm = if self.gpu { 64 } else { 16 };
+            let op = view(&o, heads)?.partition(&[1, 1, bm, dh]).map_err(err)?;
+            self.tile("prefill_attention", &[Arg::tensor(&op), Arg::tensor(&view(q, heads)?), Arg::tensor(&view(k, kvh)?),
+                                             Arg::tensor(&view(v, kvh)?), Arg::f32(1.0 / (dh as f32).sqrt())])?;
+            Ok(o)
+        };
+        let last = |xn: &Tensor| xn.slice(0, s - 1, s, 1).map_err(err);
+        let logits = self.forward(&tok, &pos, &seq, &attend, &last)?;
+        self.lens = vec![s];
+        Ok(logits)
+    }
+
+    fn decode(&mut self, ids: &Tensor) -> Res<Tensor> {
+        let c = &self.cfg;
+        let b = ids.shape()[0];
+        let p: Vec<i32> = self.lens.iter().map(|&l| l as i32).collect();
+        if p.iter().any(|&x| x as i64 >= self.max_len) {
+            return Err(format!("a sequence reached the cache's {} positions", self.max_len));
+        }
+        let pos = self.i32s(&p)?;
+        let seq = self.i32s(&(0..b as i32).collect::<Vec<_>>())?;
+        let lens = self.i32s(&p.iter().map(|x| x + 1).collect::<Vec<_>>())?;
+        let splits = cdiv(*p.iter().max().unwrap() as i64 + 1, self.split);
+        let (heads, kvh, dh) = (c.heads, c.kv_heads, c.head_dim);
+        let group = heads / kvh;
+        let attend = |i: usize, q: &Tensor, _k: &Tensor, _v: &Tensor| -> Res<Tensor> {
+            let (kc, vc) = &self.cache[i];
+            let po = self.empty(&[b * kvh, splits, group, dh], Dtype::F32)?;
+            let lse = self.empty(&[b * kvh, splits, group, 1], Dtype::F32)?;
+            let g = pow2(group);
+            let (kb, vb) = (kc.slice(0, 0, b, 1).map_err(err)?, vc.slice(0, 0, b, 1).map_err(err)?);
+            self.tile("decode_attention", &[Arg::tensor(&po.partition(&[1, 1, g, dh]).map_err(err)?),
+                Arg::tensor(&lse.partition(&[1, 1, g, 1]).map_err(err)?), Arg::tensor(q), Arg::tensor(&kb), Arg::tensor(&vb),
+                Arg::tensor(&lens), Arg::i32(self.split as i32), Arg::f32(1.0 / (dh as f32).sqrt())])?;
+            let o = self.empty(&[b, heads * dh], Dtype::F32)?;
+            let op = o.reshape(&[b, heads, dh]).and_then(|r| r.partition(&[1, 1, dh])).map_err(err)?;
+            self.tile("decode_combine", &[Arg::tensor(&op), Arg::tensor(&po), Arg::tensor(&lse)])?;
+            Ok(o)
+        };
+        let logits = self.forward(ids, &pos, &seq, &attend, &|xn: &Tensor| Ok(xn.clone()))?;
+        for l in self.lens.iter_mut() {
+            *l += 1;
+        }
+        Ok(logits)
+    }
+
+    /// The largest logit's index of each row, on the device.
+    fn greedy(&self, logits: &Tensor) -> Res<Tensor> {
+        let (b, v) = (logits.shape()[0], logits.shape()[1]);
+        let chunks = cdiv(v, self.bv);
+        let pv = self.empty(&[b, chunks], Dtype::F32)?;
+        let pi = self.empty(&[b, chunks], Dtype::I32)?;
+        self.tile("argmax_part", &[Arg::tensor(&pv.partition(&[1, 1]).map_err(err)?), Arg::tensor(&pi.partition(&[1, 1]).map_err(err)?),
+                                   Arg::tensor(logits)])?;
+        let ids = self.empty(&[b], Dtype::I32)?;
+        self.tile("argmax_final", &[Arg::tensor(&ids.partition(&[1]).map_err(err)?), Arg::tensor(&pv), Arg::tensor(&pi)])?;
+        Ok(ids)
+    }
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("llama_oxide: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Res<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = "usage: llama_oxide MODEL_DIR --prompt 5,17,250 [--steps 32] [--device cpu|cuda]";
+    let dir = args.get(1).filter(|a| !a.starts_with("--")).ok_or(usage)?;
+    let (mut prompt, mut steps, mut device) = (Vec::new(), 32usize, "cpu".to_string());
+    let mut i = 2;
+    while i < args.len() {
+        let v = args.get(i + 1).ok_or(usage)?;
+        match args[i].as_str() {
+            "--prompt" => prompt = v.split(',').map(|t| t.trim().parse::<i32>().map_err(|e| format!("--prompt: {e}"))).collect::<Res<_>>()?,
+            "--steps" => steps = v.parse().map_err(|e| format!("--steps: {e}"))?,
+            "--device" => device = v.clone(),
+            _ => return Err(usage.into()),
+        }
+        i += 2;
+    }
+    if prompt.is_empty() {
+        return Err(usage.into());
+    }
+    let dev = match device.as_str() {
+        "cpu" => Device::cpu(),
+        "cuda" => Device::cuda(0),
+        d => return Err(format!("--device takes cpu or cuda, not {d}")),
+    }
+    .map_err(err)?;
+    let mut model = Model::load(dir, dev, 1, (prompt.len() + steps + 1) as i64)?;
+    let start = Instant::now();
+    let mut logits = model.prefill(&prompt)?;
+    let mut out = Vec::new();
+    let t0 = Instant::now();
+    for s in 0..steps {
+        let ids = model.greedy(&logits)?;
+        out.push(ids.to_vec::<i32>().map_err(err)?[0]);
+        if s + 1 < steps {
+            logits = model.decode(&ids)?;
+        }
+    }
+    dev.synchronize().map_err(err)?;
+    let decode = t0.elapsed().as_secs_f64();
+    println!("{}", out.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(","));
+    eprintln!("prefill+decode {:.3} s; {} tokens in {:.3} s: {:.1} tokens/s", start.elapsed().as_secs_f64(), steps,
+              decode, steps as f64 / decode.max(1e-9));
+    Ok(())
+}
