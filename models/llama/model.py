@@ -95,6 +95,21 @@ def load_safetensors(path):
     return out
 
 
+class _Step:
+    """A recorded decode step (Llama.decode_chain): run() it once a token."""
+
+    def __init__(self, chain):
+        self.chain = chain
+        self.logits = self.ids = None
+
+    def capture(self):
+        self.chain.capture()
+        return self
+
+    def run(self, stream=None):
+        self.chain.run(stream)
+
+
 def _pow2(n):
     return 1 << max(0, (int(n) - 1).bit_length())
 
@@ -131,6 +146,8 @@ class Llama:
         self.cache = [(oxide.zeros(shape, dtype=dtype, device=self.dev), oxide.zeros(shape, dtype=dtype, device=self.dev))
                       for _ in range(cfg.layers)]
         self._lens_host = None  # each sequence's length so far
+        self._chain = None      # a chain being recorded (decode_chain)
+        self.pos = self.lens = None  # [batch] i32 on the device: the next position, and the length with it
         self._set_generics()
 
     def _weight(self, sd, name):
@@ -159,6 +176,13 @@ class Llama:
     def _empty(self, *shape, dtype=None):
         return oxide.empty(shape, dtype=dtype or self.dtype, device=self.dev)
 
+    def _run(self, name, *args, **kw):
+        """Launches kernel `name`, or records it into the chain being built (decode_chain)."""
+        if self._chain is not None:
+            self._chain.launch(self.k[name], *args, **kw)
+        else:
+            self.k[name](*args, **kw)
+
     def _linear(self, x, w, w2=None):
         """x [M, K] times w^T (w [N, K], as transformers stores it)."""
         M, N = x.shape[0], w.shape[0]
@@ -166,9 +190,9 @@ class Llama:
         BM = 64 if (self.gpu and M >= 64) else 16
         BN = 128 if self.gpu else 32
         if w2 is None:
-            self.k.linear(y.partition((BM, BN)), x, w.T)
+            self._run("linear", y.partition((BM, BN)), x, w.T)
         else:
-            self.k.gate_up(y.partition((BM, BN)), x, w.T, w2.T)
+            self._run("gate_up", y.partition((BM, BN)), x, w.T, w2.T)
         return y
 
     def _norm(self, x, w, res=None):
@@ -176,15 +200,15 @@ class Llama:
         BD = _pow2(H)
         y = self._empty(T, H)
         if res is None:
-            self.k.rmsnorm(y.partition((1, BD)), x, w, self.cfg.eps)
+            self._run("rmsnorm", y.partition((1, BD)), x, w, self.cfg.eps)
             return y, x
         h = self._empty(T, H)
-        self.k.add_rmsnorm(y.partition((1, BD)), h.partition((1, BD)), x, res, w, self.cfg.eps)
+        self._run("add_rmsnorm", y.partition((1, BD)), h.partition((1, BD)), x, res, w, self.cfg.eps)
         return y, h
 
     def _rope(self, x, positions):
         out = self._empty(*x.shape)
-        self.k.rope(out.partition((1, 1, x.shape[2])), x, positions, self.cos, self.sin)
+        self._run("rope", out.partition((1, 1, x.shape[2])), x, positions, self.cos, self.sin)
         return out
 
     def _cache_write(self, layer, k, v, seq, pos):
@@ -192,8 +216,8 @@ class Llama:
         kc, vc = self.cache[layer]
         n = k.shape[0] * k.shape[1] * k.shape[2]
         for src, dst in ((k, kc), (v, vc)):
-            self.k.kv_write(dst.reshape(-1), src.reshape(-1), seq, pos, self.cfg.kv_heads, self.max_len,
-                            self.cfg.head_dim, grid=-(-n // 256), block=256)
+            self._run("kv_write", dst.reshape(-1), src.reshape(-1), seq, pos, self.cfg.kv_heads, self.max_len,
+                      self.cfg.head_dim, grid=-(-n // 256), block=256)
 
     def _block(self, i, x, h, positions, seq, attend):
         """Layer i on the normalized input x (with the residual h); returns
@@ -214,7 +238,7 @@ class Llama:
         cfg = self.cfg
         T = ids.shape[0]
         x = self._empty(T, cfg.hidden)
-        self.k.embed(x.partition((1, min(_pow2(cfg.hidden), 1024))), self.embed, ids)
+        self._run("embed", x.partition((1, min(_pow2(cfg.hidden), 1024))), self.embed, ids)
         out, h = None, x
         for i in range(cfg.layers):
             xn, h = self._norm(h, self.layers[i]["in_norm"]) if out is None else self._norm(out, self.layers[i]["in_norm"], h)
@@ -242,29 +266,35 @@ class Llama:
             o = self._empty(B * S, cfg.heads * Dh)
             view = lambda t, H: t.reshape(B, S, H, Dh).permute(0, 2, 1, 3)
             BM = 64 if self.gpu else 16
-            self.k.prefill_attention(view(o, cfg.heads).partition((1, 1, BM, Dh)), view(q, cfg.heads),
-                                     view(k, cfg.kv_heads), view(v, cfg.kv_heads), 1 / math.sqrt(Dh))
+            self._run("prefill_attention", view(o, cfg.heads).partition((1, 1, BM, Dh)), view(q, cfg.heads),
+                      view(k, cfg.kv_heads), view(v, cfg.kv_heads), 1 / math.sqrt(Dh))
             return o
 
         # each prompt's last row, a strided view of the final norm's output
         logits = self._forward(tok, pos, seq, attend, lambda xn: xn.reshape(B, S, cfg.hidden)[:, S - 1])
         self._lens_host = np.full(B, S, dtype=np.int64)
+        self.pos = oxide.tensor(np.full(B, S, dtype=np.int32), device=self.dev)       # the next token's
+        self.lens = oxide.tensor(np.full(B, S + 1, dtype=np.int32), device=self.dev)  # with it
+        self.seq = oxide.tensor(np.arange(B, dtype=np.int32), device=self.dev)
         return logits
 
-    def decode(self, ids):
+    def decode(self, ids, splits=None):
         """One token per sequence (ids: [batch] ints, or a device tensor of i32),
-        at each sequence's next position; returns [batch, vocab] logits."""
+        at each sequence's next position (device tensors: the host uploads
+        nothing); returns [batch, vocab] logits. `splits`: how many pieces the
+        cache is cut into for attention (default: what the longest sequence
+        needs; a recorded step takes the most the cache can need)."""
         cfg = self.cfg
         tok = ids if isinstance(ids, oxide.Tensor) else oxide.tensor(np.asarray(ids, dtype=np.int32), device=self.dev)
         B = tok.shape[0]
-        pos_h = self._lens_host.astype(np.int32)
-        if int(pos_h.max()) >= self.max_len:
-            raise ValueError(f"a sequence reached the cache's {self.max_len} positions")
-        pos = oxide.tensor(pos_h, device=self.dev)
-        seq = oxide.tensor(np.arange(B, dtype=np.int32), device=self.dev)
-        lens = oxide.tensor(pos_h + 1, device=self.dev)
-        splits = -(-int(pos_h.max() + 1) // self.split)
+        if self._chain is None:
+            if self._lens_host is None:
+                raise RuntimeError("decode follows prefill")
+            if int(self._lens_host.max()) >= self.max_len:
+                raise ValueError(f"a sequence reached the cache's {self.max_len} positions")
+        splits = splits or -(-int(self._lens_host.max() + 1) // self.split)
         group = cfg.heads // cfg.kv_heads
+        pos, lens, seq = self.pos, self.lens, self.seq
 
         def attend(i, q, k, v):
             kc, vc = self.cache[i]
@@ -272,23 +302,50 @@ class Llama:
             po = self._empty(B * cfg.kv_heads, splits, group, Dh, dtype="f32")
             lse = self._empty(B * cfg.kv_heads, splits, group, 1, dtype="f32")
             G = _pow2(group)
-            self.k.decode_attention(po.partition((1, 1, G, Dh)), lse.partition((1, 1, G, 1)), q,
-                                    kc[:B], vc[:B], lens, self.split, 1 / math.sqrt(Dh))
+            self._run("decode_attention", po.partition((1, 1, G, Dh)), lse.partition((1, 1, G, 1)), q,
+                      kc[:B], vc[:B], lens, self.split, 1 / math.sqrt(Dh))
             o = self._empty(B, cfg.heads * Dh)
-            self.k.decode_combine(o.reshape(B, cfg.heads, Dh).partition((1, 1, Dh)), po, lse)
+            self._run("decode_combine", o.reshape(B, cfg.heads, Dh).partition((1, 1, Dh)), po, lse)
             return o
 
         logits = self._forward(tok, pos, seq, attend, lambda xn: xn)
-        self._lens_host += 1
+        self._run("advance", pos, lens, grid=1, block=_pow2(max(B, 32)))
+        if self._chain is None:
+            self._lens_host += 1
         return logits
 
-    def greedy(self, logits):
-        """The largest logit's index of each row, on the device: [batch] i32."""
+    def decode_chain(self, logits):
+        """The decode step recorded once as an oxide.Chain, from prefill's
+        `logits`: each run samples greedily from the last logits into .ids,
+        then decodes those tokens into .logits (device tensors the chain
+        reuses): one token for every sequence. On CUDA, .capture() makes it
+        one CUDA graph a step. The host does nothing per token but run it (and
+        read what it wants)."""
+        if self.pos is None:
+            raise RuntimeError("decode_chain follows prefill")
+        B = self.pos.shape[0]
+        chain = oxide.Chain(device=self.dev)
+        step = _Step(chain)
+        self._chain = chain
+        try:
+            step.logits = self._empty(B, self.cfg.vocab)
+            step.logits.copy_from(logits)
+            step.ids = self._empty(B, dtype="i32")
+            self.greedy(step.logits, out=step.ids)
+            out = self.decode(step.ids, splits=-(-self.max_len // self.split))
+            chain.copy(step.logits, out)
+        finally:
+            self._chain = None
+        return step
+
+    def greedy(self, logits, out=None):
+        """The largest logit's index of each row, on the device: [batch] i32
+        (into `out` if given)."""
         B, V = logits.shape
         chunks = -(-V // self.BV)
         pv = self._empty(B, chunks, dtype="f32")
         pi = self._empty(B, chunks, dtype="i32")
-        self.k.argmax_part(pv.partition((1, 1)), pi.partition((1, 1)), logits)
-        ids = self._empty(B, dtype="i32")
-        self.k.argmax_final(ids.partition((1,)), pv, pi)
+        self._run("argmax_part", pv.partition((1, 1)), pi.partition((1, 1)), logits)
+        ids = out if out is not None else self._empty(B, dtype="i32")
+        self._run("argmax_final", ids.partition((1,)), pv, pi)
         return ids
