@@ -179,41 +179,18 @@ def test_rust_engine_gives_the_same_tokens(tmp_path):
     subprocess.run(["cargo", "build", "--offline", "--quiet", "--manifest-path",
                     os.path.join(ROOT, "models", "llama", "rust", "Cargo.toml"), "--target-dir", str(target)],
                    check=True, env=env)
-    run = subprocess.run([str(target / "debug" / "llama_oxide"), str(tmp_path), "--prompt",
-                          ",".join(map(str, prompt)), "--steps", str(steps)],
-                         check=True, env=env, capture_output=True, text=True)
-    rust = [int(t) for t in run.stdout.strip().split(",")]
-    assert "tokens/s" in run.stderr
-    model = Llama(CONFIG, sd, device="cpu", dtype="f32", max_len=64)
-    logits, toks = model.prefill(np.array([prompt], np.int32)), []
-    for s in range(steps):
-        ids = model.greedy(logits)
-        toks.append(int(ids.numpy()[0]))
-        logits = model.decode(ids)
-    assert rust == toks
-    assert toks == run_reference(CONFIG, sd, [prompt], steps)[0][0]
-
-
-def test_decode_as_a_recorded_chain(dev):
-    """The decode step recorded once (Llama.decode_chain; a CUDA graph on the
-    GPU) and run once a token: the same tokens as step-by-step decoding, and
-    positions that move on the device."""
-    sd = random_state(CONFIG, seed=3)
-    prompts = np.array([[9, 8, 7, 6], [1, 1, 2, 3]], np.int32)
-    steps = 12
-    model = Llama(CONFIG, sd, device=dev, dtype="f32", max_batch=2, max_len=32)
-    logits, eager = model.prefill(prompts), []
-    for _ in range(steps):
-        ids = model.greedy(logits)
-        eager.append(ids.numpy().tolist())
-        logits = model.decode(ids)
-    model2 = Llama(CONFIG, sd, device=dev, dtype="f32", max_batch=2, max_len=32)
-    step = model2.decode_chain(model2.prefill(prompts))
-    if dev.type == "cuda":
-        step.capture()
-    chained = []
-    for _ in range(steps):
-        step.run()
-        chained.append(step.ids.numpy().tolist())
-    assert chained == eager
-    assert model2.pos.numpy().tolist() == [4 + steps] * 2
+    for dtype in ("f32", "bf16"):  # the same kernels, and the same roundings, in both languages
+        run = subprocess.run([str(target / "debug" / "llama_oxide"), str(tmp_path), "--prompt",
+                              ",".join(map(str, prompt)), "--steps", str(steps), "--dtype", dtype],
+                             check=True, env=env, capture_output=True, text=True)
+        rust = [int(t) for t in run.stdout.strip().split(",")]
+        assert "tokens/s" in run.stderr
+        model = Llama(CONFIG, sd, device="cpu", dtype=dtype, max_len=64)
+        logits, toks = model.prefill(np.array([prompt], np.int32)), []
+        for s in range(steps):
+            ids = model.greedy(logits)
+            toks.append(int(ids.numpy()[0]))
+            logits = model.decode(ids)
+        assert rust == toks, dtype
+        if dtype == "f32":
+            assert toks == run_reference(CONFIG, sd, [prompt], steps)[0][0]

@@ -2,7 +2,7 @@
 //! kernels, the same kernels (models/llama/llama.oxk) and the same steps as
 //! the Python model (models/llama/model.py).
 //!
-//!   llama_oxide MODEL_DIR --prompt 5,17,250 [--steps 32] [--device cpu|cuda]
+//!   llama_oxide MODEL_DIR --prompt 5,17,250 [--steps 32] [--device cpu|cuda] [--dtype f32|bf16]
 //!
 //! MODEL_DIR holds a transformers-style config.json and model.safetensors.
 //! Prints the generated token ids on one line, then tokens/s on stderr.
@@ -149,6 +149,7 @@ struct Layer {
 struct Model {
     cfg: Config,
     dev: Device,
+    dtype: Dtype, // of weights and activations (the kernels compute in f32 inside)
     module: Module,
     gpu: bool,
     embed: Tensor,
@@ -165,12 +166,22 @@ struct Model {
 }
 
 impl Model {
-    fn load(dir: &str, dev: Device, max_batch: i64, max_len: i64) -> Res<Model> {
+    fn load(dir: &str, dev: Device, dtype: Dtype, max_batch: i64, max_len: i64) -> Res<Model> {
         let cfg = Config::read(&format!("{dir}/config.json"))?;
         let mut w = read_safetensors(&format!("{dir}/model.safetensors"))?;
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/../llama.oxk");
+        let module = Module::compile_file(dev, src, &Default::default()).map_err(err)?;
+        let convert = module.kernel("convert").map_err(err)?;
         let mut take = |name: &str| -> Res<Tensor> {
             let (v, shape) = w.remove(name).ok_or_else(|| format!("the checkpoint has no '{name}'"))?;
-            Tensor::with_shape(dev, &v, &shape).map_err(err)
+            let t = Tensor::with_shape(dev, &v, &shape).map_err(err)?;
+            if dtype == Dtype::F32 {
+                return Ok(t);
+            }
+            // to the model's dtype on the device (the convert kernel, generic over both types)
+            let out = Tensor::empty(dev, dtype, &shape).map_err(err)?;
+            convert.launch(&LaunchConfig::for_elements(v.len(), 256), &[Arg::tensor(&out), Arg::tensor(&t)]).map_err(err)?;
+            Ok(out)
         };
         let embed = take("model.embed_tokens.weight")?;
         let mut layers = Vec::new();
@@ -197,15 +208,13 @@ impl Model {
         let shape = [max_batch, cfg.kv_heads, max_len, cfg.head_dim];
         let mut cache = Vec::new();
         for _ in 0..cfg.layers {
-            cache.push((Tensor::zeros(dev, Dtype::F32, &shape).map_err(err)?, Tensor::zeros(dev, Dtype::F32, &shape).map_err(err)?));
+            cache.push((Tensor::zeros(dev, dtype, &shape).map_err(err)?, Tensor::zeros(dev, dtype, &shape).map_err(err)?));
         }
-        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/../llama.oxk");
-        let module = Module::compile_file(dev, src, &Default::default()).map_err(err)?;
         let gpu = dev.device_type() == oxide::DeviceType::Cuda;
         let m = Model {
             split: if gpu { 256 } else { 64 },
             bv: if gpu { 8192 } else { 1024 },
-            cfg, dev, module, gpu, embed, layers, norm, lm_head, cos, sin, cache, max_len, lens: Vec::new(),
+            cfg, dev, dtype, module, gpu, embed, layers, norm, lm_head, cos, sin, cache, max_len, lens: Vec::new(),
         };
         m.set_generics()?;
         Ok(m)
@@ -239,7 +248,7 @@ impl Model {
     /// x [M, K] times w^T, w [N, K] as transformers stores it (w2: SwiGLU's up weight).
     fn linear(&self, x: &Tensor, w: &Tensor, w2: Option<&Tensor>) -> Res<Tensor> {
         let (m, n) = (x.shape()[0], w.shape()[0]);
-        let y = self.empty(&[m, n], Dtype::F32)?;
+        let y = self.empty(&[m, n], self.dtype)?;
         let bm = if self.gpu && m >= 64 { 64 } else { 16 };
         let bn = if self.gpu { 128 } else { 32 };
         let yp = y.partition(&[bm, bn]).map_err(err)?;
@@ -258,7 +267,7 @@ impl Model {
     fn norm(&self, x: &Tensor, w: &Tensor, res: Option<&Tensor>) -> Res<(Tensor, Tensor)> {
         let s = x.shape();
         let bd = pow2(s[1]);
-        let y = self.empty(&s, Dtype::F32)?;
+        let y = self.empty(&s, self.dtype)?;
         let yp = y.partition(&[1, bd]).map_err(err)?;
         match res {
             None => {
@@ -266,7 +275,7 @@ impl Model {
                 Ok((y, x.clone()))
             }
             Some(r) => {
-                let h = self.empty(&s, Dtype::F32)?;
+                let h = self.empty(&s, self.dtype)?;
                 let hp = h.partition(&[1, bd]).map_err(err)?;
                 self.tile("add_rmsnorm", &[Arg::tensor(&yp), Arg::tensor(&hp), Arg::tensor(x), Arg::tensor(r),
                                            Arg::tensor(w), Arg::f32(self.cfg.eps)])?;
@@ -277,7 +286,7 @@ impl Model {
 
     fn rope(&self, x: &Tensor, pos: &Tensor) -> Res<Tensor> {
         let s = x.shape();
-        let out = self.empty(&s, Dtype::F32)?;
+        let out = self.empty(&s, self.dtype)?;
         let op = out.partition(&[1, 1, s[2]]).map_err(err)?;
         self.tile("rope", &[Arg::tensor(&op), Arg::tensor(x), Arg::tensor(pos), Arg::tensor(&self.cos), Arg::tensor(&self.sin)])?;
         Ok(out)
@@ -305,7 +314,7 @@ impl Model {
                last: &dyn Fn(&Tensor) -> Res<Tensor>) -> Res<Tensor> {
         let c = &self.cfg;
         let t = ids.shape()[0];
-        let x = self.empty(&[t, c.hidden], Dtype::F32)?;
+        let x = self.empty(&[t, c.hidden], self.dtype)?;
         let bd = pow2(c.hidden).min(1024);
         self.tile("embed", &[Arg::tensor(&x.partition(&[1, bd]).map_err(err)?), Arg::tensor(&self.embed), Arg::tensor(ids)])?;
         let (mut out, mut h): (Option<Tensor>, Tensor) = (None, x);
@@ -340,7 +349,7 @@ impl Model {
         let tok = self.i32s(ids)?;
         let (heads, kvh, dh) = (c.heads, c.kv_heads, c.head_dim);
         let attend = |_i: usize, q: &Tensor, k: &Tensor, v: &Tensor| -> Res<Tensor> {
-            let o = self.empty(&[s, heads * dh], Dtype::F32)?;
+            let o = self.empty(&[s, heads * dh], self.dtype)?;
             let view = |t: &Tensor, h: i64| t.reshape(&[1, s, h, dh]).and_then(|r| r.permute(&[0, 2, 1, 3])).map_err(err);
             let bm = if self.gpu { 64 } else { 16 };
             let op = view(&o, heads)?.partition(&[1, 1, bm, dh]).map_err(err)?;
@@ -376,7 +385,7 @@ impl Model {
             self.tile("decode_attention", &[Arg::tensor(&po.partition(&[1, 1, g, dh]).map_err(err)?),
                 Arg::tensor(&lse.partition(&[1, 1, g, 1]).map_err(err)?), Arg::tensor(q), Arg::tensor(&kb), Arg::tensor(&vb),
                 Arg::tensor(&lens), Arg::i32(self.split as i32), Arg::f32(1.0 / (dh as f32).sqrt())])?;
-            let o = self.empty(&[b, heads * dh], Dtype::F32)?;
+            let o = self.empty(&[b, heads * dh], self.dtype)?;
             let op = o.reshape(&[b, heads, dh]).and_then(|r| r.partition(&[1, 1, dh])).map_err(err)?;
             self.tile("decode_combine", &[Arg::tensor(&op), Arg::tensor(&po), Arg::tensor(&lse)])?;
             Ok(o)
@@ -411,9 +420,9 @@ fn main() {
 
 fn run() -> Res<()> {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: llama_oxide MODEL_DIR --prompt 5,17,250 [--steps 32] [--device cpu|cuda]";
+    let usage = "usage: llama_oxide MODEL_DIR --prompt 5,17,250 [--steps 32] [--device cpu|cuda] [--dtype f32|bf16]";
     let dir = args.get(1).filter(|a| !a.starts_with("--")).ok_or(usage)?;
-    let (mut prompt, mut steps, mut device) = (Vec::new(), 32usize, "cpu".to_string());
+    let (mut prompt, mut steps, mut device, mut dtype) = (Vec::new(), 32usize, "cpu".to_string(), None);
     let mut i = 2;
     while i < args.len() {
         let v = args.get(i + 1).ok_or(usage)?;
@@ -421,6 +430,13 @@ fn run() -> Res<()> {
             "--prompt" => prompt = v.split(',').map(|t| t.trim().parse::<i32>().map_err(|e| format!("--prompt: {e}"))).collect::<Res<_>>()?,
             "--steps" => steps = v.parse().map_err(|e| format!("--steps: {e}"))?,
             "--device" => device = v.clone(),
+            "--dtype" => {
+                dtype = Some(match v.as_str() {
+                    "f32" => Dtype::F32,
+                    "bf16" => Dtype::BF16,
+                    d => return Err(format!("--dtype takes f32 or bf16, not {d}")),
+                })
+            }
             _ => return Err(usage.into()),
         }
         i += 2;
@@ -434,7 +450,9 @@ fn run() -> Res<()> {
         d => return Err(format!("--device takes cpu or cuda, not {d}")),
     }
     .map_err(err)?;
-    let mut model = Model::load(dir, dev, 1, (prompt.len() + steps + 1) as i64)?;
+    // bf16 on the GPU, f32 on the CPU, unless --dtype says
+    let dtype = dtype.unwrap_or(if device == "cuda" { Dtype::BF16 } else { Dtype::F32 });
+    let mut model = Model::load(dir, dev, dtype, 1, (prompt.len() + steps + 1) as i64)?;
     let start = Instant::now();
     let mut logits = model.prefill(&prompt)?;
     let mut out = Vec::new();
