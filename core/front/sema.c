@@ -1248,7 +1248,7 @@ static val name_ref(sema *S, const oxf_node *n) {
   case B_WITNESS: return (val){V_WITNESS, NULL, b, NULL};
   case B_MUTREF: return (val){V_MUTREF, NULL, b, NULL};
   case B_PART: return (val){V_PART, NULL, b, NULL};
-  case B_TUPLE: return (val){V_TUPLE, NULL, NULL, NULL, b->tuple};
+  case B_TUPLE: return (val){V_TUPLE, NULL, b, NULL};
   }
   return VERR;
 }

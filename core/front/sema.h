@@ -23,7 +23,7 @@ typedef enum vkind {
   V_NEVER,   /* the expression does not complete (return/break) */
   V_TILE,    /* v: a tile value (v->tshape set, v->type its dtype); tile kernels only */
   V_PART,    /* x.partition([..]) of a tensor parameter (binding b, kind B_PART) */
-  V_TUPLE    /* (a, b, ...): its values' instructions in the tuple's items (scalars and tiles) */
+  V_TUPLE    /* (a, b, ...): binding b (kind B_TUPLE, maybe unnamed) holds its values */
 } vkind;
 
 typedef struct oxs_tuple { /* a tuple's values (tuple.c) */
@@ -38,8 +38,7 @@ typedef struct val {
   oxi_instr *v;
   binding *b;   /* V_WITNESS, V_MEM, V_MUTREF, V_PART */
   binding *w;   /* V_OPTION: the witness */
-  const oxs_tuple *t; /* V_TUPLE */
-} val;
+} val; /* (4 words: values are passed by value through deep recursions) */
 
 typedef enum bkind { B_VALUE, B_SLOT, B_MEM, B_WITNESS, B_MUTREF, B_PART, B_TUPLE } bkind;
 
@@ -277,6 +276,8 @@ bool oxs_untyped_expr(const oxf_node *n);
 /* ---- tuple.c: tuples, (a, b) and t.0 (oxs_tuple_expr), their bindings
  * (let t = .., let (a, mut b) = ..) and a device function's tuple result */
 val oxs_tuple_expr(sema *S, const oxf_node *n, oxi_type hint);
+/* The tuple value of t's values. */
+val oxs_tuple_val(sema *S, const oxs_tuple *t);
 /* Binds the names of 'let' n to tuple v (one name: the tuple; a pattern: its values). */
 void oxs_let_tuple(sema *S, const oxf_node *n, val v);
 /* Sets the result slots of inlined call f from v (a return's or the body's value) at `at`. */

@@ -661,7 +661,7 @@ val oxs_tile_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) {
     oxs_tuple *t = oxb_alloc(S->a, sizeof *t);
     for (int axis = 0; axis < rank && t->n < OXF_MAX_TUPLE; axis++)
       t->v[t->n++] = about(S, id ? OXI_T_ID : OXI_T_COUNT, OX_U64, S->out, axis);
-    return (val){V_TUPLE, NULL, NULL, NULL, t};
+    return oxs_tuple_val(S, t);
   }
   if (id || !strcmp(name, "num_tiles")) {
     if (!nargs(S, n, 1, name))

@@ -10,9 +10,15 @@
 
 #include <string.h>
 
-static const val VERR = {V_ERR, NULL, NULL, NULL, NULL};
+static const val VERR = {V_ERR, NULL, NULL, NULL};
 
-static val tuple_val(const oxs_tuple *t) { return (val){V_TUPLE, NULL, NULL, NULL, t}; }
+/* A tuple value: an unnamed binding (not in any scope) holds its values. */
+val oxs_tuple_val(sema *S, const oxs_tuple *t) {
+  binding *b = oxb_alloc(S->a, sizeof *b);
+  b->kind = B_TUPLE;
+  b->tuple = t;
+  return (val){V_TUPLE, NULL, b, NULL};
+}
 
 /* (e0, e1, ...): each a scalar or a tile. */
 static val make(sema *S, const oxf_node *n) {
@@ -32,7 +38,7 @@ static val make(sema *S, const oxf_node *n) {
     }
     t->v[t->n++] = v.v;
   }
-  return tuple_val(t);
+  return oxs_tuple_val(S, t);
 }
 
 val oxs_tuple_expr(sema *S, const oxf_node *n, oxi_type hint) {
@@ -48,12 +54,12 @@ val oxs_tuple_expr(sema *S, const oxf_node *n, oxi_type hint) {
         (unsigned long long)n->ival, oxs_vdesc(S, v));
     return VERR;
   }
-  if (n->ival >= (uint64_t)v.t->n) {
-    ERR(S, n->loc, "the tuple has %d values (.0 to .%d), not .%llu", v.t->n, v.t->n - 1,
+  if (n->ival >= (uint64_t)v.b->tuple->n) {
+    ERR(S, n->loc, "the tuple has %d values (.0 to .%d), not .%llu", v.b->tuple->n, v.b->tuple->n - 1,
         (unsigned long long)n->ival);
     return VERR;
   }
-  return oxs_value(v.t->v[n->ival]);
+  return oxs_value(v.b->tuple->v[n->ival]);
 }
 
 void oxs_let_tuple(sema *S, const oxf_node *n, val v) {
@@ -67,18 +73,18 @@ void oxs_let_tuple(sema *S, const oxf_node *n, val v) {
     if (n->is_mut)
       ERR(S, n->loc, "a tuple cannot be mutable; take its values apart: 'let (mut a, b) = ...'");
     binding *b = oxs_bind(S, B_TUPLE, n->name, n->loc);
-    b->tuple = v.t;
+    b->tuple = v.b->tuple;
     return;
   }
-  if (n->args.len != v.t->n) {
-    ERR(S, n->loc, "the pattern names %d values, and the tuple has %d", n->args.len, v.t->n);
+  if (n->args.len != v.b->tuple->n) {
+    ERR(S, n->loc, "the pattern names %d values, and the tuple has %d", n->args.len, v.b->tuple->n);
     for (int i = 0; i < n->args.len; i++)
       oxs_bind(S, B_VALUE, ((const oxf_node *)n->args.items[i])->name, n->loc)->poisoned = true;
     return;
   }
   for (int i = 0; i < n->args.len; i++) {
     const oxf_node *p = n->args.items[i];
-    oxi_instr *x = v.t->v[i];
+    oxi_instr *x = v.b->tuple->v[i];
     if (!strcmp(p->name, "_"))
       continue;
     binding *b = oxs_bind(S, p->is_mut ? B_SLOT : B_VALUE, p->name, p->loc);
@@ -115,13 +121,13 @@ bool oxs_tuple_frame(sema *S, frame *f, const oxf_typeexpr *t) {
 void oxs_return_tuple(sema *S, frame *f, val v, oxb_loc at) {
   if (v.k == V_ERR || v.k == V_NEVER)
     return;
-  if (v.k != V_TUPLE || v.t->n != f->nret) {
+  if (v.k != V_TUPLE || v.b->tuple->n != f->nret) {
     ERR(S, at, "'%s' returns a tuple of %d values, found %s", f->fn->name, f->nret,
         v.k == V_TUPLE ? "another number of them" : oxs_vdesc(S, v));
     return;
   }
   for (int i = 0; i < f->nret; i++) {
-    oxi_instr *x = v.t->v[i];
+    oxi_instr *x = v.b->tuple->v[i];
     if (x->tshape || x->type != f->ret_types[i]) {
       ERR(S, at, "value %d of the tuple '%s' returns is %s, found %s", i, f->fn->name,
           oxi_type_name(f->ret_types[i]), x->tshape ? "a tile" : oxi_type_name(x->type));
@@ -136,5 +142,5 @@ val oxs_tuple_result(sema *S, const frame *f) {
   t->n = f->nret;
   for (int i = 0; i < f->nret; i++)
     t->v[i] = oxs_var_get(S, f->ret_slots[i]);
-  return tuple_val(t);
+  return oxs_tuple_val(S, t);
 }
