@@ -33,6 +33,7 @@ from . import _decls as D
 from . import _handles
 from . import _sizes
 from . import _streams
+from ._errors import python_names
 from ._lib import lib as _L
 
 # ------------------------------------------------------------------ signatures
@@ -220,7 +221,7 @@ def failure(sig, status, message, config_null=False):
         message += " (from Python: leave out grid= and block=)"
     elif "pass the grid in the launch config" in message:
         message += " (from Python: pass grid=, and leave out block=)"
-    return pkg._ERRORS.get(status, pkg.OxideError)(message, status)
+    return pkg._ERRORS.get(status, pkg.OxideError)(python_names(message), status)
 
 
 # ------------------------------------------------------------------ numbers

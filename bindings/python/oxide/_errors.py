@@ -1,5 +1,6 @@
 """The exception classes of `oxide`, one per ox_status, and the check that
 raises them. Re-exported by the package (their module is "oxide")."""
+import re
 from typing import Optional
 
 from . import _decls as D
@@ -97,10 +98,32 @@ for _status, _cls in _ERRORS.items():
     _cls._status = _status  # each class's default status (ArgumentTypeError: its base's)
 
 
+# The Python API's names of the C functions Oxide's messages name (the C
+# library speaks to every binding; a Python user calls these).
+_PY_NAMES = {
+    "ox_kernel_set_generic": "Kernel.set_generic", "ox_kernel_set_candidates": "Kernel.set_candidates",
+    "ox_kernel_tuned": "Kernel.tuned", "ox_launch_check": "Kernel.check", "ox_launch": "a kernel call",
+    "ox_tensor_partition": "Tensor.partition", "ox_tensor_to": "Tensor.to", "ox_tensor_reshape": "Tensor.reshape",
+    "ox_tensor_permute": "Tensor.permute", "ox_tensor_transpose": "Tensor.transpose",
+    "ox_tensor_slice": "Tensor indexing", "ox_tensor_broadcast_to": "Tensor.broadcast_to",
+    "ox_tensor_copy": "Tensor.copy_from", "ox_module_compile": "oxide.compile",
+    "ox_module_compile_file": "oxide.compile_file", "ox_emit": "oxide.emit", "ox_stream_wrap": "oxide.wrap_stream",
+    "ox_chain_create": "oxide.Chain", "ox_chain_capture": "Chain.capture", "ox_chain_run": "Chain.run",
+    "ox_event_create": "oxide.Event", "ox_event_record": "Event.record", "ox_event_elapsed_ms": "Event.elapsed_time",
+    "ox_doctor": "oxide.doctor", "ox_stream_synchronize": "Stream.synchronize",
+}
+_C_NAME = re.compile(r"\box_[a-z0-9_]+\b")
+
+
+def python_names(message: str) -> str:
+    """message with the C functions it names replaced by their Python API's."""
+    return _C_NAME.sub(lambda m: _PY_NAMES.get(m.group(0), m.group(0)), message)
+
+
 def _check(status):
     # ox_last_error is per thread, and ctypes calls run on the calling thread.
     if status != D.OX_OK:
-        raise _ERRORS.get(status, OxideError)(_L.ox_last_error().decode(errors="replace"), status)
+        raise _ERRORS.get(status, OxideError)(python_names(_L.ox_last_error().decode(errors="replace")), status)
 
 
 for _cls in (OxideError, InvalidArgumentError, ArgumentTypeError, ArgumentRangeError, CompileError, NotFoundError, DeviceError, DriverError, OutOfMemoryError, LaunchError, BoundsError, FileError, UnsupportedError, InternalError, CancelledError):
