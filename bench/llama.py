@@ -100,6 +100,8 @@ def bench(name):
                 ref(nxt, past_key_values=cache, use_cache=True)
             report(name, "decode", (b, ctx), "transformers eager (SDPA)", b, cuda_time(step, reps=3))
             try:
+                if "--quick" in sys.argv:
+                    raise RuntimeError("skipped with --quick (its compile takes minutes)")
                 static = transformers.StaticCache(config=config, max_batch_size=b, max_cache_len=ctx + 64,
                                                   device="cuda", dtype=torch.bfloat16)
                 compiled(ids, past_key_values=static, use_cache=True,

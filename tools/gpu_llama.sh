@@ -2,7 +2,7 @@
 # The Llama model's GPU run (issue 28): installs the oxide wheel (dist/) and
 # transformers with its dependencies from wheels carried to the GPU machine
 # (.carry/wheels, made here by tools/llama_wheels.sh; the machine has no
-# package registry) into a venv over the system's torch, then runs the model
+# package registry) into a folder on PYTHONPATH, over the system's torch, then runs the model
 # against transformers' LlamaForCausalLM (tests/python/test_llama_hf.py), the
 # kernels' tests on the GPU, and bench/llama.py unless --no-bench.
 #   tools/gpu_llama.sh [--no-bench]   (carry dist and .carry/wheels)
@@ -10,17 +10,16 @@ set -u
 cd "$(dirname "$0")/.."
 root=$PWD
 out=${OUT:-/tmp}
-venv=$(mktemp -d /tmp/oxide-llama.XXXXXX)
-python3 -m venv --system-site-packages "$venv" || exit 1
-"$venv/bin/pip" install -q --no-index --find-links dist oxide-kernels || exit 1
-"$venv/bin/pip" install -q --no-index --find-links .carry/wheels transformers || exit 1
+site=$(mktemp -d /tmp/oxide-llama.XXXXXX)
+# the wheels without their dependencies (the machine's torch and numpy serve), on PYTHONPATH
+python3 -m pip install -q --no-index --no-deps --target "$site" dist/oxide_kernels-*.whl .carry/wheels/*.whl || exit 1
 status=0
-(cd "$venv" && env -u OXIDE_LIBRARY PYTHONPATH="$root" OXIDE_TEST_GPU=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+(cd "$site" && env -u OXIDE_LIBRARY PYTHONPATH="$site:$root" OXIDE_TEST_GPU=1 python3 -m pytest -q -p no:cacheprovider \
   "$root/tests/python/test_llama_hf.py" "$root/tests/python/test_llama_kernels.py" "$root/tests/python/test_llama_model.py" 2>&1 |
   tee "$out/llama_tests.log" | tail -15) || status=1
 [ "${PIPESTATUS[0]:-0}" = 0 ] || status=1
 if [ "${1:-}" != --no-bench ]; then
-  (cd "$venv" && env -u OXIDE_LIBRARY PYTHONPATH="$root:$root/bench" "$venv/bin/python" "$root/bench/llama.py" 2>&1 |
+  (cd "$site" && env -u OXIDE_LIBRARY PYTHONPATH="$site:$root:$root/bench" python3 "$root/bench/llama.py" 2>&1 |
     tee "$out/llama_bench.log" | tail -40) || status=1
 fi
 echo "gpu llama status: $status"

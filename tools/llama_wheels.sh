@@ -9,4 +9,7 @@ rm -rf .carry/wheels && mkdir -p .carry/wheels
 python3 -m pip download -q transformers --dest .carry/wheels --only-binary=:all: --python-version 3.12 \
   --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64
 rm -f .carry/wheels/numpy-*.whl
+# `kernels` (an optional hub-kernels package of transformers) shares its import name with
+# tests/python/kernels.py, which would shadow it: transformers works without it
+rm -f .carry/wheels/kernels-*.whl
 du -sh .carry/wheels

@@ -38,8 +38,12 @@ class _Config:
         self.inter = get("intermediate_size")
         self.vocab = get("vocab_size")
         self.eps = float(get("rms_norm_eps", 1e-6))
-        self.theta = float(get("rope_theta", 10000.0))
+        self.theta = float(get("rope_theta", 10000.0) or 10000.0)
         self.scaling = get("rope_scaling")
+        rp = get("rope_parameters")  # transformers 5 keeps theta and scaling here
+        if isinstance(rp, dict):
+            self.theta = float(rp.get("rope_theta", self.theta))
+            self.scaling = rp if rp.get("rope_type", "default") != "default" else self.scaling
         self.max_pos = get("max_position_embeddings", 2048)
         self.head_dim = get("head_dim") or self.hidden // self.heads
         self.tied = bool(get("tie_word_embeddings", False))
@@ -184,15 +188,16 @@ class Llama:
             self.k[name](*args, **kw)
 
     def _linear(self, x, w, w2=None):
-        """x [M, K] times w^T (w [N, K], as transformers stores it)."""
+        """x [M, K] times w^T (w [N, K], as transformers stores it; the kernel
+        reads it as it lies)."""
         M, N = x.shape[0], w.shape[0]
         y = self._empty(M, N)
         BM = 64 if (self.gpu and M >= 64) else 16
         BN = 128 if self.gpu else 32
         if w2 is None:
-            self._run("linear", y.partition((BM, BN)), x, w.T)
+            self._run("linear", y.partition((BM, BN)), x, w)
         else:
-            self._run("gate_up", y.partition((BM, BN)), x, w.T, w2.T)
+            self._run("gate_up", y.partition((BM, BN)), x, w, w2)
         return y
 
     def _norm(self, x, w, res=None):

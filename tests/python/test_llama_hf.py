@@ -51,14 +51,18 @@ def test_matches_transformers(name):
     logits = model.prefill(prompts.numpy().astype(np.int32))
     got = []
     for s in range(steps):
-        lg = logits.numpy().astype(np.float64)
-        ref_lg = out.logits[s].float().cpu().numpy()
-        # bf16 through a whole model: compare to the logits' scale
+        lg = np.asarray(logits, dtype=np.float32).astype(np.float64)
+        ref_lg = out.logits[s].float().cpu().numpy().astype(np.float64)
+        # bf16 through a whole model: compared to the logits' scale
         scale = np.abs(ref_lg).max()
         assert np.abs(lg - ref_lg).max() <= 0.06 * scale + 0.05, f"step {s}"
-        ids = model.greedy(logits)
-        got.append(ids.numpy())
-        logits = model.decode(ids)
+        ids = model.greedy(logits).numpy()
+        got.append(ids)
+        # teacher forcing: the reference's tokens go in, so that every step compares one position
+        logits = model.decode(want_tokens[:, s].astype(np.int32))
     got = np.stack(got, 1)
-    assert (got == want_tokens).all(), f"first difference at step {np.argmax((got != want_tokens).any(0))}"
-
+    for b, s in zip(*np.nonzero(got != want_tokens)):
+        # greedy choices may differ only where the reference's two candidates tie to bf16's precision
+        ref_lg = out.logits[s][b].float().cpu().numpy()
+        gap = ref_lg[want_tokens[b, s]] - ref_lg[got[b, s]]
+        assert gap <= 0.02 * np.abs(ref_lg).max(), f"sequence {b}, step {s}: a gap of {gap} between the tokens"

@@ -151,10 +151,10 @@ def test_linear_and_gate_up(dev, kernels):
     for kern in (k.linear, k.gate_up):
         kern.set_generic("BK", 32)
     y = oxide.empty((M, N), device=dev)
-    k.linear(y.partition((16, 32)), t(x, dev), t(wg, dev).T)
+    k.linear(y.partition((16, 32)), t(x, dev), t(wg, dev))
     x64 = x.astype(np.float64)
     np.testing.assert_allclose(y.numpy(), x64 @ wg.T, rtol=1e-4, atol=1e-4)
-    k.gate_up(y.partition((16, 32)), t(x, dev), t(wg, dev).T, t(wu, dev).T)
+    k.gate_up(y.partition((16, 32)), t(x, dev), t(wg, dev), t(wu, dev))
     g, u = x64 @ wg.T, x64 @ wu.T
     np.testing.assert_allclose(y.numpy(), g / (1 + np.exp(-g)) * u, rtol=1e-4, atol=1e-4)
 

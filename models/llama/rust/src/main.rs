@@ -51,7 +51,9 @@ impl Config {
         let num = |k: &str| j.get(k).and_then(json::Json::num).ok_or_else(|| format!("{path}: no number '{k}'"));
         let hidden = num("hidden_size")? as i64;
         let heads = num("num_attention_heads")? as i64;
-        let llama3 = match j.get("rope_scaling") {
+        // transformers 5 writes theta and the scaling into rope_parameters
+        let rp = j.get("rope_parameters");
+        let llama3 = match j.get("rope_scaling").or(rp) {
             Some(s) if s.get("rope_type").or(s.get("type")).and_then(json::Json::str) == Some("llama3") => {
                 let f = |k: &str| s.get(k).and_then(json::Json::num).ok_or_else(|| format!("{path}: rope_scaling has no '{k}'"));
                 Some((f("factor")?, f("low_freq_factor")?, f("high_freq_factor")?, f("original_max_position_embeddings")?))
@@ -65,7 +67,7 @@ impl Config {
             kv_heads: j.get("num_key_value_heads").and_then(json::Json::num).map_or(heads, |x| x as i64),
             vocab: num("vocab_size")? as i64,
             eps: j.get("rms_norm_eps").and_then(json::Json::num).unwrap_or(1e-6) as f32,
-            theta: j.get("rope_theta").and_then(json::Json::num).unwrap_or(10000.0),
+            theta: j.get("rope_theta").or(rp.and_then(|r| r.get("rope_theta"))).and_then(json::Json::num).unwrap_or(10000.0),
             head_dim: j.get("head_dim").and_then(json::Json::num).map_or(hidden / heads, |x| x as i64),
             tied: j.get("tie_word_embeddings") == Some(&json::Json::Bool(true)),
             llama3,
@@ -252,13 +254,9 @@ impl Model {
         let bm = if self.gpu && m >= 64 { 64 } else { 16 };
         let bn = if self.gpu { 128 } else { 32 };
         let yp = y.partition(&[bm, bn]).map_err(err)?;
-        let wt = w.transpose(0, 1).map_err(err)?;
         match w2 {
-            None => self.tile("linear", &[Arg::tensor(&yp), Arg::tensor(x), Arg::tensor(&wt)])?,
-            Some(u) => {
-                let ut = u.transpose(0, 1).map_err(err)?;
-                self.tile("gate_up", &[Arg::tensor(&yp), Arg::tensor(x), Arg::tensor(&wt), Arg::tensor(&ut)])?
-            }
+            None => self.tile("linear", &[Arg::tensor(&yp), Arg::tensor(x), Arg::tensor(w)])?,
+            Some(u) => self.tile("gate_up", &[Arg::tensor(&yp), Arg::tensor(x), Arg::tensor(w), Arg::tensor(u)])?,
         }
         Ok(y)
     }
