@@ -105,13 +105,20 @@ class _Step:
     def __init__(self, chain):
         self.chain = chain
         self.logits = self.ids = None
+        self.stream = None  # the stream a captured step replays on
 
-    def capture(self):
-        self.chain.capture()
+    def capture(self, stream=None):
+        """Makes the step one CUDA graph, captured on `stream` (an oxide
+        Stream; None: one of its own), where every run replays it."""
+        self.stream = stream if stream is not None else self.chain.device.stream()
+        self.chain.capture(self.stream)
         return self
 
-    def run(self, stream=None):
-        self.chain.run(stream)
+    def run(self):
+        self.chain.run(self.stream)
+
+    def synchronize(self):
+        (self.stream or self.chain.device).synchronize()
 
 
 def _pow2(n):
@@ -243,7 +250,8 @@ class Llama:
         cfg = self.cfg
         T = ids.shape[0]
         x = self._empty(T, cfg.hidden)
-        self._run("embed", x.partition((1, min(_pow2(cfg.hidden), 1024))), self.embed, ids)
+        # BT tokens a tile: the grid's rows stay within CUDA's 65535 for any batch of prompts
+        self._run("embed", x.partition((16, min(_pow2(cfg.hidden), 256))), self.embed, ids)
         out, h = None, x
         for i in range(cfg.layers):
             xn, h = self._norm(h, self.layers[i]["in_norm"]) if out is None else self._norm(out, self.layers[i]["in_norm"], h)

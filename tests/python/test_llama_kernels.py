@@ -35,9 +35,9 @@ def t(x, dev, dtype="f32"):
 def test_embed(dev, kernels):
     V, H, T = 50, 100, 7
     table = rng(1).standard_normal((V, H)).astype(np.float32)
-    ids = np.array([3, 0, 49, 3, 17, 8, 22], np.int32)
+    ids = np.array([3, 0, 49, 3, 17, 8, 22], np.int32)  # 7 tokens: a partial tile of 4
     x = oxide.empty((T, H), device=dev)
-    kernels(dev).embed(x.partition((1, 32)), t(table, dev), oxide.tensor(ids, device=dev))
+    kernels(dev).embed(x.partition((4, 32)), t(table, dev), oxide.tensor(ids, device=dev))
     assert np.array_equal(x.numpy(), table[ids])
 
 

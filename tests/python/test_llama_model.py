@@ -194,3 +194,29 @@ def test_rust_engine_gives_the_same_tokens(tmp_path):
         assert rust == toks, dtype
         if dtype == "f32":
             assert toks == run_reference(CONFIG, sd, [prompt], steps)[0][0]
+
+
+def test_decode_as_a_recorded_chain(dev):
+    """The decode step recorded once (Llama.decode_chain; a CUDA graph on the
+    GPU) and run once a token: the same tokens as step-by-step decoding, and
+    positions that move on the device."""
+    sd = random_state(CONFIG, seed=3)
+    prompts = np.array([[9, 8, 7, 6], [1, 1, 2, 3]], np.int32)
+    steps = 12
+    model = Llama(CONFIG, sd, device=dev, dtype="f32", max_batch=2, max_len=32)
+    logits, eager = model.prefill(prompts), []
+    for _ in range(steps):
+        ids = model.greedy(logits)
+        eager.append(ids.numpy().tolist())
+        logits = model.decode(ids)
+    model2 = Llama(CONFIG, sd, device=dev, dtype="f32", max_batch=2, max_len=32)
+    step = model2.decode_chain(model2.prefill(prompts))
+    if dev.type == "cuda":
+        step.capture()
+    chained = []
+    for _ in range(steps):
+        step.run()
+        step.synchronize()
+        chained.append(step.ids.numpy().tolist())
+    assert chained == eager
+    assert model2.pos.numpy().tolist() == [4 + steps] * 2

@@ -313,8 +313,8 @@ impl Model {
         let c = &self.cfg;
         let t = ids.shape()[0];
         let x = self.empty(&[t, c.hidden], self.dtype)?;
-        let bd = pow2(c.hidden).min(1024);
-        self.tile("embed", &[Arg::tensor(&x.partition(&[1, bd]).map_err(err)?), Arg::tensor(&self.embed), Arg::tensor(ids)])?;
+        let bd = pow2(c.hidden).min(256);
+        self.tile("embed", &[Arg::tensor(&x.partition(&[16, bd]).map_err(err)?), Arg::tensor(&self.embed), Arg::tensor(ids)])?;
         let (mut out, mut h): (Option<Tensor>, Tensor) = (None, x);
         for (i, l) in self.layers.iter().enumerate() {
             let (xn, h1) = match &out {
