@@ -182,6 +182,28 @@ static void look_tf32(const char *name, int sm, const char *ptx) {
   CHECK(strstr(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16") != NULL, "%s: no ldmatrix for tf32 A", name);
 }
 
+/* Scans, sorts, top-k and cat (order.c's shared-memory networks, cat's
+ * broadcasts and select), at a long row and at a 2-D tile of 64 elements a
+ * thread, with f16, i32 and u32 keys (argsort's indices then share the i32
+ * scratch, not the u32 one). */
+static const char *ORDER =
+    "#[tile]\n"
+    "fn order<const BM: i32, const BN: i32>(s: &mut Tensor<f32, [BM, BN]>, i: &mut Tensor<i32, [BM, BN]>,\n"
+    "        h: &mut Tensor<f16, [BM, 8]>, u: &mut Tensor<u32, [BM, BN]>, x: &Tensor<f32, [-1, -1]>) {\n"
+    "    let t = load_tile_like(x, s, f32::INFINITY);\n"
+    "    let l = t.slice([0, 0], [BM, BN / 2]);\n"
+    "    let r = t.slice([0, BN / 2], [BM, BN / 2]);\n"
+    "    s.store(cumsum(t, 1) + cummax(t, 0) + sort(t, 1, true) + cat([r, l], 1));\n"
+    "    i.store(argsort(t, 1) + cumprod(argsort(t as i32, 0, true), 0));\n"
+    "    h.store(topk(t as f16, 8, 1));\n"
+    "    u.store(sort(t as u32, 1) + argsort(t as u32, 0) as u32);\n"
+    "}\n";
+
+static void look_order(const char *name, int sm, const char *ptx) {
+  (void)sm;
+  CHECK(strstr(ptx, "bar.sync") != NULL, "%s: no block barrier (the networks meet in shared memory)", name);
+}
+
 /* The info log of the CUDA driver's compiler for `ptx` (into log), or 0 if
  * no sm_90 GPU and driver are here. The driver API is declared by hand: the
  * test needs no CUDA headers. */
@@ -503,6 +525,11 @@ int main(void) {
   }
   check_ptx(ptxas, "tf32.oxk", TF32, 0, look_tf32);
   check_ptx(ptxas, "tf32.oxk", TF32, 1, look_tf32);
+  for (int contiguous = 0; contiguous < 2; contiguous++) {
+    ox_generic_value row[] = {{"BM", 1}, {"BN", 1024}}, block[] = {{"BM", 64}, {"BN", 64}};
+    check_ptx_with(ptxas, "order.oxk", ORDER, contiguous, look_order, row, 2);
+    check_ptx_with(ptxas, "order.oxk", ORDER, contiguous, look_order, block, 2);
+  }
   {
     char path[4200];
     snprintf(path, sizeof path, "%s/examples/tile_attention.oxk", src_dir ? src_dir : ".");

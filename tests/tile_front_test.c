@@ -253,6 +253,42 @@ static const good goods[] = {
         "    if let Some(o) = c.get_mut(i) { *o = a[i]; }\n}\n"
         "#[tile]\nfn t<const B: i32>(z: &mut Tensor<f32, [B]>) { z.store(0.0); }\n", {16}, {
         "kernel t(", "!kernel s("}},
+    {"scans, sorts, top-k", T(
+        "let t = reshape(load_tile_like(x, z), [4, 4]);\n"
+        "let a = cumsum(t, 1) + cumprod(t, 0) + cummax(t, 1) + cummin(t, 0);\n"
+        "let b = sort(t, 1) + sort(t, 0, true) + topk(t, 4, 1) + topk(t, 2, 0).slice([0, 0], [1, 4]);\n"
+        "let c = argsort(t, 1, false) + topk_indices(t, 2, 1).slice([0, 0], [4, 1]);\n"
+        "o.store(cumsum(load_tile_like(i, o), 0));"), {16}, {
+        "f32[4x4] = t.scan.add axis 1,", "f32[4x4] = t.scan.mul axis 0,", "f32[4x4] = t.scan.max axis 1,",
+        "f32[4x4] = t.scan.min axis 0,", "f32[4x4] = t.sort axis 1,", "f32[4x4] = t.sort.desc axis 0,",
+        "f32[4x4] = t.sort.desc axis 1,", "f32[2x4] = t.slice", "i32[4x4] = t.sort.index axis 1,",
+        "i32[4x4] = t.sort.desc.index axis 1,", "i32[4x2] = t.slice", "i32[16] = t.scan.add axis 0,"}},
+    {"cat, zeros, ones", T(
+        "let t = load_tile_like(x, z);\n"
+        "let h = t.slice([0], [8]);\n"
+        "z.store(cat([h, h * 2.0], 0) + zeros([16]) + ones([B]));\n"
+        "let u = zeros::<f16>([2, 2]);\n"
+        "let q = reshape(t, [4, 4]);\n"
+        "let w = cat([q, q, q, q], 1);\n"
+        "o.store(zeros([B]) + ones::<i32>([B]));"), {16}, {
+        "f32[8] = t.slice", "f32[1x8] = t.reshape", "f32[2x8] = t.broadcast", "i32[2x8] = t.iota",
+        "bool[2x8] = cmp.eq", "f32[2x8] = select", "f32[16] = t.reshape", "f16 = const 0", "f16[2x2] = t.splat",
+        "f32[4x1x4] = t.reshape", "f32[4x4x4] = t.broadcast", "f32[4x16] = t.reshape", "i32 = const 1",
+        "i32[16] = t.splat"}},
+    {"full's untyped literal: the type of its variable's later use, else f32",
+     "#[tile]\nfn k(h: &mut Tensor<f16, [8]>, d: &mut Tensor<f64, [8]>, x: &Tensor<f16, [-1]>) {\n"
+     "    let a = full([8], 0.5);\n    h.store(a);\n"
+     "    let c = load_tile_like(x, h);\n    let b = zeros([8]);\n    h.store(b + c);\n"
+     "    let e = full([8], 1.5);\n    d.store(e);\n    let mut f = ones([8]);\n    f = e;\n"
+     "    let g = full([8], 2.5);\n    let n = full([8], 3);\n}\n", {0}, {
+        "f16 = const 0.5", "f16 = const 0", "f64 = const 1.5", "f64 = const 1", "f32 = const 2.5", "i32 = const 3"}},
+    {"load_tile_like with a padding value; a condition that broadcasts", T(
+        "let t = reshape(load_tile_like(x, z, f32::NEG_INFINITY), [4, 4]);\n"
+        "let s = select(reduce_sum(t, 1) > 0.0, t, 1.0) + select(iota([4], 0) > 1, t, 0.0);\n"
+        "o.store(load_tile_like(o, o, -1) + reshape(select(iota([4, 1], 0) == 0, 1, 2), [4]).slice([0], [1]));\n"
+        "z.store(reshape(s, [16]));"), {16}, {
+        "f32[16] = t.load %x", "bool[4x1] = cmp.gt", "bool[4x4] = t.broadcast", "bool[1x4] = t.reshape",
+        "i32[16] = t.load %o", "i32[4x1] = select"}},
 };
 
 static const bad bads[] = {
@@ -356,7 +392,7 @@ static const bad bads[] = {
      {"3:27 error: the second argument of load_tile_like must be an output tile (an &mut Tensor "
       "parameter), found a tensor (&Tensor)",
       "4:24 error: the first argument of load_tile_like must be a tensor parameter, found u32",
-      "5:9 error: 'load_tile_like' takes 2 arguments, found 1"}},
+      "5:9 error: 'load_tile_like' takes 2 arguments, or 3 with a padding value, found 1"}},
     {"load_tile_like ranks", "#[tile]\nfn k(z: &mut Tensor<f32, [4, 4]>, x: &Tensor<f32, [-1]>) {\n"
      "    z.store(load_tile_like(x, z));\n}\n", 1,
      {"3:13 error: load_tile_like(x, z) needs tensors of one rank: 'x' has rank 1, 'z' rank 2"}},
@@ -518,10 +554,10 @@ static const bad bads[] = {
       "7:27 error: a tile of 2 dims is not indexed with [i]: read an element with 't.at([i, j])'",
       "8:10 error: a tile has methods item(), at([..]), slice([..], [..]) and the math functions (t.exp(), "
       "t.max(v), ...), not 'foo'"}},
-    {"Triton names get Oxide's", T("let a = program_id(0);\nlet b = arange(16);\nlet c = zeros([16]);"), 3,
+    {"Triton names get Oxide's", T("let a = program_id(0);\nlet b = arange(16);\nlet c = sum(1, 0);"), 3,
      {"3:9 error: unknown function 'program_id'; Oxide writes it tile_id(axis)",
       "4:9 error: unknown function 'arange'; Oxide writes it iota([n], 0)",
-      "5:9 error: unknown function 'zeros'; Oxide writes it full([..], 0.0f32)"}},
+      "5:9 error: unknown function 'sum'; Oxide writes it reduce_sum(t, axis)"}},
     {"tile slices", T(
         "let t = reshape(load_tile_like(x, z), [4, 4]);\n"
         "let a = t.slice([0, 2], [4, 2]);\n"
@@ -553,6 +589,74 @@ static const bad bads[] = {
      {"3:8 error: tile kernels return nothing; results go to their &mut Tensor outputs"}},
     {"trailing value", "#[tile]\nfn k(z: &mut Tensor<f32, [4]>) {\n    1.0\n}\n", 1,
      {"3:5 error: tile kernels return nothing; end the expression with ';'"}},
+    {"scans and sorts", T(
+        "let t = load_tile_like(x, z);\n"
+        "let a = cumsum(f, 0);\n"
+        "let b = cumsum(t > 0.0, 0);\n"
+        "let c = cummax(t, 1);\n"
+        "let d = sort(t, n);\n"
+        "let e = sort(t, 0, 1);\n"
+        "let g = argsort(t);\n"
+        "let h = cumsum(t as f8e4m3, 0);"), 7,
+     {"4:16 error: 'cumsum' takes a tile of numbers, found f32",
+      "5:18 error: 'cumsum' takes a tile of numbers, found a tile of bool, shape [16]",
+      "6:19 error: axis 1 is out of range for cummax: '[16]' has rank 1 (axes 0..0)",
+      "7:17 error: the axis of sort must be an integer literal",
+      "8:20 error: the third argument of sort says whether it is descending: true or false",
+      "9:9 error: 'argsort' takes 2 or 3 arguments, found 1",
+      "10:18 error: 'cumsum' takes a tile of numbers, found a tile of f8e4m3, shape [16] (a storage type: convert "
+      "with 'as f32' first)"}},
+    {"top-k", T(
+        "let t = load_tile_like(x, z);\n"
+        "let a = topk(t, 3, 0);\n"
+        "let b = topk_indices(t, 32, 0);\n"
+        "let c = topk(t, n, 0);\n"
+        "let d = topk(t, 2);"), 4,
+     {"4:17 error: 'topk' takes k, a power of two up to the size 16 of axis 0 (the result is a tile), found 3",
+      "5:25 error: 'topk_indices' takes k, a power of two up to the size 16 of axis 0 (the result is a tile), found 32",
+      "6:17 error: a tile size is an integer literal, a const generic, or an expression of them",
+      "7:9 error: 'topk' takes 3 arguments, found 2"}},
+    {"cat", T(
+        "let t = load_tile_like(x, z);\n"
+        "let a = cat([t], 0);\n"
+        "let b = cat([t, t, t], 0);\n"
+        "let c = cat([t, t.slice([0], [8])], 0);\n"
+        "let d = cat([t, load_tile_like(i, o)], 0);\n"
+        "let e = cat([t, f], 0);\n"
+        "let g = cat(t, 0);\n"
+        "let h = cat([t, t], 1);\n"
+        "let q = cat([full([65536], 1.0f32), full([65536], 2.0f32)], 0);"), 8,
+     {"4:13 error: cat takes the tiles as an array of 2, 4 or 8 tiles of one shape",
+      "5:13 error: cat takes the tiles as an array of 2, 4 or 8 tiles of one shape",
+      "6:18 error: 'cat' joins tiles of one shape: the first is [16], this one [8]",
+      "7:17 error: 'cat' joins tiles of one dtype: the first is f32, this one i32",
+      "8:17 error: 'cat' joins tiles, found f32",
+      "9:13 error: cat takes the tiles as an array",
+      "10:21 error: axis 1 is out of range for cat: '[16]' has rank 1 (axes 0..0)",
+      "11:9 error: a tile holds at most 65536 elements; cat makes [131072]"}},
+    {"zeros, ones, load_tile_like", T(
+        "let a = zeros::<f8e4m3>([4]);\n"
+        "let b = ones::<f32, 4>([4]);\n"
+        "let c = zeros([3]);\n"
+        "let d = ones(4);\n"
+        "let e = load_tile_like(x, z, f);\n"
+        "let g = load_tile_like(x, z, 1, 2);\n"
+        "let h = z.load([0]);\n"
+        "let q = o.load_padded([0], 1);"), 8,
+     {"3:17 error: write zeros::<T>([..]) with T a number or bool type, such as zeros::<f16>([B])",
+      "4:16 error: write ones::<T>([..]) with T a number or bool type",
+      "5:16 error: tile shapes are static powers of two: dim 0 of zeros is 3",
+      "6:14 error: ones takes a shape: an array of 1 to 4 sizes such as [BM, BN]",
+      "7:30 error: the padding value must be a constant of the tensor's dtype f32",
+      "8:9 error: 'load_tile_like' takes 2 arguments, or 3 with a padding value, found 4",
+      "9:10 error: an output tile (&mut Tensor) has methods store(t), dim(k) and stride(k), not 'load'; read this "
+      "block's tile of it with load_tile_like(z, z)",
+      "10:10 error: an output tile (&mut Tensor) has methods store(t), dim(k) and stride(k), not 'load_padded'; read "
+      "this block's tile of it with load_tile_like(o, o)"}},
+    {"a device function of a new built-in's name takes the call", "fn cumsum(v: f32, a: i32) -> f32 { v }\n"
+     "#[tile]\nfn k(z: &mut Tensor<f32, [4]>, x: &Tensor<f32, [-1]>) {\n"
+     "    z.store(cumsum(load_tile_like(x, z), 0));\n}\n", 1,
+     {"4:20 error: expected a number or bool for an argument, found a tile of f32, shape [4]"}},
 };
 
 static const badspec badspecs[] = {

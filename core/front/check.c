@@ -375,6 +375,7 @@ static void sema_init(sema *S, oxb_arena *a, oxb_diags *d, const oxf_program *p,
   S->rng_call = oxs_rng_call;
   S->local_array = oxs_local_array;
   S->tuple = oxs_tuple_expr;
+  S->call_fn = oxs_call_fn;
   S->tile_unify = oxs_tile_unify;
   S->a = a;
   S->d = d;

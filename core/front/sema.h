@@ -160,6 +160,7 @@ typedef struct sema {
   val (*rng_call)(struct sema *S, const oxf_node *n, oxi_type hint, bool *handled);
   val (*local_array)(struct sema *S, const oxf_node *n, oxi_type hint); /* local.c */
   val (*tuple)(struct sema *S, const oxf_node *n, oxi_type hint);       /* tuple.c */
+  val (*call_fn)(struct sema *S, const oxf_node *n, const oxf_fn *fn, oxi_type hint); /* inline.c */
 } sema;
 
 /* ---- build.c: errors, size limits, emitting IR, bindings, facts */
@@ -240,6 +241,9 @@ bool oxs_untyped_literal(const oxf_node *n);
  * floats), and for floats INFINITY, NEG_INFINITY, NAN and EPSILON. Sets its
  * type and value (imm for integers, fimm for floats); false if it is none. */
 bool oxs_type_constant(const char *name, oxi_type *t, uint64_t *imm, double *fimm);
+/* ---- inline.c: device-function calls */
+/* Call n of device function fn, inlined; its value. */
+val oxs_call_fn(sema *S, const oxf_node *n, const oxf_fn *fn, oxi_type hint);
 /* Checks device function fn's body, inlined at `call` with its parameters
  * bound to argb; its value (none for a unit function). */
 val oxs_inline_body(sema *S, const oxf_fn *fn, binding **argb, oxb_loc call);
@@ -264,6 +268,25 @@ const char *oxs_spelled_otherwise(bool tile, const char *name);
 
 /* ---- rng.c: the random-number builtins; *handled says whether n is one */
 val oxs_rng_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled);
+
+/* ---- tile_ops.c, for tile.c: tile sizes and shapes as the source writes
+ * them, and the tile built-ins it checks (scans, sorts, top-k, cat, zeros,
+ * ones); it calls nothing of tile.c */
+/* Elements a tile holds at most: what the tile lowering handles. */
+#define OXS_MAX_TILE_ELEMS ((int64_t)1 << 16)
+
+/* A tile size: an integer literal, a const generic, or an expression of them
+ * with + - * / % << >> and casts ([D / 2, BM * 2]), evaluated now (the generics
+ * are bound); `text` says how it came about, for messages ("B = 12", "12").
+ * Reports and returns false otherwise. */
+bool oxs_const_size(sema *S, const oxf_node *e, int64_t *v, char *text, size_t n);
+/* A static tile shape written as an array: sizes (oxs_const_size), each a power
+ * of two, at most OXS_MAX_TILE_ELEMS elements; `what` names it in messages. */
+const oxi_tshape *oxs_shape_arg(sema *S, const oxf_node *a, const char *what);
+/* cumsum, cumprod, cummax, cummin, sort, argsort, topk, topk_indices, cat,
+ * zeros, ones: sets *handled when `n` calls one of them (and the program has no
+ * device function of that name, which takes the call instead). */
+val oxs_tile_op_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled);
 
 /* ---- infer.c: the type an untyped literal's variable `name` takes from its
  * first use in stmts[0..nstmts) and value (its scope) that says one, of the

@@ -23,6 +23,137 @@ static const oxf_node *untyped_init(const oxf_node *init) {
   return oxs_untyped_literal(init) ? init : NULL;
 }
 
+/* In a tile kernel, a tile whose dtype is the context's: zeros([..]) and
+ * ones([..]) without a type (3: it takes a float or an integer type), full([..], v)
+ * of an untyped literal (1: a float type, 2: an integer type); 0 if not one. */
+static int context_tile(const oxf_node *init) {
+  if (init->kind != OXF_CALL)
+    return 0;
+  if ((!strcmp(init->name, "zeros") || !strcmp(init->name, "ones")) && !init->gen.len)
+    return 3;
+  if (strcmp(init->name, "full") || init->args.len != 2 || !oxs_untyped_literal(init->args.items[1]))
+    return 0;
+  const oxf_node *l = init->args.items[1];
+  while (l->kind == OXF_UNARY)
+    l = l->lhs;
+  return l->kind == OXF_FLOAT ? 1 : 2;
+}
+
+/* The dtype of a tile variable or output named by n, or OXI_VOID. */
+static oxi_type tile_name_type(sema *S, const oxf_node *n, const char *name) {
+  if (!n || n->kind != OXF_NAME || !strcmp(n->name, name))
+    return OXI_VOID;
+  const binding *b = oxs_lookup(S, n->name);
+  if (!b || b->poisoned)
+    return OXI_VOID;
+  bool tile = (b->kind == B_SLOT && b->tile) || (b->kind == B_VALUE && b->v && b->v->tshape);
+  return tile ? b->type : OXI_VOID;
+}
+
+static bool arith(const oxf_node *n) {
+  return n && ((n->kind == OXF_BINARY && n->op >= OXF_OP_ADD && n->op <= OXF_OP_REM) ||
+               (n->kind == OXF_UNARY && n->op == OXF_OP_NEG));
+}
+
+/* In arithmetic expression n (+ - * / % and unary -, all of one type, tiles and
+ * the scalars splatted next to them): whether `name` is one of its operands
+ * (*has), and the type of the first operand that says one (*t): a tile or
+ * scalar variable, a cast, a suffixed literal, load_tile_like(x, ..). */
+static void arith_operands(sema *S, const oxf_node *n, const char *name, bool *has, oxi_type *t, int depth) {
+  if (!n || depth > 64)
+    return;
+  if (arith(n)) {
+    arith_operands(S, n->lhs, name, has, t, depth + 1);
+    arith_operands(S, n->rhs, name, has, t, depth + 1);
+    return;
+  }
+  oxi_type u = OXI_VOID;
+  if (n->kind == OXF_NAME && !strcmp(n->name, name)) {
+    *has = true;
+  } else if (n->kind == OXF_NAME) {
+    const binding *b = oxs_lookup(S, n->name);
+    u = b && !b->poisoned && (b->kind == B_VALUE || b->kind == B_SLOT) ? b->type : OXI_VOID;
+  } else if (n->kind == OXF_CAST && n->type && n->type->kind == OXF_TY_SCALAR) {
+    u = n->type->elem;
+  } else if ((n->kind == OXF_INT || n->kind == OXF_FLOAT) && n->suffix) {
+    u = (oxi_type)(n->suffix - 1);
+  } else if (n->kind == OXF_CALL && !strcmp(n->name, "load_tile_like") && n->args.len >= 2) {
+    const oxf_node *x = n->args.items[0];
+    const binding *b = x->kind == OXF_NAME ? oxs_lookup(S, x->name) : NULL;
+    u = b && b->kind == B_MEM ? b->type : OXI_VOID;
+  }
+  if (*t == OXI_VOID)
+    *t = u;
+}
+
+/* The type the first use in n of tile variable `name` says, beyond what infer.c
+ * reads: a store into an output (`z.store(name)`), an operand or assignment
+ * next to a tile variable (`t = name`), an operand of arithmetic whose other
+ * operands say a type (`load_tile_like(x, y) + name * 2.0`: x's dtype). A `let`
+ * of the name hides it from there on (*hidden). */
+static oxi_type tile_use(sema *S, const oxf_node *n, const char *name, bool *hidden, int depth) {
+  if (!n || *hidden || depth > 200)
+    return OXI_VOID;
+  if (n->kind == OXF_LET && n->name && !strcmp(n->name, name)) {
+    *hidden = true;
+    return OXI_VOID;
+  }
+  const oxf_node *l = n->lhs, *r = n->rhs;
+  bool named_l = l && l->kind == OXF_NAME && !strcmp(l->name, name);
+  bool named_r = r && r->kind == OXF_NAME && !strcmp(r->name, name);
+  if (n->kind == OXF_METHOD && n->name && !strcmp(n->name, "store") && n->args.len == 1 && l &&
+      l->kind == OXF_NAME) {
+    const oxf_node *a = n->args.items[0];
+    const binding *z = oxs_lookup(S, l->name);
+    if (a->kind == OXF_NAME && !strcmp(a->name, name) && z && z->kind == B_MEM && z->mkind == OXF_TY_MUTTENSOR)
+      return z->type;
+  }
+  if (arith(n)) { /* the largest arithmetic expression around it: tile_use comes from the top */
+    bool has = false;
+    oxi_type t = OXI_VOID;
+    arith_operands(S, n, name, &has, &t, 0);
+    if (has && t != OXI_VOID)
+      return t;
+  }
+  if ((n->kind == OXF_BINARY && n->op != OXF_OP_SHL && n->op != OXF_OP_SHR && n->op != OXF_OP_LAND &&
+       n->op != OXF_OP_LOR) || n->kind == OXF_ASSIGN) {
+    oxi_type t = named_l ? tile_name_type(S, r, name) : named_r ? tile_name_type(S, l, name) : OXI_VOID;
+    if (t != OXI_VOID)
+      return t;
+  }
+  const oxf_node *kids[] = {n->lhs, n->rhs, n->cond, n->then, n->els, n->body, n->init, n->step};
+  for (size_t i = 0; i < OXB_COUNT(kids); i++) {
+    oxi_type t = tile_use(S, kids[i], name, hidden, depth + 1);
+    if (t != OXI_VOID)
+      return t;
+  }
+  for (int i = 0; i < n->args.len; i++) {
+    oxi_type t = tile_use(S, n->args.items[i], name, hidden, depth + 1);
+    if (t != OXI_VOID)
+      return t;
+  }
+  return tile_use(S, n->value, name, hidden, depth + 1);
+}
+
+/* The type of tile `let` n's context_tile initializer from its variable's later
+ * uses: an operand or assignment with a typed value (infer.c), or tile_use's;
+ * OXI_VOID if none says (the initializer then takes its default). */
+static oxi_type tile_let_type(sema *S, const oxf_node *n, int kinds) {
+  oxi_type t = OXI_VOID;
+  for (int k = 1; k <= 2 && t == OXI_VOID; k++)
+    if (kinds & k)
+      t = oxs_infer_type(S, n->name, k == 1, S->rest, S->nrest, S->rest_value);
+  bool hidden = false;
+  for (int i = 0; i < S->nrest && t == OXI_VOID && !hidden; i++)
+    t = tile_use(S, S->rest[i], n->name, &hidden, 0);
+  if (t == OXI_VOID && !hidden)
+    t = tile_use(S, S->rest_value, n->name, &hidden, 0);
+  /* a literal takes only a type of its kind */
+  if ((kinds == 1 && !oxi_is_float(t)) || (kinds == 2 && !oxi_is_int(t)))
+    return OXI_VOID;
+  return t;
+}
+
 static void let_stmt(sema *S, const oxf_node *n) {
   oxi_type hint = OXI_VOID;
   const oxf_node *lit = n->type || !n->init || S->is_tile ? NULL : untyped_init(n->init);
@@ -30,6 +161,9 @@ static void let_stmt(sema *S, const oxf_node *n) {
     const oxf_node *l = lit->kind == OXF_UNARY ? lit->lhs : lit;
     hint = oxs_infer_type(S, n->name, l->kind == OXF_FLOAT, S->rest, S->nrest, S->rest_value);
   }
+  int kinds = S->is_tile && !n->type && n->init && n->name ? context_tile(n->init) : 0;
+  if (kinds)
+    hint = tile_let_type(S, n, kinds);
   if (n->type) {
     if (n->type->kind != OXF_TY_SCALAR && n->type->kind != OXF_TY_SHARED &&
         (n->type->kind != OXF_TY_ARRAY || S->is_tile)) {

@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_TILE_ELEMS ((int64_t)1 << 16) /* per tile: what the tile lowering handles */
+#define MAX_TILE_ELEMS OXS_MAX_TILE_ELEMS
 /* T_LOAD carries one coordinate per dim in ops[] */
 #define MAX_LOAD_RANK ((int)OXB_COUNT(((oxi_instr *)0)->ops))
 
@@ -225,12 +225,17 @@ static val tile_load(sema *S, oxb_loc loc, const binding *x, oxi_instr **coords,
 
 /* --------------------------------------------------------------- builtins */
 
-/* load_tile_like(x, z): the tile of x at this block's tile coordinates of
- * output z, in z's tile shape. */
+static bool padding(sema *S, const oxf_node *n, oxi_type t, uint64_t *imm, double *fimm);
+
+/* load_tile_like(x, z) and load_tile_like(x, z, pad): the tile of x at this
+ * block's tile coordinates of output z, in z's tile shape; elements outside x
+ * read the padding (0). */
 static val load_tile_like(sema *S, const oxf_node *n) {
   static const val err = {V_ERR, NULL, NULL, NULL};
-  if (!nargs(S, n, 2, "load_tile_like"))
+  if (n->args.len != 2 && n->args.len != 3) {
+    ERR(S, n->loc, "'load_tile_like' takes 2 arguments, or 3 with a padding value, found %d", n->args.len);
     return err;
+  }
   binding *x = tensor_arg(S, arg(n, 0), false, "the first argument of load_tile_like");
   binding *z = tensor_arg(S, arg(n, 1), true, "the second argument of load_tile_like");
   if (!x || !z)
@@ -253,12 +258,16 @@ static val load_tile_like(sema *S, const oxf_node *n) {
                    "rank %d", x->name, z->name, x->name, rx, z->name, rz);
     return err;
   }
+  uint64_t imm = 0;
+  double fimm = 0;
+  if (n->args.len == 3 && !padding(S, arg(n, 2), x->type, &imm, &fimm))
+    return err;
   if (rz > MAX_LOAD_RANK)
-    return tile_load(S, n->loc, x, NULL, rz, z->tile, 0, 0);
+    return tile_load(S, n->loc, x, NULL, rz, z->tile, imm, fimm);
   oxi_instr *coords[OXI_MAX_RANK];
   for (int d = 0; d < rz; d++)
     coords[d] = about(S, OXI_T_ID, OX_U64, z, d);
-  return tile_load(S, n->loc, x, coords, rz, z->tile, 0, 0);
+  return tile_load(S, n->loc, x, coords, rz, z->tile, imm, fimm);
 }
 
 static oxi_instr *reduce(sema *S, oxi_instr *t, int sub, int axis) {
@@ -339,88 +348,17 @@ static val select_call(sema *S, const oxf_node *n, oxi_type hint) {
         oxi_type_name(ab[0]->type), oxi_type_name(ab[1]->type));
     return err;
   }
-  if (!unify_with(S, n->loc, ab, 2, c->tshape))
+  /* a bool scalar condition stays a scalar; a tile one broadcasts with the values (numpy's where) */
+  oxi_instr *ops[3] = {c, ab[0], ab[1]};
+  if (!unify_with(S, n->loc, c->tshape ? ops : ops + 1, c->tshape ? 3 : 2, NULL))
     return err;
-  oxi_instr *in = oxs_emit(S, OXI_SELECT, ab[0]->type);
-  in->ops[0] = c; /* a bool scalar condition stays a scalar */
-  in->ops[1] = ab[0];
-  in->ops[2] = ab[1];
+  oxi_instr *in = oxs_emit(S, OXI_SELECT, ops[1]->type);
+  in->ops[0] = ops[0];
+  in->ops[1] = ops[1];
+  in->ops[2] = ops[2];
   in->nops = 3;
-  in->tshape = ab[0]->tshape;
+  in->tshape = ops[1]->tshape;
   return oxs_value(in);
-}
-
-/* A tile size: an integer literal, a const generic, or an expression of them
- * with + - * / % << >> and casts ([D / 2, BM * 2]), evaluated now (the generics
- * are bound); `text` says how it came about, for messages ("B = 12", "12").
- * Reports and returns false otherwise. */
-static bool const_size(sema *S, const oxf_node *e, int64_t *v, char *text, size_t n) {
-  if (e->kind == OXF_INT) {
-    *v = e->ival > ((uint64_t)1 << 40) ? -1 : (int64_t)e->ival;
-    snprintf(text, n, "%llu", (unsigned long long)e->ival);
-    return true;
-  }
-  binding *g = e->kind == OXF_NAME ? oxs_lookup(S, e->name) : NULL;
-  if (g && g->is_generic) {
-    *v = g->gval;
-    snprintf(text, n, "%s = %lld", g->name, (long long)g->gval);
-    return true;
-  }
-  if (e->kind == OXF_CAST)
-    return const_size(S, e->lhs, v, text, n);
-  if (e->kind == OXF_BINARY && e->op >= OXF_OP_ADD && e->op <= OXF_OP_SHR && e->op != OXF_OP_AND &&
-      e->op != OXF_OP_OR && e->op != OXF_OP_XOR) {
-    int64_t a, b;
-    char ta[96], tb[96];
-    if (!const_size(S, e->lhs, &a, ta, sizeof ta) || !const_size(S, e->rhs, &b, tb, sizeof tb))
-      return false;
-    bool bad = false;
-    switch (e->op) {
-    case OXF_OP_ADD: bad = __builtin_add_overflow(a, b, v); break;
-    case OXF_OP_SUB: bad = __builtin_sub_overflow(a, b, v); break;
-    case OXF_OP_MUL: bad = __builtin_mul_overflow(a, b, v); break;
-    case OXF_OP_DIV: bad = b == 0; *v = bad ? 0 : a / b; break;
-    case OXF_OP_REM: bad = b == 0; *v = bad ? 0 : a % b; break;
-    case OXF_OP_SHL: bad = b < 0 || b > 40 || a > ((int64_t)1 << 40); *v = bad ? 0 : a << b; break;
-    default: bad = b < 0 || b > 62; *v = bad ? 0 : a >> b; break;
-    }
-    if (bad) {
-      ERR(S, e->loc, "this tile size does not evaluate: %s %s %s", ta, oxf_op_name(e->op), tb);
-      return false;
-    }
-    snprintf(text, n, "%lld", (long long)*v);
-    return true;
-  }
-  ERR(S, e->loc, "a tile size is an integer literal, a const generic, or an expression of them "
-                 "([D / 2, BM * 2])");
-  return false;
-}
-
-/* A static tile shape written as an array: sizes (const_size), each a power of two. */
-static const oxi_tshape *shape_arg(sema *S, const oxf_node *a, const char *what) {
-  if (a->kind != OXF_ARRAY || a->args.len < 1 || a->args.len > OXI_MAX_RANK) {
-    ERR(S, a->loc, "%s takes a shape: an array of 1 to %d sizes such as [BM, BN]", what, OXI_MAX_RANK);
-    return NULL;
-  }
-  int64_t dims[OXI_MAX_RANK], elems = 1;
-  for (int d = 0; d < a->args.len; d++) {
-    const oxf_node *e = a->args.items[d];
-    char text[96];
-    if (!const_size(S, e, &dims[d], text, sizeof text))
-      return NULL;
-    if (!pow2(dims[d])) {
-      ERR(S, e->loc, "tile shapes are static powers of two: dim %d of %s is %s", d, what, text);
-      return NULL;
-    }
-    elems = elems > MAX_TILE_ELEMS ? elems : elems * dims[d];
-  }
-  const oxi_tshape *shape = new_shape(S, a->args.len, dims);
-  if (elems > MAX_TILE_ELEMS) {
-    ERR(S, a->loc, "a tile holds at most %lld elements; %s is %s", (long long)MAX_TILE_ELEMS, what,
-        oxs_shape_text(S, shape));
-    return NULL;
-  }
-  return shape;
 }
 
 /* The tile operand of a shape builtin. */
@@ -453,7 +391,7 @@ static val shape_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) 
     if (!nargs(S, n, 2, name))
       return err;
     oxi_instr *t = tile_operand(S, arg(n, 0), hint, name);
-    const oxi_tshape *shape = t ? shape_arg(S, arg(n, 1), name) : NULL;
+    const oxi_tshape *shape = t ? oxs_shape_arg(S, arg(n, 1), name) : NULL;
     if (!shape)
       return err;
     int64_t et = 1, es = 1;
@@ -521,10 +459,16 @@ static val shape_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) 
   if (!strcmp(name, "full")) {
     if (!nargs(S, n, 2, name))
       return err;
-    const oxi_tshape *shape = shape_arg(S, arg(n, 0), "full");
+    const oxi_tshape *shape = oxs_shape_arg(S, arg(n, 0), "full");
     if (!shape)
       return err;
-    val v = oxs_expr(S, arg(n, 1), hint);
+    /* an untyped float literal is f32 where the context says no float type
+       (a `let` finds one in its variable's later uses: stmt.c) */
+    const oxf_node *lit = arg(n, 1);
+    while (lit->kind == OXF_UNARY && lit->op == OXF_OP_NEG)
+      lit = lit->lhs;
+    bool f32 = oxs_untyped_literal(arg(n, 1)) && lit->kind == OXF_FLOAT && !oxi_is_float(hint);
+    val v = oxs_expr(S, arg(n, 1), f32 ? OX_F32 : hint);
     if (v.k == V_ERR)
       return err;
     if (v.k != V_SCALAR) {
@@ -536,7 +480,7 @@ static val shape_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) 
   if (!strcmp(name, "iota")) {
     if (!nargs(S, n, 2, name))
       return err;
-    const oxi_tshape *shape = shape_arg(S, arg(n, 0), "iota");
+    const oxi_tshape *shape = oxs_shape_arg(S, arg(n, 0), "iota");
     int axis;
     if (!shape || !axis_arg(S, arg(n, 1), shape->rank, "iota", oxs_shape_text(S, shape), &axis))
       return err;
@@ -654,6 +598,10 @@ val oxs_tile_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) {
     return arg_extreme(S, n, name[3] == 'm' && name[4] == 'a');
   if (!strcmp(name, "dot") || !strcmp(name, "mma"))
     return dot_call(S, n, !strcmp(name, "mma"));
+  val ov = oxs_tile_op_call(S, n, hint, handled); /* tile_ops.c */
+  if (*handled)
+    return ov;
+  *handled = true;
   bool id = !strcmp(name, "tile_id");
   if ((id || !strcmp(name, "num_tiles")) && n->args.len == 0 && S->out) {
     /* every axis at once, as a tuple: let (i, j) = tile_id(); */
@@ -756,7 +704,7 @@ static val partition(sema *S, const oxf_node *n, binding *x) {
   for (int d = 0; d < rank; d++) {
     const oxf_node *e = a->args.items[d];
     char text[96];
-    if (!const_size(S, e, &dims[d], text, sizeof text)) {
+    if (!oxs_const_size(S, e, &dims[d], text, sizeof text)) {
       ok = false;
       continue;
     }
@@ -1104,7 +1052,7 @@ static val load_at(sema *S, const oxf_node *n, binding *x) {
   oxi_instr *idx[OXI_MAX_RANK];
   if (!element_indices(S, n, x, "load_at", idx))
     return err;
-  const oxi_tshape *shape = shape_arg(S, arg(n, 1), "load_at");
+  const oxi_tshape *shape = oxs_shape_arg(S, arg(n, 1), "load_at");
   if (!shape)
     return err;
   if (shape->rank != rank) {
@@ -1174,7 +1122,7 @@ static val tile_method(sema *S, const oxf_node *n, oxi_instr *t) {
           oxs_shape_text(S, s), s->rank, s->rank == 1 ? "" : "s", s->rank == 1 ? "o" : s->rank == 2 ? "o0, o1" : "..");
       return err;
     }
-    const oxi_tshape *r = shape_arg(S, arg(n, 1), "the slice");
+    const oxi_tshape *r = oxs_shape_arg(S, arg(n, 1), "the slice");
     if (!r)
       return err;
     if (r->rank != s->rank) {
@@ -1186,7 +1134,7 @@ static val tile_method(sema *S, const oxf_node *n, oxi_instr *t) {
     for (int d = 0; d < s->rank; d++) {
       int64_t o;
       char text[96];
-      if (!const_size(S, a->args.items[d], &o, text, sizeof text))
+      if (!oxs_const_size(S, a->args.items[d], &o, text, sizeof text))
         return err;
       if (o < 0 || o + r->dims[d] > s->dims[d]) {
         ERR(S, ((oxf_node *)a->args.items[d])->loc, "the slice's dim %d, %lld elements from %s, passes the "
@@ -1239,7 +1187,10 @@ val oxs_tile_method(sema *S, const oxf_node *n, val recv, oxi_type hint) {
       return err;
     return oxs_value(about(S, dim ? OXI_DIM : OXI_STRIDE, OX_U64, b, axis));
   }
-  if (b->mkind == OXF_TY_MUTTENSOR)
+  if (b->mkind == OXF_TY_MUTTENSOR && (!strcmp(name, "load") || !strcmp(name, "load_padded")))
+    ERR(S, n->loc, "an output tile (&mut Tensor) has methods store(t), dim(k) and stride(k), not '%s'; "
+                   "read this block's tile of it with load_tile_like(%s, %s)", name, b->name, b->name);
+  else if (b->mkind == OXF_TY_MUTTENSOR)
     ERR(S, n->loc, "an output tile (&mut Tensor) has methods store(t), dim(k) and stride(k), "
                    "not '%s'", name);
   else if (b->mkind == OXF_TY_ATOMICTENSOR)

@@ -79,7 +79,7 @@ const char *oxi_op_name(oxi_op op) {
                                       "barrier", "shfl",   "vote",    "math",   "assume", "aligned",
                                       "dim",    "stride",  "t.load",  "t.store", "t.splat",
                                       "t.id",   "t.count", "t.reduce", "t.broadcast",
-                                      "t.reshape", "t.permute", "t.iota", "t.gather", "t.slice", "t.extract", "t.dot", "t.atomic_add",
+                                      "t.reshape", "t.permute", "t.iota", "t.gather", "t.slice", "t.scan", "t.sort", "t.extract", "t.dot", "t.atomic_add",
                                       "ldmatrix", "mma", "cp.async", "cp.commit", "cp.wait", "pack", "unpack", "pack2",
                                       "vset", "shared.addr", "wgmma", "wgmma.sync", "fence.async", "mbar.init", "mbar.expect",
                                       "mbar.wait", "tma.load", "named.bar", "setmaxnreg",
@@ -139,7 +139,10 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
   oxb_str_addf(o, "%s", oxi_op_name(in->op));
   switch (in->op) {
   case OXI_BIN: case OXI_ATOMIC: oxb_str_addf(o, ".%s%s", bin_name(in->sub), in->nuw ? ".nuw" : ""); break;
-  case OXI_T_REDUCE: oxb_str_addf(o, ".%s axis %d,", bin_name(in->sub), in->index); break;
+  case OXI_T_REDUCE: case OXI_T_SCAN: oxb_str_addf(o, ".%s axis %d,", bin_name(in->sub), in->index); break;
+  case OXI_T_SORT:
+    oxb_str_addf(o, "%s%s axis %d,", in->sub & 1 ? ".desc" : "", in->sub & 2 ? ".index" : "", in->index);
+    break;
   case OXI_T_LOAD: oxb_str_addf(o, "%s", in->sub ? ".at" : ""); break;
   case OXI_CMP: oxb_str_addf(o, ".%s", cmp_name(in->sub)); break;
   case OXI_SREG: oxb_str_addf(o, " %s", sreg_name(in->sub)); break;
@@ -667,6 +670,21 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
       ok = (int64_t)((in->imm >> (16 * d)) & 0xffff) + r->dims[d] <= a->dims[d];
     if (!ok)
       fail(V, b, in, "t.slice: a sub-tile of its operand's rank, inside it");
+    break;
+  }
+  case OXI_T_SCAN:
+  case OXI_T_SORT: {
+    const oxi_tshape *a = in->nops == 1 ? in->ops[0]->tshape : NULL, *r = in->tshape;
+    bool scan = in->op == OXI_T_SCAN;
+    bool ok = a && r && a->rank == r->rank && in->index >= 0 && in->index < a->rank && t0 != OX_BOOL &&
+              (scan ? in->type == t0 && (in->sub == OXI_ADD || in->sub == OXI_MUL || in->sub == OXI_MIN ||
+                                         in->sub == OXI_MAX)
+                    : in->sub >= 0 && in->sub <= 3 && in->type == (in->sub & 2 ? OX_I32 : t0));
+    for (int d = 0; ok && d < a->rank; d++)
+      ok = a->dims[d] == r->dims[d];
+    if (!ok)
+      fail(V, b, in, scan ? "t.scan: a numeric tile of the result's shape and type, an axis below its rank"
+                          : "t.sort: a numeric tile of the result's shape, an axis below its rank, its type (i32 for indices)");
     break;
   }
   case OXI_T_EXTRACT:

@@ -79,6 +79,11 @@ typedef enum oxi_op {
                       `fimm`/`imm` (the padding) */
   OXI_T_SLICE,     /* the sub-tile of `tshape` of tile ops[0] from element offsets (bits 16d..16d+15
                       of imm, dim d) on: t.slice([..], [..]) */
+  OXI_T_SCAN,      /* the inclusive scan of ops[0] along axis `index` with sub (OXI_ADD, OXI_MUL,
+                      OXI_MIN, OXI_MAX): element i of a row combines its elements 0..i (cumsum) */
+  OXI_T_SORT,      /* ops[0] sorted along axis `index`: sub bit 0 descending, bit 1 the result is
+                      each element's index along the axis in ops[0] (i32: argsort) instead of its
+                      value. NaNs are larger than every number; equal keys keep their order */
   OXI_T_EXTRACT,   /* the scalar element at row-major position ops[1] (u64) of tile ops[0]; 0 of
                       its dtype where the position is past the tile's end (t[i], t.item()) */
   OXI_T_DOT,       /* f32 [M, N] = ops[0] [M, K] x ops[1] [K, N] (+ ops[2], f32 [M, N], if given):

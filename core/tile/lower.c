@@ -88,6 +88,8 @@ static void lower_instr(oxt_lowerer *L, const oxi_instr *in) {
   case OXI_T_GATHER: oxt_lower_gather(L, in); return;
   case OXI_T_EXTRACT: oxt_lower_extract(L, in); return;
   case OXI_T_SLICE: oxt_lower_slice(L, in); return;
+  case OXI_T_SCAN: oxt_lower_scan(L, in); return;
+  case OXI_T_SORT: oxt_lower_sort(L, in); return;
   case OXI_T_ID: L->sval[in->id] = oxt_tile_id(L, in->mem.index, in->index); return;
   case OXI_T_COUNT: L->sval[in->id] = oxt_tile_count(L, in->mem.index, in->index); return;
   case OXI_RET:

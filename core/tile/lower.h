@@ -1,7 +1,7 @@
 /*
  * lower.h - what the files of the tile lowering share (internal to core/tile;
  * tile.h is the layer's interface). lower.c drives the lowering; emit.c,
- * layout.c, ops.c, tma.c, dot.c, ws.c and serial.c are its parts, each calling only
+ * layout.c, ops.c, order.c, tma.c, dot.c, ws.c and serial.c are its parts, each calling only
  * the ones before it in that list. Prefix: oxt_.
  */
 #ifndef OXIDE_TILE_LOWER_H
@@ -257,6 +257,14 @@ oxi_instr *oxt_gather_site(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const
 void oxt_lower_reduce(oxt_lowerer *L, const oxi_instr *in);
 void oxt_tile_var(oxt_lowerer *L, const oxi_instr *in);
 void oxt_lower_atomic(oxt_lowerer *L, const oxi_instr *in);
+
+/* ------------------------ order.c: scans and sorts (and the CPU's network) */
+
+/* Sorts tile `in`'s rows (OXI_T_SORT) held in row-major order in shared array
+ * km, in place, and with `indices` their indices in i32 array im beside it. */
+void oxt_sort_network(oxt_lowerer *L, const oxi_instr *in, oxi_mem km, oxi_mem im, bool indices);
+void oxt_lower_sort(oxt_lowerer *L, const oxi_instr *in);
+void oxt_lower_scan(oxt_lowerer *L, const oxi_instr *in);
 
 /* --------------------------- tma.c: TMA copies and mbarriers (sm_90) */
 

@@ -242,6 +242,45 @@ static void s_reduce(oxt_lowerer *L, const oxi_instr *in) {
   s_set_buf(L, in, m);
 }
 
+/* A scan: a copy of the source, each element combined with the one before
+ * it along the axis, in row-major order (so that one is final already). */
+static void s_scan(oxt_lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *s = in->tshape;
+  oxi_type t = in->type;
+  int64_t E = oxt_elems(s), inner = E;
+  for (int d = 0; d <= in->index; d++)
+    inner /= s->dims[d];
+  oxi_mem m = oxt_shared_array(L, t, E);
+  s_copy(L, m, in->ops[0], E);
+  oxt_counted_loop lp;
+  oxi_instr *q = s_loop(L, &lp, E);
+  oxi_instr *has = oxt_bin(L, 100 + OXI_NE, OX_U64, oxt_coord_at(L, s, in->index, q), oxt_u64(L, 0));
+  oxi_instr *from = oxt_pick(L, has, oxt_bin(L, OXI_SUB, OX_U64, q, oxt_u64(L, (uint64_t)inner)), q);
+  oxi_instr *cur = oxt_shared_load(L, m, t, q);
+  oxt_shared_store(L, m, q, oxt_pick(L, has, oxt_combine(L, in->sub, t, oxt_shared_load(L, m, t, from), cur), cur), NULL);
+  oxt_end_loop(L, &lp, q);
+  s_set_buf(L, in, m);
+}
+
+/* A sort: the network (order.c) on a copy of the source, and for argsort on
+ * each element's index along the axis beside it. */
+static void s_sort(oxt_lowerer *L, const oxi_instr *in) {
+  const oxi_tshape *s = in->tshape;
+  int64_t E = oxt_elems(s);
+  bool indices = in->sub & 2;
+  oxi_mem km = oxt_shared_array(L, in->ops[0]->type, E), im = {OXI_MEM_SHARED, -1};
+  s_copy(L, km, in->ops[0], E);
+  if (indices) {
+    im = oxt_shared_array(L, OX_I32, E);
+    oxt_counted_loop lp;
+    oxi_instr *q = s_loop(L, &lp, E);
+    oxt_shared_store(L, im, q, oxt_cast(L, oxt_coord_at(L, s, in->index, q), OX_I32), NULL);
+    oxt_end_loop(L, &lp, q);
+  }
+  oxt_sort_network(L, in, km, im, indices);
+  s_set_buf(L, in, indices ? im : km);
+}
+
 /* dot: the result (f32) starts as the accumulator or zero, and for each row
  * i and each k, row k of b times a[i][k] is added to row i: the innermost
  * loop runs along rows, which LLVM vectorizes. */
@@ -337,6 +376,8 @@ void oxt_serial_instr(oxt_lowerer *L, const oxi_instr *in) {
     }
     break;
   case OXI_T_REDUCE: s_reduce(L, in); return;
+  case OXI_T_SCAN: s_scan(L, in); return;
+  case OXI_T_SORT: s_sort(L, in); return;
   case OXI_T_BROADCAST:
   case OXI_T_RESHAPE:
   case OXI_T_PERMUTE:
