@@ -2,8 +2,8 @@
 # Tests Oxide as C and C++ users consume it, from outside the repository:
 #   1. `cmake --install` of build/ into a temporary prefix;
 #   2. a user project (tests/package) with find_package(oxide): C and C++
-#      against liboxide.so, C against the self-contained liboxide.a (which must
-#      need nothing but libc/libm at run time);
+#      against liboxide.so, C and C++ against the self-contained liboxide.a
+#      (which must need nothing but libc/libm at run time);
 #   3. the same program through pkg-config;
 #   4. the user project with add_subdirectory(oxide) and default options.
 set -euo pipefail
@@ -26,7 +26,7 @@ cmake -S "$root/tests/package" -B "$work/pkg" -DOXIDE_FROM=package -DCMAKE_PREFI
 cmake --build "$work/pkg" -j"$(nproc)" >/dev/null
 "$work/pkg/app_c" && "$work/pkg/app_cpp"
 if [ -e "$work/prefix/lib/liboxide.a" ]; then
-  "$work/pkg/app_static"
+  "$work/pkg/app_static" && "$work/pkg/app_static_cpp"
   extra=$(ldd "$work/pkg/app_static" | grep -vE 'linux-vdso|libc\.so|libm\.so|ld-linux|libdl|libpthread' || true)
   [ -z "$extra" ] || { echo "the static app needs more than libc/libm: $extra"; exit 1; }
 else
