@@ -351,6 +351,25 @@ class Llama:
             self._chain = None
         return step
 
+    def sample(self, logits, top_k=50, top_p=1.0, temperature=1.0, seed=0, step=0):
+        """One token a row of logits [batch, vocab], drawn on the device from
+        the top_k largest (a power of two; rounded up) and, of those, the
+        smallest prefix holding top_p of the probability, at `temperature`:
+        [batch] i32. The draw is a counter-based random number of (seed, row,
+        step), so the same arguments give the same tokens."""
+        B, V = logits.shape
+        K = _pow2(max(1, min(top_k, self.BV)))
+        chunks = -(-V // self.BV)
+        pv = self._empty(B, chunks * K, dtype="f32")
+        pi = self._empty(B, chunks * K, dtype="i32")
+        self.k.topk_part.set_generic("BV", self.BV)
+        self.k.sample_topk.set_generic("K", K)
+        self.k.sample_topk.set_generic("NK", _pow2(chunks * K))
+        self._run("topk_part", pv.partition((1, K)), pi.partition((1, K)), logits)
+        ids = self._empty(B, dtype="i32")
+        self._run("sample_topk", ids.partition((1,)), pv, pi, float(temperature), float(top_p), int(seed), int(step))
+        return ids
+
     def greedy(self, logits, out=None):
         """The largest logit's index of each row, on the device: [batch] i32
         (into `out` if given)."""

@@ -175,3 +175,41 @@ def test_greedy_argmax_over_a_long_vocabulary(dev, kernels):
     ids = oxide.empty((B,), dtype="i32", device=dev)
     k.argmax_final(ids.partition((1,)), pv, pi)
     assert ids.numpy().tolist() == [69999, 4096, 123]
+
+
+def _sample(dev, kernels, logits, K, temperature, top_p, seed=1, step=0, BV=1024):
+    B, V = logits.shape
+    chunks = -(-V // BV)
+    NK = 1 << (chunks * K - 1).bit_length()
+    k = kernels(dev)
+    k.topk_part.set_generic("BV", BV)
+    k.sample_topk.set_generic("NK", NK)
+    pv = oxide.empty((B, chunks * K), device=dev)
+    pi = oxide.empty((B, chunks * K), dtype="i32", device=dev)
+    k.topk_part(pv.partition((1, K)), pi.partition((1, K)), t(logits, dev))
+    ids = oxide.empty((B,), dtype="i32", device=dev)
+    k.sample_topk.set_generic("K", K)
+    k.sample_topk(ids.partition((1,)), pv, pi, temperature, top_p, seed, step)
+    return ids.numpy()
+
+
+def test_top_k_top_p_sampling(dev, kernels):
+    V, B = 3000, 512
+    r = rng(10)
+    row = r.standard_normal(V).astype(np.float32)
+    top = np.argsort(-row)[:4]
+    row[top] = [8.0, 7.5, 7.0, 6.0]  # four clear leaders, wherever the draw put them
+    logits = np.tile(row, (B, 1))
+    # greedy two ways: k = 1, and a top-p that keeps only the first
+    assert (_sample(dev, kernels, logits[:8], 1, 1.0, 1.0) == top[0]).all()
+    assert (_sample(dev, kernels, logits[:8], 4, 1.0, 1e-6) == top[0]).all()
+    # top-4 at temperature 1: the draws follow the softmax of the four
+    got = np.concatenate([_sample(dev, kernels, logits, 4, 1.0, 1.0, seed=7, step=s) for s in range(4)])
+    assert set(got.tolist()) <= set(top.tolist())
+    p = np.exp(row[top] - row[top].max())
+    p /= p.sum()
+    freq = np.array([(got == t_).mean() for t_ in top])
+    assert np.abs(freq - p).max() < 0.05, (freq, p)
+    # top-p 0.7: the smallest prefix holding 0.7 (the first two of p = .47 .29 .17 .06)
+    got = _sample(dev, kernels, logits, 4, 1.0, 0.7, seed=3)
+    assert set(got.tolist()) == set(top[:2].tolist())

@@ -220,3 +220,18 @@ def test_decode_as_a_recorded_chain(dev):
         chained.append(step.ids.numpy().tolist())
     assert chained == eager
     assert model2.pos.numpy().tolist() == [4 + steps] * 2
+
+
+def test_sampling_on_the_device(dev):
+    """Llama.sample: top_k 1 is greedy; the same seed and step draw the same
+    tokens; every draw is among the top_k."""
+    sd = random_state(CONFIG, seed=4)
+    model = Llama(CONFIG, sd, device=dev, dtype="f32", max_batch=2, max_len=16)
+    logits = model.prefill(np.array([[3, 1, 4, 1, 5], [9, 2, 6, 5, 3]], np.int32))
+    assert model.sample(logits, top_k=1).numpy().tolist() == model.greedy(logits).numpy().tolist()
+    a = model.sample(logits, top_k=8, temperature=2.0, seed=5).numpy().tolist()
+    assert a == model.sample(logits, top_k=8, temperature=2.0, seed=5).numpy().tolist()
+    top8 = np.argsort(-logits.numpy(), axis=1)[:, :8]
+    for s in range(6):
+        ids = model.sample(logits, top_k=8, temperature=2.0, seed=5, step=s).numpy()
+        assert all(ids[b] in top8[b] for b in range(2))
