@@ -1,6 +1,7 @@
 /* args.c - a launch's arguments, as SIMT launches (launch.c) and tile
  * launches (tile_launch.c) both take them: their tensors' handles, the check
- * that no mutable argument overlaps another, and the bits of scalars. */
+ * that no mutable argument overlaps another, the bits of scalars, and the
+ * device the tensors put the launch on. */
 #include <string.h>
 
 #include "api/api.h"
@@ -125,4 +126,27 @@ void oxa_scalar_bits(const ox_arg *a, uint64_t *slot) {
   }
   default: break;
   }
+}
+
+/* (here, not in launch.c: tile_launch.c and launch.c both use it, and call no
+   function of each other's but oxa_tile_launch) */
+ox_status oxa_launch_device(const oxa_kernel *k, oxr_tensor *const *tens, int nargs, ox_device *dev) {
+  ox_device md = k->mod->dev;
+  int first = -1;
+  for (int i = 0; i < nargs; i++) {
+    if (!tens[i] || tens[i]->dev->type != md->type) /* (a tensor of another type: check_args says) */
+      continue;
+    if (first < 0) {
+      first = i;
+    } else if (tens[i]->dev != tens[first]->dev) {
+      const oxi_param *p = k->ir->params.items[first], *q = k->ir->params.items[i];
+      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                           "kernel '%s': argument %d ('%s') is on %s and argument %d ('%s') on %s; a "
+                           "launch runs on one device (copy one over with ox_tensor_to)",
+                           k->ir->name, first + 1, p->name, tens[first]->dev->label, i + 1, q->name,
+                           tens[i]->dev->label);
+    }
+  }
+  *dev = first >= 0 ? tens[first]->dev : md;
+  return OX_OK;
 }

@@ -196,26 +196,6 @@ static ox_status check_config(const oxa_kernel *k, const oxi_kernel *ki, const o
   return OX_OK;
 }
 
-ox_status oxa_launch_device(const oxa_kernel *k, oxr_tensor *const *tens, int nargs, ox_device *dev) {
-  ox_device md = k->mod->dev;
-  int first = -1;
-  for (int i = 0; i < nargs; i++) {
-    if (!tens[i] || tens[i]->dev->type != md->type) /* (a tensor of another type: check_args says) */
-      continue;
-    if (first < 0) {
-      first = i;
-    } else if (tens[i]->dev != tens[first]->dev) {
-      const oxi_param *p = k->ir->params.items[first], *q = k->ir->params.items[i];
-      return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
-                           "kernel '%s': argument %d ('%s') is on %s and argument %d ('%s') on %s; a "
-                           "launch runs on one device (copy one over with ox_tensor_to)",
-                           k->ir->name, first + 1, p->name, tens[first]->dev->label, i + 1, q->name,
-                           tens[i]->dev->label);
-    }
-  }
-  *dev = first >= 0 ? tens[first]->dev : md;
-  return OX_OK;
-}
 
 /* The kernel, stream and argument tensors of a public launch call. The
  * stream, if given, says the device (one of the module's type); else the
