@@ -19,6 +19,8 @@ import numpy as np
 import torch
 import transformers
 
+import timing  # bench/timing.py, beside this script
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from models.llama.model import Llama  # noqa: E402
@@ -38,18 +40,8 @@ rows = []
 
 
 def cuda_time(fn, reps=5):
-    """Median seconds of fn, CUDA events, after a warm-up."""
-    fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) / 1e3)
-    return sorted(ts)[len(ts) // 2]
+    """Median seconds of fn (bench/timing.py: CUDA events, after a warm-up)."""
+    return timing.timeit(fn, reps=reps, inner=1, warmup=1)
 
 
 def report(cfg, what, shape, impl, tokens, secs, extra=None):

@@ -280,6 +280,8 @@ val oxs_rng_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled);
  * are bound); `text` says how it came about, for messages ("B = 12", "12").
  * Reports and returns false otherwise. */
 bool oxs_const_size(sema *S, const oxf_node *e, int64_t *v, char *text, size_t n);
+/* A tile shape of `rank` dims, in the arena. */
+oxi_tshape *oxs_new_shape(sema *S, int rank, const int64_t *dims);
 /* A static tile shape written as an array: sizes (oxs_const_size), each a power
  * of two, at most OXS_MAX_TILE_ELEMS elements; `what` names it in messages. */
 const oxi_tshape *oxs_shape_arg(sema *S, const oxf_node *a, const char *what);

@@ -45,13 +45,6 @@ static bool same_shape_dims(const oxi_tshape *a, int rank, const int64_t *dims) 
   return true;
 }
 
-static oxi_tshape *new_shape(sema *S, int rank, const int64_t *dims) {
-  oxi_tshape *s = oxb_alloc(S->a, sizeof *s);
-  s->rank = rank;
-  for (int d = 0; d < rank; d++)
-    s->dims[d] = dims[d];
-  return s;
-}
 
 static oxi_instr *splat(sema *S, oxi_instr *v, const oxi_tshape *shape) {
   oxi_instr *in = oxs_emit(S, OXI_T_SPLAT, v->type);
@@ -80,7 +73,7 @@ static oxi_instr *lead_ones(sema *S, oxi_instr *v, int rank) {
   oxi_instr *in = oxs_emit(S, OXI_T_RESHAPE, v->type);
   in->ops[0] = v;
   in->nops = 1;
-  in->tshape = new_shape(S, rank, dims);
+  in->tshape = oxs_new_shape(S, rank, dims);
   return in;
 }
 
@@ -119,7 +112,7 @@ static bool unify_with(sema *S, oxb_loc loc, oxi_instr **ops, int n, const oxi_t
     }
     if (!ok) {
       ERR(S, loc, "tiles of shapes %s and %s do not broadcast (dims must be equal or 1%s)",
-          oxs_shape_text(S, new_shape(S, rank, dims)), oxs_shape_text(S, t),
+          oxs_shape_text(S, oxs_new_shape(S, rank, dims)), oxs_shape_text(S, t),
           t->rank != rank ? ", and ranks equal" : "");
       return false;
     }
@@ -131,7 +124,7 @@ static bool unify_with(sema *S, oxb_loc loc, oxi_instr **ops, int n, const oxi_t
     if (ops[i]->tshape && same_shape_dims(ops[i]->tshape, rank, dims))
       shape = ops[i]->tshape;
   if (!shape)
-    shape = new_shape(S, rank, dims);
+    shape = oxs_new_shape(S, rank, dims);
   for (int i = 0; i < n; i++) {
     if (!ops[i]->tshape)
       ops[i] = splat(S, ops[i], shape);
@@ -279,7 +272,7 @@ static oxi_instr *reduce(sema *S, oxi_instr *t, int sub, int axis) {
   in->index = axis;
   in->ops[0] = t;
   in->nops = 1;
-  in->tshape = new_shape(S, t->tshape->rank, dims);
+  in->tshape = oxs_new_shape(S, t->tshape->rank, dims);
   return in;
 }
 
@@ -452,7 +445,7 @@ static val shape_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) 
       dims[d] = t->tshape->dims[perm[d]];
       bits |= (uint64_t)perm[d] << (4 * d);
     }
-    val r = shape_op(S, OXI_T_PERMUTE, t, new_shape(S, rank, dims));
+    val r = shape_op(S, OXI_T_PERMUTE, t, oxs_new_shape(S, rank, dims));
     r.v->imm = bits;
     return r;
   }
@@ -532,7 +525,7 @@ static val dot_call(sema *S, const oxf_node *n, bool acc) {
   }
   oxi_type rt = ints ? OX_I32 : OX_F32; /* integer products are exact, summed in i32 (wrapping) */
   int64_t dims[2] = {a->dims[0], b->dims[1]};
-  oxi_tshape *shape = new_shape(S, 2, dims);
+  oxi_tshape *shape = oxs_new_shape(S, 2, dims);
   if (acc && (ops[2]->type != rt || !same_shape(ops[2]->tshape, shape))) {
     ERR(S, arg(n, 2)->loc, "'mma' accumulates into an %s tile of shape %s, found %s of %s", oxi_type_name(rt),
         oxs_shape_text(S, shape), oxi_type_name(ops[2]->type), oxs_shape_text(S, ops[2]->tshape));
@@ -591,7 +584,7 @@ val oxs_tile_call(sema *S, const oxf_node *n, oxi_type hint, bool *handled) {
     in->index = axis;
     in->ops[0] = t.v;
     in->nops = 1;
-    in->tshape = new_shape(S, t.v->tshape->rank, dims);
+    in->tshape = oxs_new_shape(S, t.v->tshape->rank, dims);
     return oxs_value(in);
   }
   if (!strcmp(name, "argmax") || !strcmp(name, "argmin"))
@@ -698,7 +691,7 @@ static val partition(sema *S, const oxf_node *n, binding *x) {
         a->args.len, a->args.len == 1 ? "" : "s");
     return err;
   }
-  int64_t dims[OXI_MAX_RANK];
+  int64_t dims[OXI_MAX_RANK] = {0};
   int64_t elems = 1;
   bool ok = true;
   for (int d = 0; d < rank; d++) {
@@ -718,7 +711,7 @@ static val partition(sema *S, const oxf_node *n, binding *x) {
   }
   if (!ok)
     return err;
-  oxi_tshape *shape = new_shape(S, rank, dims);
+  oxi_tshape *shape = oxs_new_shape(S, rank, dims);
   if (elems > MAX_TILE_ELEMS) {
     ERR(S, a->loc, "a tile holds at most %lld elements; the partition of '%s' is %s",
         (long long)MAX_TILE_ELEMS, x->name, oxs_shape_text(S, shape));
@@ -1294,7 +1287,7 @@ static void tile_params(sema *S, const oxf_fn *fn, const int64_t *gen) {
       if (ok && out)
         elems = elems > MAX_TILE_ELEMS ? elems : elems * v;
     }
-    oxi_tshape *shape = new_shape(S, ip->rank, ip->dims);
+    oxi_tshape *shape = oxs_new_shape(S, ip->rank, ip->dims);
     if (ok && out && elems > MAX_TILE_ELEMS)
       ERR(S, p->loc, "a tile holds at most %lld elements; output '%s' has the tile shape %s",
           (long long)MAX_TILE_ELEMS, p->name, oxs_shape_text(S, shape));

@@ -13,7 +13,7 @@ static const val err = {.k = V_ERR};
 
 static bool pow2(int64_t v) { return v >= 1 && (v & (v - 1)) == 0; }
 
-static oxi_tshape *new_shape(sema *S, int rank, const int64_t *dims) {
+oxi_tshape *oxs_new_shape(sema *S, int rank, const int64_t *dims) {
   oxi_tshape *s = oxb_alloc(S->a, sizeof *s);
   s->rank = rank;
   for (int d = 0; d < rank; d++)
@@ -107,7 +107,7 @@ const oxi_tshape *oxs_shape_arg(sema *S, const oxf_node *a, const char *what) {
     }
     elems = elems > OXS_MAX_TILE_ELEMS ? elems : elems * dims[d];
   }
-  const oxi_tshape *shape = new_shape(S, a->args.len, dims);
+  const oxi_tshape *shape = oxs_new_shape(S, a->args.len, dims);
   if (elems > OXS_MAX_TILE_ELEMS) {
     ERR(S, a->loc, "a tile holds at most %lld elements; %s is %s", (long long)OXS_MAX_TILE_ELEMS, what,
         oxs_shape_text(S, shape));
@@ -193,7 +193,7 @@ static val sort(sema *S, const oxf_node *n, bool indices, bool top) {
   int64_t dims[OXI_MAX_RANK];
   memcpy(dims, t->tshape->dims, sizeof dims);
   dims[axis] = k;
-  return oxs_value(tile_op(S, OXI_T_SLICE, in->type, in, new_shape(S, t->tshape->rank, dims))); /* offsets 0 */
+  return oxs_value(tile_op(S, OXI_T_SLICE, in->type, in, oxs_new_shape(S, t->tshape->rank, dims))); /* offsets 0 */
 }
 
 /* cat([a, b, ..], axis): tiles of one shape and dtype, one after the other along
@@ -247,7 +247,7 @@ static val cat(sema *S, const oxf_node *n) {
     elems *= dims[d];
     *(d < axis ? &outer : &inner) *= s->dims[d];
   }
-  const oxi_tshape *rs = new_shape(S, s->rank, dims);
+  const oxi_tshape *rs = oxs_new_shape(S, s->rank, dims);
   if (elems > OXS_MAX_TILE_ELEMS) {
     ERR(S, n->loc, "a tile holds at most %lld elements; cat makes %s", (long long)OXS_MAX_TILE_ELEMS,
         oxs_shape_text(S, rs));
@@ -256,7 +256,7 @@ static val cat(sema *S, const oxf_node *n) {
   /* [n, s * inner] when nothing is before the axis, else [outer, n, s * inner] */
   int lead = outer > 1, r = lead + 2;
   int64_t one[3] = {outer, 1, inner}, many[3] = {outer, cnt, inner};
-  const oxi_tshape *s1 = new_shape(S, r, one + !lead), *sn = new_shape(S, r, many + !lead);
+  const oxi_tshape *s1 = oxs_new_shape(S, r, one + !lead), *sn = oxs_new_shape(S, r, many + !lead);
   oxi_instr *which = oxs_emit(S, OXI_T_IOTA, OX_I32);
   which->index = lead;
   which->tshape = sn;
