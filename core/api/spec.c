@@ -49,8 +49,8 @@ typedef struct spec_job {
   oxb_str err;
 } spec_job;
 
-/* Checks k's tile kernel with sp's generics and lowers it (the part of a
- * specialization that allocates in the arena). */
+/* Checks generic kernel k with sp's generics, and tile-lowers it if it is a
+ * #[tile] kernel (the part of a specialization that allocates in the arena). */
 static ox_status spec_lower(void *arg) {
   spec_job *j = arg;
   oxa_spec *sp = j->sp;
