@@ -503,6 +503,9 @@ static LLVMValueRef memop(cg_t *C, const oxi_instr *in) {
   if (in->op == OXI_LOAD && in->type == OXI_V4) { /* 16 bytes in one load, aligned to them */
     r = LLVMBuildLoad2(C->b, llty(C, OXI_V4), p, "");
     LLVMSetAlignment(r, 16);
+  } else if (in->op == OXI_LOAD && in->type == OX_U64 && ox_dtype_size(dt) == 2) { /* four 16-bit elements */
+    r = LLVMBuildLoad2(C->b, i64t(C), p, "");
+    LLVMSetAlignment(r, 8);
   } else if (in->op == OXI_LOAD) {
     r = LLVMBuildLoad2(C->b, mt, p, "");
     LLVMSetAlignment(r, align);
@@ -513,8 +516,8 @@ static LLVMValueRef memop(cg_t *C, const oxi_instr *in) {
     if (dt == OX_BOOL)
       v = LLVMBuildZExt(C->b, v, mt, "");
     LLVMValueRef st = LLVMBuildStore(C->b, v, p);
-    /* a vector store (a u64 of four 16-bit elements) is aligned to its size */
-    LLVMSetAlignment(st, in->ops[1]->type == OX_U64 && ox_dtype_size(dt) == 2 ? 8 : align);
+    /* a vector store (a u64 of four 16-bit elements, a v4 of 16 bytes) is aligned to its size */
+    LLVMSetAlignment(st, in->ops[1]->type == OXI_V4 ? 16 : in->ops[1]->type == OX_U64 && ox_dtype_size(dt) == 2 ? 8 : align);
   } else {
     LLVMValueRef v = val(C, in->ops[1]);
     bool fl = oxi_is_float(dt), s = oxi_is_signed(dt);

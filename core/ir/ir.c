@@ -499,14 +499,17 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
   case OXI_LEN: if (in->type != OX_U64 || in->nops) fail(V, b, in, "len is u64 of no operands"); break;
   case OXI_LOAD:
     if (in->nops != 1 || (in->type != (oxi_type)md &&
-                          !(in->type == OXI_V4 && (ox_dtype_size(md) == 2 || ox_dtype_size(md) == 4) && !in->check)))
+                          !(in->type == OXI_V4 && (ox_dtype_size(md) == 2 || ox_dtype_size(md) == 4) && !in->check) &&
+                          !(in->type == OX_U64 && ox_dtype_size(md) == 2 && !in->check)))
       fail(V, b, in, "load type differs from memory");
     if (in->mem.kind == OXI_MEM_PARAM &&
         ((oxi_param *)k->params.items[in->mem.index])->kind == OXI_P_ATOMIC)
       fail(V, b, in, "plain load from an atomic slice");
     break;
   case OXI_STORE: {
-    bool vec = in->nops == 2 && t1 == OX_U64 && ox_dtype_size(md) == 2 && !in->check;
+    /* a vector store: four 16-bit elements as a u64, or 16 bytes of 2- or 4-byte ones as a v4 */
+    bool vec = in->nops == 2 && !in->check && ((t1 == OX_U64 && ox_dtype_size(md) == 2) ||
+                                               (t1 == OXI_V4 && (ox_dtype_size(md) == 2 || ox_dtype_size(md) == 4)));
     if (in->nops != 2 || (t1 != (oxi_type)md && !vec)) fail(V, b, in, "stored value type differs from memory");
     if (in->mem.kind == OXI_MEM_PARAM) {
       oxi_pkind pk = ((oxi_param *)k->params.items[in->mem.index])->kind;

@@ -36,21 +36,42 @@ void oxt_lower_load(oxt_lowerer *L, const oxi_instr *in) {
   oxi_block *done = oxi_block_new(L->m, L->nk), *slow;
   const oxi_param *p = L->k->params.items[in->mem.index];
   int last = in->tshape->rank - 1;
-  if (full && in->sub == 1 && p->contiguous16 && y.VEC > 1 && !mma) {
-    /* at an element offset (load_at), a chunk is one aligned vector load only where the last
-       dim's offset is a multiple of VEC (the other strides are multiples of 16 bytes): the fast
-       path takes those tiles, with the offset masked to say so. Unaligned tiles take the
-       predicated path: a straight-line one beside this would be merged with it by LLVM
-       (common code sinking), and the merged loads are scalar. */
-    oxi_instr *rem = oxt_bin(L, OXI_AND, OX_U64, coord[last], oxt_u64(L, (uint64_t)y.VEC - 1));
-    full = oxt_bin(L, OXI_AND, OX_BOOL, full, oxt_bin(L, 100 + OXI_EQ, OX_U64, rem, oxt_u64(L, 0)));
-    coord[last] = oxt_bin(L, OXI_AND, OX_U64, coord[last], oxt_u64(L, ~((uint64_t)y.VEC - 1)));
+  if (full && p->contiguous16 && y.VEC > 1 && !mma && (in->sub == 1 || in->tshape->dims[last] % y.VEC == 0)) {
+    /* A chunk is one aligned vector load where the last dim's offset is a multiple of VEC
+       (the other strides are multiples of 16 bytes). A partition's tile starts at a multiple
+       of its last dim. At an element offset (load_at) the fast path takes the aligned tiles,
+       with the offset masked to say so; unaligned ones take the predicated path. The vector
+       loads are said outright: left to LLVM, the straight-line loads of the fast path are
+       merged with the predicated ones (common code sinking), and the merged loads are scalar. */
+    if (in->sub == 1) {
+      oxi_instr *rem = oxt_bin(L, OXI_AND, OX_U64, coord[last], oxt_u64(L, (uint64_t)y.VEC - 1));
+      full = oxt_bin(L, OXI_AND, OX_BOOL, full, oxt_bin(L, 100 + OXI_EQ, OX_U64, rem, oxt_u64(L, 0)));
+      coord[last] = oxt_bin(L, OXI_AND, OX_U64, coord[last], oxt_u64(L, ~((uint64_t)y.VEC - 1)));
+    }
     oxt_begin_if(L, full, &slow);
     oxt_element_site *va = oxb_malloc(sizeof *va * (size_t)n);
     oxt_sites(L, in->tshape, false, coord, in->mem.index, va);
     size_t esz = ox_dtype_size((ox_dtype)in->type);
-    bool v4 = (int64_t)esz * y.VEC == 16 && (esz == 4 || in->type == OX_BF16 || in->type == OX_F16);
+    bool half = in->type == OX_BF16 || in->type == OX_F16;
+    bool v4 = (int64_t)esz * y.VEC == 16 && (esz == 4 || half), u64 = half && y.VEC == 4;
     for (int e = 0; e < n; e++) {
+      if (u64) { /* four 16-bit floats in one 8-byte load, split in two u32s */
+        oxi_instr *x = oxt_emit(L, OXI_LOAD, OX_U64);
+        x->mem = in->mem;
+        x->ops[0] = va[e].index;
+        x->nops = 1;
+        oxi_instr *w[2] = {oxt_cast(L, x, OX_U32),
+                           oxt_cast(L, oxt_bin(L, OXI_SHR, OX_U64, x, oxt_u64(L, 32)), OX_U32)};
+        for (int v = 0; v < 4; v++) {
+          oxi_instr *h = oxt_emit(L, OXI_UNPACK, in->type);
+          h->ops[0] = w[v / 2];
+          h->nops = 1;
+          h->index = v % 2;
+          oxt_set_slot(L, slot[e + v], h);
+        }
+        e += 3;
+        continue;
+      }
       if (!v4) {
         oxt_set_slot(L, slot[e], oxt_load_at(L, in, va[e].index));
         continue;
@@ -146,6 +167,41 @@ static bool store_quads(oxt_lowerer *L, const oxi_instr *in, const oxt_element_s
   return true;
 }
 
+/* The fast path of a store of a tile in the elementwise layout wholly inside a
+ * contiguous16 tensor: each chunk of VEC (4) elements one vector store, 16
+ * bytes of 4-byte ones or 8 of 16-bit floats, said outright for the reason
+ * oxt_lower_load gives. A tile's chunks start at multiples of VEC along the
+ * last dim, whose offset is a multiple of the tile's. False: not such a store. */
+static bool store_chunks(oxt_lowerer *L, const oxi_instr *in, bool mma, const oxt_element_site *es, oxi_instr **v) {
+  const oxi_param *p = L->k->params.items[in->mem.index];
+  const oxi_tshape *s = in->ops[0]->tshape;
+  oxt_layout y = oxt_layout_of(L, s);
+  size_t esz = ox_dtype_size(p->dtype);
+  bool half = p->dtype == OX_BF16 || p->dtype == OX_F16;
+  if (L->serial || mma || !p->contiguous16 || !(esz == 4 || half) || y.VEC != 4 || s->dims[s->rank - 1] % 4)
+    return false;
+  int n = oxt_count_in(L, s, false);
+  for (int e = 0; e < n; e += 4) {
+    oxi_instr *chunk;
+    if (half) { /* pairs packed into u32s, the two into a u64 */
+      oxi_instr *w[2];
+      for (int i = 0; i < 2; i++) {
+        w[i] = oxt_emit(L, OXI_PACK2, OX_U32);
+        w[i]->ops[0] = v[e + 2 * i], w[i]->ops[1] = v[e + 2 * i + 1], w[i]->nops = 2;
+      }
+      chunk = oxt_bin(L, OXI_OR, OX_U64, oxt_cast(L, w[0], OX_U64),
+                      oxt_bin(L, OXI_SHL, OX_U64, oxt_cast(L, w[1], OX_U64), oxt_u64(L, 32)));
+    } else {
+      chunk = oxt_emit(L, OXI_PACK, OXI_V4);
+      for (int i = 0; i < 4; i++)
+        chunk->ops[i] = v[e + i];
+      chunk->nops = 4;
+    }
+    oxt_store_at(L, in, es[e].index, chunk);
+  }
+  return true;
+}
+
 void oxt_lower_store(oxt_lowerer *L, const oxi_instr *in) {
   const oxi_param *p = L->k->params.items[in->mem.index];
   const oxi_tshape *s = in->ops[0]->tshape;
@@ -162,7 +218,7 @@ void oxt_lower_store(oxt_lowerer *L, const oxi_instr *in) {
   oxi_block *done = oxi_block_new(L->m, L->nk), *slow;
   if (full) {
     oxt_begin_if(L, full, &slow); /* the fast path: straight-line stores */
-    if (!store_quads(L, in, es, v))
+    if (!store_quads(L, in, es, v) && !store_chunks(L, in, mma, es, v))
       for (int e = 0; e < n; e++)
         oxt_store_at(L, in, es[e].index, v[e]);
     oxt_end_if(L, done);

@@ -134,6 +134,7 @@ class Llama:
         self.dtype = dtype
         self.k = oxide.compile_file(SOURCE, device=self.dev)
         self.max_batch, self.max_len = max_batch, max_len or cfg.max_pos
+        self._set_generics()
         w = lambda name: self._weight(state_dict, name)
         self.embed = w("model.embed_tokens.weight")
         self.layers = []
@@ -141,10 +142,12 @@ class Llama:
             p = f"model.layers.{i}."
             self.layers.append({
                 "in_norm": w(p + "input_layernorm.weight"),
-                "q": w(p + "self_attn.q_proj.weight"), "k": w(p + "self_attn.k_proj.weight"),
-                "v": w(p + "self_attn.v_proj.weight"), "o": w(p + "self_attn.o_proj.weight"),
+                # q, k and v one weight [(heads + 2 kv_heads) head_dim, hidden]: one projection
+                "qkv": self._rows([w(p + "self_attn.q_proj.weight"), w(p + "self_attn.k_proj.weight"),
+                                   w(p + "self_attn.v_proj.weight")]),
+                "o": w(p + "self_attn.o_proj.weight"),
                 "post_norm": w(p + "post_attention_layernorm.weight"),
-                "gate": w(p + "mlp.gate_proj.weight"), "up": w(p + "mlp.up_proj.weight"),
+                "gate_up": self._interleave(w(p + "mlp.gate_proj.weight"), w(p + "mlp.up_proj.weight")),
                 "down": w(p + "mlp.down_proj.weight"),
             })
         self.norm = w("model.norm.weight")
@@ -159,24 +162,71 @@ class Llama:
         self._lens_host = None  # each sequence's length so far
         self._chain = None      # a chain being recorded (decode_chain)
         self.pos = self.lens = None  # [batch] i32 on the device: the next position, and the length with it
-        self._set_generics()
 
     def _weight(self, sd, name):
         if name not in sd:
             raise KeyError(f"the state dict has no {name!r}")
         x = sd[name]
-        if hasattr(x, "detach"):  # a torch tensor: to float32 on the host, rounded to dtype below
-            x = x.detach().float().cpu().numpy()
+        if hasattr(x, "detach"):
+            x = x.detach()
+            if x.device.type == self.dev.type:  # a torch tensor where the model runs: copied there
+                t = oxide.from_dlpack(x.contiguous(), device=self.dev)
+                y = self._empty(*t.shape)
+                if t.dtype == self.dtype:
+                    y.copy_from(t)
+                else:  # converted on the device (8B weights never cross to the host)
+                    n = int(np.prod(t.shape))
+                    self.k.convert(y.reshape(-1), t.reshape(-1), grid=-(-n // 256), block=256)
+                return y
+            x = x.float().cpu().numpy()  # else to float32 on the host, rounded to dtype below
         return oxide.tensor(np.asarray(x, dtype=np.float32), dtype=self.dtype, device=self.dev)
+
+    def _rows(self, ws):
+        """The weights ws [n_i, K] stacked along their rows: [sum n_i, K]."""
+        out = self._empty(sum(x.shape[0] for x in ws), ws[0].shape[1])
+        r = 0
+        for x in ws:
+            out[r:r + x.shape[0]].copy_from(x)
+            r += x.shape[0]
+        return out
+
+    def _interleave(self, wg, wu):
+        """gate_up's one weight [2 Np, K] from wg and wu [N, K]: their rows by
+        blocks of BN in turn (gate's j-th, up's j-th, ...), N padded to Np with
+        zero rows (llama.oxk's gate_up)."""
+        N, K = wg.shape
+        BN = self.BN
+        nb = -(-N // BN)
+        out = oxide.zeros((2 * nb * BN, K), dtype=self.dtype, device=self.dev)
+        blocks = out.reshape(nb, 2, BN, K)
+        full = N // BN
+        for half, x in enumerate((wg, wu)):
+            if full:
+                blocks[:full, half].copy_from(x[:full * BN].reshape(full, BN, K))
+            if N % BN:
+                blocks[full, half, :N % BN].copy_from(x[full * BN:])
+        return out
 
     def _set_generics(self):
         k, cfg = self.k, self.cfg
         self.gpu = gpu = self.dev.type == "cuda"
-        for kern in (k.linear, k.gate_up):
-            kern.set_generic("BK", 64 if gpu else 32)
+        # the projections' tiles. On sm_90 a 64-row tile runs on wgmma with its
+        # operands copied by TMA, which streams the weight at the memory's speed;
+        # a 16-row one would take mma.sync, whose transposed weight tile is not
+        # copied asynchronously. At decode (M of 1 to 64) the rows past M cost
+        # only tensor-core time, which the weight's bytes hide.
+        self.BM, self.BN, self.BK = (64, 128, 64) if gpu else (16, 32, 32)
+        for kern in (k.linear, k.linear_part, k.gate_up):
+            kern.set_generic("BK", self.BK)
+        # blocks the split-K projections aim for: two an SM (on the CPU, a
+        # split of 2 wherever M is decode-sized, so that the tests run both paths)
+        self.blocks = 2 * self.dev.multiprocessors
         k.prefill_attention.set_generic("BN", 64 if gpu else 16)
         k.decode_attention.set_generic("BN", 64 if gpu else 16)
-        self.split = 256 if gpu else 64
+        # decode attention's query rows: the group's heads, or on the GPU the 64
+        # rows of a wgmma (llama.oxk says why); and the cache positions a block takes
+        self.G = 64 if gpu else _pow2(cfg.heads // cfg.kv_heads)
+        self.split = 128 if gpu else 64
         k.decode_combine.set_generic("NS", _pow2(-(-self.max_len // self.split)))
         self.BV = 8192 if gpu else 1024
         k.argmax_part.set_generic("BV", self.BV)
@@ -194,57 +244,80 @@ class Llama:
         else:
             self.k[name](*args, **kw)
 
-    def _linear(self, x, w, w2=None):
-        """x [M, K] times w^T (w [N, K], as transformers stores it; the kernel
-        reads it as it lies)."""
-        M, N = x.shape[0], w.shape[0]
-        y = self._empty(M, N)
-        BM = 64 if (self.gpu and M >= 64) else 16
-        BN = 128 if self.gpu else 32
-        if w2 is None:
-            self._run("linear", y.partition((BM, BN)), x, w)
+    def _splits(self, M, N, K):
+        """How many runs of K tiles linear_part cuts x [M, K] w^T [K, N] into
+        (a power of two, which the kernels that sum them take as one tile), and
+        the K tiles a run: enough blocks for two an SM, each run at least two K
+        tiles, and the f32 partials (S M N 4 bytes, written and read) at most a
+        quarter of the weight's (N K 2)."""
+        ktiles = -(-K // self.BK)
+        tiles = -(-M // self.BM) * -(-N // self.BN)
+        if self.gpu:
+            S = max(1, min(self.blocks // tiles, ktiles // 2, K // (16 * M)))
         else:
-            self._run("gate_up", y.partition((BM, BN)), x, w, w2)
+            S = 2 if M <= 16 and ktiles >= 2 else 1
+        S = 1 << (S.bit_length() - 1)
+        return S, -(-ktiles // S)
+
+    def _part(self, x, w, splits=None):
+        """x [M, K] times w^T (w [N, K], as transformers stores it; the kernel
+        reads it as it lies), split along K: the f32 partials [S, M, N] that the
+        consumer sums."""
+        M, K = x.shape
+        N = w.shape[0]
+        S, chunk = splits or self._splits(M, N, K)
+        ws = self._empty(S, M, N, dtype="f32")
+        self._run("linear_part", ws.partition((1, self.BM, self.BN)), x, w, chunk)
+        return ws
+
+    def _linear(self, x, w):
+        """x [M, K] times w^T in one pass, in the model's dtype (the logits)."""
+        y = self._empty(x.shape[0], w.shape[0])
+        self._run("linear", y.partition((self.BM, self.BN)), x, w)
         return y
 
-    def _norm(self, x, w, res=None):
-        T, H = x.shape
+    def _mlp_in(self, x, w):
+        """silu(x wg^T) * (x wu^T) from gate_up's interleaved weight: one fused
+        kernel, or split along K and finished by split_swiglu."""
+        M, K = x.shape
+        y = self._empty(M, self.cfg.inter)  # w's padding rows: columns past y, not stored
+        S, chunk = self._splits(M, w.shape[0], K)
+        if S == 1:
+            self._run("gate_up", y.partition((self.BM, self.BN)), x, w)
+        else:
+            ws = self._part(x, w, (S, chunk))
+            self._run("split_swiglu", y.partition((1, self.BN)), ws)
+        return y
+
+    def _norm(self, w, x=None, ws=None, res=None):
+        """rmsnorm(x) * w; or with the partials ws of a block's last projection
+        and the residual res: (rmsnorm(sum ws + res) * w, sum ws + res)."""
+        T, H = res.shape if ws is not None else x.shape
         BD = _pow2(H)
         y = self._empty(T, H)
-        if res is None:
+        if ws is None:
             self._run("rmsnorm", y.partition((1, BD)), x, w, self.cfg.eps)
             return y, x
         h = self._empty(T, H)
-        self._run("add_rmsnorm", y.partition((1, BD)), h.partition((1, BD)), x, res, w, self.cfg.eps)
+        self._run("split_add_rmsnorm", y.partition((1, BD)), h.partition((1, BD)), ws, res, w, self.cfg.eps)
         return y, h
 
-    def _rope(self, x, positions):
-        out = self._empty(*x.shape)
-        self._run("rope", out.partition((1, 1, x.shape[2])), x, positions, self.cos, self.sin)
-        return out
-
-    def _cache_write(self, layer, k, v, seq, pos):
-        """Rows of k and v [T, kv_heads, D] into the layer's cache at (seq[t], pos[t])."""
-        kc, vc = self.cache[layer]
-        n = k.shape[0] * k.shape[1] * k.shape[2]
-        for src, dst in ((k, kc), (v, vc)):
-            self._run("kv_write", dst.reshape(-1), src.reshape(-1), seq, pos, self.cfg.kv_heads, self.max_len,
-                      self.cfg.head_dim, grid=-(-n // 256), block=256)
-
     def _block(self, i, x, h, positions, seq, attend):
-        """Layer i on the normalized input x (with the residual h); returns
-        (the block's output, the residual)."""
+        """Layer i on the normalized input x (with the residual h); returns the
+        partials of its MLP's output (which the next norm sums) and the residual."""
         cfg, L = self.cfg, self.layers[i]
         T, Dh = x.shape[0], cfg.head_dim
-        q = self._rope(self._linear(x, L["q"]).reshape(T, cfg.heads, Dh), positions)
-        k = self._rope(self._linear(x, L["k"]).reshape(T, cfg.kv_heads, Dh), positions)
-        v = self._linear(x, L["v"]).reshape(T, cfg.kv_heads, Dh)
-        self._cache_write(i, k, v, seq, positions)
-        o = attend(i, q, k, v)  # [T, heads * Dh]
-        a = self._linear(o, L["o"])
-        x2, h = self._norm(a, L["post_norm"], h)
-        m = self._linear(self._linear(x2, L["gate"], w2=L["up"]), L["down"])
-        return m, h
+        # q, k and v in one projection; qkv_finish rotates q and k, and writes k
+        # and v into the cache (attention reads them there)
+        ws = self._part(x, L["qkv"])
+        q = self._empty(T, cfg.heads, Dh)
+        kc, vc = self.cache[i]
+        n = T * (cfg.heads + 2 * cfg.kv_heads) * Dh
+        self._run("qkv_finish", q.reshape(-1), kc.reshape(-1), vc.reshape(-1), ws, positions, seq, self.cos, self.sin,
+                  cfg.kv_heads, self.max_len, Dh, grid=-(-n // 256), block=256)
+        o = attend(i, q)  # [T, heads * Dh]
+        x2, h = self._norm(L["post_norm"], ws=self._part(o, L["o"]), res=h)
+        return self._part(self._mlp_in(x2, L["gate_up"]), L["down"]), h
 
     def _forward(self, ids, positions, seq, attend, last):
         cfg = self.cfg
@@ -254,9 +327,10 @@ class Llama:
         self._run("embed", x.partition((16, min(_pow2(cfg.hidden), 256))), self.embed, ids)
         out, h = None, x
         for i in range(cfg.layers):
-            xn, h = self._norm(h, self.layers[i]["in_norm"]) if out is None else self._norm(out, self.layers[i]["in_norm"], h)
+            xn, h = self._norm(self.layers[i]["in_norm"], x=h) if out is None else \
+                self._norm(self.layers[i]["in_norm"], ws=out, res=h)
             out, h = self._block(i, xn, h, positions, seq, attend)
-        xn, _ = self._norm(out, self.norm, h)
+        xn, _ = self._norm(self.norm, ws=out, res=h)
         return self._linear(last(xn), self.lm_head)  # the logits of the rows that sample
 
     # ------------------------------------------------------------ the API
@@ -274,13 +348,14 @@ class Llama:
         pos = oxide.tensor(np.tile(np.arange(S, dtype=np.int32), B), device=self.dev)
         seq = oxide.tensor(np.repeat(np.arange(B, dtype=np.int32), S), device=self.dev)
 
-        def attend(i, q, k, v):
+        def attend(i, q):
             Dh = cfg.head_dim
             o = self._empty(B * S, cfg.heads * Dh)
-            view = lambda t, H: t.reshape(B, S, H, Dh).permute(0, 2, 1, 3)
+            view = lambda t: t.reshape(B, S, cfg.heads, Dh).permute(0, 2, 1, 3)  # [B, heads, S, Dh]
+            kc, vc = self.cache[i]
             BM = 64 if self.gpu else 16
-            self._run("prefill_attention", view(o, cfg.heads).partition((1, 1, BM, Dh)), view(q, cfg.heads),
-                      view(k, cfg.kv_heads), view(v, cfg.kv_heads), 1 / math.sqrt(Dh))
+            self._run("prefill_attention", view(o).partition((1, 1, BM, Dh)), view(q), kc[:B, :, :S], vc[:B, :, :S],
+                      1 / math.sqrt(Dh))
             return o
 
         # each prompt's last row, a strided view of the final norm's output
@@ -309,12 +384,12 @@ class Llama:
         group = cfg.heads // cfg.kv_heads
         pos, lens, seq = self.pos, self.lens, self.seq
 
-        def attend(i, q, k, v):
+        def attend(i, q):
             kc, vc = self.cache[i]
             Dh = cfg.head_dim
             po = self._empty(B * cfg.kv_heads, splits, group, Dh, dtype="f32")
             lse = self._empty(B * cfg.kv_heads, splits, group, 1, dtype="f32")
-            G = _pow2(group)
+            G = max(self.G, _pow2(group))
             self._run("decode_attention", po.partition((1, 1, G, Dh)), lse.partition((1, 1, G, 1)), q,
                       kc[:B], vc[:B], lens, self.split, 1 / math.sqrt(Dh))
             o = self._empty(B, cfg.heads * Dh)

@@ -46,8 +46,8 @@ def rmsnorm_ref(h, w, eps):
     return h / np.sqrt((h * h).mean(-1, keepdims=True) + eps) * w
 
 
-def test_rmsnorm_and_residual(dev, kernels):
-    T, H, eps = 5, 100, 1e-5
+def test_rmsnorm_and_split_residual(dev, kernels):
+    T, H, eps, S = 5, 100, 1e-5, 4
     x = rng(2).standard_normal((T, H)).astype(np.float32)
     res = rng(3).standard_normal((T, H)).astype(np.float32)
     w = rng(4).standard_normal(H).astype(np.float32)
@@ -55,10 +55,14 @@ def test_rmsnorm_and_residual(dev, kernels):
     y = oxide.empty((T, H), device=dev)
     k.rmsnorm(y.partition((1, 128)), t(x, dev), t(w, dev), eps)
     np.testing.assert_allclose(y.numpy(), rmsnorm_ref(x, w, eps), rtol=1e-5, atol=1e-5)
+    # x as the sum of S partial products (split-K's: a power of two), then the residual
+    parts = rng(5).standard_normal((S, T, H)).astype(np.float32)
+    parts[-1] = x - parts[:-1].sum(0)
     h = oxide.empty((T, H), device=dev)
-    k.add_rmsnorm(y.partition((1, 128)), h.partition((1, 128)), t(x, dev), t(res, dev), t(w, dev), eps)
-    np.testing.assert_allclose(h.numpy(), x.astype(np.float64) + res, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(y.numpy(), rmsnorm_ref(x.astype(np.float64) + res, w, eps), rtol=1e-5, atol=1e-5)
+    k.split_add_rmsnorm(y.partition((1, 128)), h.partition((1, 128)), t(parts, dev), t(res, dev), t(w, dev), eps)
+    hx = parts.astype(np.float64).sum(0) + res
+    np.testing.assert_allclose(h.numpy(), hx, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(y.numpy(), rmsnorm_ref(hx, w, eps), rtol=1e-5, atol=1e-5)
 
 
 def llama3_inv_freq(D, theta=500000.0, factor=8.0, low=1.0, high=4.0, original=8192):
@@ -73,20 +77,36 @@ def llama3_inv_freq(D, theta=500000.0, factor=8.0, low=1.0, high=4.0, original=8
     return np.where(mid, (1 - smooth) * inv / factor + smooth * inv, scaled)
 
 
-def test_rope_llama3(dev, kernels):
-    T, Hh, D, P = 6, 3, 64, 40
+def test_qkv_finish_rope_llama3_and_cache_write(dev, kernels):
+    # 6 tokens of 2 sequences; q, k, v heads side by side in S = 2 partial products
+    T, Hq, Hkv, D, P, B, S = 6, 3, 2, 64, 40, 2, 2
     inv = llama3_inv_freq(D)
     ang = np.outer(np.arange(P), inv)  # [P, D/2]
     cos, sin = np.cos(ang), np.sin(ang)
-    x = rng(5).standard_normal((T, Hh, D)).astype(np.float32)
+    x = rng(5).standard_normal((T, Hq + 2 * Hkv, D)).astype(np.float32)
+    parts = rng(6).standard_normal((S, T, Hq + 2 * Hkv, D)).astype(np.float32)
+    parts[-1] = x - parts[:-1].sum(0)
     pos = np.array([0, 1, 2, 17, 39, 5], np.int32)
-    out = oxide.empty((T, Hh, D), device=dev)
-    kernels(dev).rope(out.partition((1, 1, D)), t(x, dev), oxide.tensor(pos, device=dev), t(cos, dev), t(sin, dev))
+    seq = np.array([0, 0, 0, 1, 1, 1], np.int32)
+    q = oxide.empty((T, Hq, D), device=dev)
+    kc = oxide.zeros((B, Hkv, P, D), device=dev)
+    vc = oxide.zeros((B, Hkv, P, D), device=dev)
+    n = x.size
+    kernels(dev).qkv_finish(q.reshape(-1), kc.reshape(-1), vc.reshape(-1), t(parts, dev), oxide.tensor(pos, device=dev),
+                            oxide.tensor(seq, device=dev), t(cos, dev), t(sin, dev), Hkv, P, D,
+                            grid=-(-n // 256), block=256)
     c = np.concatenate([cos, cos], 1)[pos][:, None, :]
     s = np.concatenate([sin, sin], 1)[pos][:, None, :]
-    x64 = x.astype(np.float64)
+    x64 = parts.astype(np.float64).sum(0)
     rot = np.concatenate([-x64[..., D // 2:], x64[..., :D // 2]], -1)
-    np.testing.assert_allclose(out.numpy(), x64 * c + rot * s, rtol=1e-5, atol=1e-5)
+    want = x64 * c + rot * s
+    np.testing.assert_allclose(q.numpy(), want[:, :Hq], rtol=1e-5, atol=1e-5)
+    kw, vw = np.zeros((B, Hkv, P, D)), np.zeros((B, Hkv, P, D))
+    for i in range(T):  # token i's k and v at (seq, pos); nothing else written
+        kw[seq[i], :, pos[i]] = want[i, Hq:Hq + Hkv]
+        vw[seq[i], :, pos[i]] = x64[i, Hq + Hkv:]
+    np.testing.assert_allclose(kc.numpy(), kw, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(vc.numpy(), vw, rtol=1e-5, atol=1e-5)
 
 
 def attention_ref(q, k, v, causal_from=0):
@@ -141,22 +161,48 @@ def test_decode_attention_split_kv(dev, kernels, split):
         np.testing.assert_allclose(o.numpy()[b], want, rtol=2e-4, atol=2e-4)
 
 
-def test_linear_and_gate_up(dev, kernels):
-    M, K, N = 5, 100, 70  # a decode-shaped M
+def interleave(wg, wu, BN):
+    """gate_up's weight: wg's and wu's rows by blocks of BN in turn, padded with zero rows."""
+    N, K = wg.shape
+    nb = -(-N // BN)
+    out = np.zeros((nb, 2, BN, K), np.float32)
+    for half, w in enumerate((wg, wu)):
+        pad = np.zeros((nb * BN, K), np.float32)
+        pad[:N] = w
+        out[:, half] = pad.reshape(nb, BN, K)
+    return out.reshape(-1, K)
+
+
+def test_linear_split_k_and_gate_up(dev, kernels):
+    M, K, N, BN = 5, 100, 70, 32  # a decode-shaped M; 4 K tiles of 32
     r = rng(8)
     x = r.standard_normal((M, K)).astype(np.float32)
     wg = r.standard_normal((N, K)).astype(np.float32) / 10  # transformers' [out, in] weights
     wu = r.standard_normal((N, K)).astype(np.float32) / 10
     k = kernels(dev)
-    for kern in (k.linear, k.gate_up):
+    for kern in (k.linear, k.linear_part, k.gate_up):
         kern.set_generic("BK", 32)
-    y = oxide.empty((M, N), device=dev)
-    k.linear(y.partition((16, 32)), t(x, dev), t(wg, dev))
     x64 = x.astype(np.float64)
+    y = oxide.empty((M, N), device=dev)
+    k.linear(y.partition((16, BN)), t(x, dev), t(wg, dev))
     np.testing.assert_allclose(y.numpy(), x64 @ wg.T, rtol=1e-4, atol=1e-4)
-    k.gate_up(y.partition((16, 32)), t(x, dev), t(wg, dev), t(wu, dev))
+    # split along K: runs of 1, 2, 3 and 4 K tiles (the last run short, or the only one)
+    for chunk in (1, 2, 3, 4):
+        S = -(-4 // chunk)
+        ws = oxide.empty((S, M, N), device=dev)
+        k.linear_part(ws.partition((1, 16, BN)), t(x, dev), t(wg, dev), chunk)
+        np.testing.assert_allclose(ws.numpy().sum(0), x64 @ wg.T, rtol=1e-4, atol=1e-4)
     g, u = x64 @ wg.T, x64 @ wu.T
-    np.testing.assert_allclose(y.numpy(), g / (1 + np.exp(-g)) * u, rtol=1e-4, atol=1e-4)
+    want = g / (1 + np.exp(-g)) * u
+    w = t(interleave(wg, wu, BN), dev)
+    k.gate_up(y.partition((16, BN)), t(x, dev), w)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-4)
+    for S, chunk in ((2, 2), (4, 1), (8, 1)):  # 8 runs of 1 of the 4 K tiles: the last 4 all zeros
+        ws = oxide.empty((S, M, w.shape[0]), device=dev)
+        k.linear_part(ws.partition((1, 16, BN)), t(x, dev), w, chunk)
+        y2 = oxide.empty((M, N), device=dev)
+        k.split_swiglu(y2.partition((1, BN)), ws)
+        np.testing.assert_allclose(y2.numpy(), want, rtol=1e-4, atol=1e-4)
 
 
 def test_greedy_argmax_over_a_long_vocabulary(dev, kernels):

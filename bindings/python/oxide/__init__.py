@@ -310,6 +310,12 @@ class Device:
         return _L.ox_device_name(self._h).decode()
 
     @property
+    def multiprocessors(self) -> int:
+        """Streaming multiprocessors of a CUDA device (132 on an H200), or the
+        CPU's worker threads: how many blocks run at once, for choosing a grid."""
+        return _L.ox_device_multiprocessors(self._h)
+
+    @property
     def compute_capability(self) -> Optional[Tuple[int, int]]:
         """(major, minor) of a CUDA device, e.g. (9, 0); None for the CPU."""
         cc = _L.ox_device_compute_capability(self._h)

@@ -405,6 +405,12 @@ impl Device {
         unsafe { string(ffi::ox_device_name(self.0)) }
     }
 
+    /// Streaming multiprocessors of a CUDA device (132 on an H200), or the
+    /// CPU's worker threads: how many blocks run at once, for choosing a grid.
+    pub fn multiprocessors(self) -> i32 {
+        unsafe { ffi::ox_device_multiprocessors(self.0) }
+    }
+
     /// (major, minor) of a CUDA device, e.g. (9, 0); None for the CPU.
     pub fn compute_capability(self) -> Option<(u32, u32)> {
         let cc = unsafe { ffi::ox_device_compute_capability(self.0) };

@@ -138,13 +138,10 @@ fn read_safetensors(path: &str) -> Res<HashMap<String, (Vec<f32>, Vec<i64>)>> {
 
 struct Layer {
     in_norm: Tensor,
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
+    qkv: Tensor, // q, k and v stacked: [(heads + 2 kv_heads) head_dim, hidden]
     o: Tensor,
     post_norm: Tensor,
-    gate: Tensor,
-    up: Tensor,
+    gate_up: Tensor, // gate's and up's rows by blocks of BN in turn (llama.oxk's gate_up)
     down: Tensor,
 }
 
@@ -164,7 +161,23 @@ struct Model {
     max_len: i64,
     split: i64,
     bv: i64,
+    tiles: (i64, i64, i64), // the projections' BM, BN, BK
+    blocks: i64,            // blocks a split-K projection aims for
     lens: Vec<i64>,
+}
+
+/// gate_up's weight from gate's and up's rows ([n, k] each): blocks of `bn`
+/// rows in turn, n padded to a multiple of bn with zero rows.
+fn interleave(g: &[f32], u: &[f32], n: usize, k: usize, bn: usize) -> Vec<f32> {
+    let nb = n.div_ceil(bn);
+    let mut out = vec![0.0f32; 2 * nb * bn * k];
+    for (half, w) in [g, u].into_iter().enumerate() {
+        for r in 0..n {
+            let dst = ((2 * (r / bn) + half) * bn + r % bn) * k;
+            out[dst..dst + k].copy_from_slice(&w[r * k..(r + 1) * k]);
+        }
+    }
+    out
 }
 
 impl Model {
@@ -173,36 +186,52 @@ impl Model {
         let mut w = read_safetensors(&format!("{dir}/model.safetensors"))?;
         let src = concat!(env!("CARGO_MANIFEST_DIR"), "/../llama.oxk");
         let module = Module::compile_file(dev, src, &Default::default()).map_err(err)?;
+        let gpu = dev.device_type() == oxide::DeviceType::Cuda;
+        let tiles = if gpu { (64, 128, 64) } else { (16, 32, 32) };
         let convert = module.kernel("convert").map_err(err)?;
-        let mut take = |name: &str| -> Res<Tensor> {
-            let (v, shape) = w.remove(name).ok_or_else(|| format!("the checkpoint has no '{name}'"))?;
-            let t = Tensor::with_shape(dev, &v, &shape).map_err(err)?;
+        let upload = |v: &[f32], shape: &[i64]| -> Res<Tensor> {
+            let t = Tensor::with_shape(dev, v, shape).map_err(err)?;
             if dtype == Dtype::F32 {
                 return Ok(t);
             }
             // to the model's dtype on the device (the convert kernel, generic over both types)
-            let out = Tensor::empty(dev, dtype, &shape).map_err(err)?;
+            let out = Tensor::empty(dev, dtype, shape).map_err(err)?;
             convert.launch(&LaunchConfig::for_elements(v.len(), 256), &[Arg::tensor(&out), Arg::tensor(&t)]).map_err(err)?;
             Ok(out)
         };
-        let embed = take("model.embed_tokens.weight")?;
+        let mut host = |name: &str| w.remove(name).ok_or_else(|| format!("the checkpoint has no '{name}'"));
+        let (v, shape) = host("model.embed_tokens.weight")?;
+        let embed = upload(&v, &shape)?;
         let mut layers = Vec::new();
         for i in 0..cfg.layers {
             let p = format!("model.layers.{i}.");
-            layers.push(Layer {
-                in_norm: take(&(p.clone() + "input_layernorm.weight"))?,
-                q: take(&(p.clone() + "self_attn.q_proj.weight"))?,
-                k: take(&(p.clone() + "self_attn.k_proj.weight"))?,
-                v: take(&(p.clone() + "self_attn.v_proj.weight"))?,
-                o: take(&(p.clone() + "self_attn.o_proj.weight"))?,
-                post_norm: take(&(p.clone() + "post_attention_layernorm.weight"))?,
-                gate: take(&(p.clone() + "mlp.gate_proj.weight"))?,
-                up: take(&(p.clone() + "mlp.up_proj.weight"))?,
-                down: take(&(p + "mlp.down_proj.weight"))?,
-            });
+            let mut take = |name: &str| -> Res<Tensor> {
+                let (v, shape) = host(&(p.clone() + name))?;
+                upload(&v, &shape)
+            };
+            let (in_norm, o, post_norm, down) = (take("input_layernorm.weight")?, take("self_attn.o_proj.weight")?,
+                                                 take("post_attention_layernorm.weight")?, take("mlp.down_proj.weight")?);
+            // q, k and v stacked into one weight: one projection
+            let (mut qkv, mut rows, k) = (Vec::new(), 0, cfg.hidden);
+            for name in ["self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"] {
+                let (v, shape) = host(&(p.clone() + name))?;
+                rows += shape[0];
+                qkv.extend_from_slice(&v);
+            }
+            let qkv = upload(&qkv, &[rows, k])?;
+            let (g, gs) = host(&(p.clone() + "mlp.gate_proj.weight"))?;
+            let (u, _) = host(&(p.clone() + "mlp.up_proj.weight"))?;
+            let bn = tiles.1 as usize;
+            let gu = interleave(&g, &u, gs[0] as usize, gs[1] as usize, bn);
+            let gate_up = upload(&gu, &[(gu.len() / gs[1] as usize) as i64, gs[1]])?;
+            layers.push(Layer { in_norm, qkv, o, post_norm, gate_up, down });
         }
-        let norm = take("model.norm.weight")?;
-        let lm_head = if cfg.tied { embed.clone() } else { take("lm_head.weight").or_else(|_| Ok::<_, String>(embed.clone()))? };
+        let (v, shape) = host("model.norm.weight")?;
+        let norm = upload(&v, &shape)?;
+        let lm_head = match host("lm_head.weight") {
+            Ok((v, shape)) if !cfg.tied => upload(&v, &shape)?,
+            _ => embed.clone(),
+        };
         let (c, s) = cfg.rope_tables(max_len);
         let half = cfg.head_dim / 2;
         let cos = Tensor::with_shape(dev, &c, &[max_len, half]).map_err(err)?;
@@ -212,10 +241,11 @@ impl Model {
         for _ in 0..cfg.layers {
             cache.push((Tensor::zeros(dev, dtype, &shape).map_err(err)?, Tensor::zeros(dev, dtype, &shape).map_err(err)?));
         }
-        let gpu = dev.device_type() == oxide::DeviceType::Cuda;
         let m = Model {
-            split: if gpu { 256 } else { 64 },
+            split: if gpu { 128 } else { 64 },
             bv: if gpu { 8192 } else { 1024 },
+            tiles,
+            blocks: 2 * dev.multiprocessors() as i64,
             cfg, dev, dtype, module, gpu, embed, layers, norm, lm_head, cos, sin, cache, max_len, lens: Vec::new(),
         };
         m.set_generics()?;
@@ -227,10 +257,10 @@ impl Model {
     }
 
     fn set_generics(&self) -> Res<()> {
-        let bk = if self.gpu { 64 } else { 32 };
         let bn = if self.gpu { 64 } else { 16 };
-        self.kern("linear")?.set_generic("BK", bk).map_err(err)?;
-        self.kern("gate_up")?.set_generic("BK", bk).map_err(err)?;
+        for k in ["linear", "linear_part", "gate_up"] {
+            self.kern(k)?.set_generic("BK", self.tiles.2).map_err(err)?;
+        }
         self.kern("prefill_attention")?.set_generic("BN", bn).map_err(err)?;
         self.kern("decode_attention")?.set_generic("BN", bn).map_err(err)?;
         self.kern("decode_combine")?.set_generic("NS", pow2(cdiv(self.max_len, self.split))).map_err(err)?;
@@ -247,68 +277,102 @@ impl Model {
         Tensor::empty(self.dev, dtype, shape).map_err(err)
     }
 
-    /// x [M, K] times w^T, w [N, K] as transformers stores it (w2: SwiGLU's up weight).
-    fn linear(&self, x: &Tensor, w: &Tensor, w2: Option<&Tensor>) -> Res<Tensor> {
-        let (m, n) = (x.shape()[0], w.shape()[0]);
-        let y = self.empty(&[m, n], self.dtype)?;
-        let bm = if self.gpu && m >= 64 { 64 } else { 16 };
-        let bn = if self.gpu { 128 } else { 32 };
-        let yp = y.partition(&[bm, bn]).map_err(err)?;
-        match w2 {
-            None => self.tile("linear", &[Arg::tensor(&yp), Arg::tensor(x), Arg::tensor(w)])?,
-            Some(u) => self.tile("gate_up", &[Arg::tensor(&yp), Arg::tensor(x), Arg::tensor(w), Arg::tensor(u)])?,
+    /// How many runs of K tiles linear_part cuts x [m, k] w^T into (a power
+    /// of two), and the K tiles a run (as _splits in model.py).
+    fn splits(&self, m: i64, n: i64, k: i64) -> (i64, i64) {
+        let (bm, bn, bk) = self.tiles;
+        let ktiles = cdiv(k, bk);
+        let tiles = cdiv(m, bm) * cdiv(n, bn);
+        let s = if self.gpu {
+            (self.blocks / tiles).min(ktiles / 2).min(k / (16 * m)).max(1)
+        } else if m <= 16 && ktiles >= 2 {
+            2
+        } else {
+            1
+        };
+        let s = 1i64 << (63 - s.leading_zeros()); // a power of two: the sums take them as one tile
+        (s, cdiv(ktiles, s))
+    }
+
+    /// x [m, k] times w^T (w [n, k], as transformers stores it) split along K:
+    /// the f32 partials [S, m, n] that the consumer sums.
+    fn part(&self, x: &Tensor, w: &Tensor, splits: Option<(i64, i64)>) -> Res<Tensor> {
+        let (m, k, n) = (x.shape()[0], x.shape()[1], w.shape()[0]);
+        let (s, chunk) = splits.unwrap_or_else(|| self.splits(m, n, k));
+        let ws = self.empty(&[s, m, n], Dtype::F32)?;
+        let wp = ws.partition(&[1, self.tiles.0, self.tiles.1]).map_err(err)?;
+        self.tile("linear_part", &[Arg::tensor(&wp), Arg::tensor(x), Arg::tensor(w), Arg::i32(chunk as i32)])?;
+        Ok(ws)
+    }
+
+    /// x [m, k] times w^T in one pass, in the model's dtype (the logits).
+    fn linear(&self, x: &Tensor, w: &Tensor) -> Res<Tensor> {
+        let y = self.empty(&[x.shape()[0], w.shape()[0]], self.dtype)?;
+        let yp = y.partition(&[self.tiles.0, self.tiles.1]).map_err(err)?;
+        self.tile("linear", &[Arg::tensor(&yp), Arg::tensor(x), Arg::tensor(w)])?;
+        Ok(y)
+    }
+
+    /// silu(x wg^T) * (x wu^T) from gate_up's interleaved weight: fused, or
+    /// split along K and finished by split_swiglu.
+    fn mlp_in(&self, x: &Tensor, w: &Tensor, inter: i64) -> Res<Tensor> {
+        let (m, k) = (x.shape()[0], x.shape()[1]);
+        let y = self.empty(&[m, inter], self.dtype)?;
+        let (s, chunk) = self.splits(m, w.shape()[0], k);
+        if s == 1 {
+            let yp = y.partition(&[self.tiles.0, self.tiles.1]).map_err(err)?;
+            self.tile("gate_up", &[Arg::tensor(&yp), Arg::tensor(x), Arg::tensor(w)])?;
+        } else {
+            let ws = self.part(x, w, Some((s, chunk)))?;
+            self.tile("split_swiglu", &[Arg::tensor(&y.partition(&[1, self.tiles.1]).map_err(err)?), Arg::tensor(&ws)])?;
         }
         Ok(y)
     }
 
-    /// (rmsnorm(x + res) * w, x + res), or of x alone without res.
-    fn norm(&self, x: &Tensor, w: &Tensor, res: Option<&Tensor>) -> Res<(Tensor, Tensor)> {
+    /// rmsnorm(x) * w (and x); or with a block's last partials ws and the
+    /// residual res: (rmsnorm(sum ws + res) * w, sum ws + res).
+    fn norm(&self, w: &Tensor, x: &Tensor, ws: Option<&Tensor>) -> Res<(Tensor, Tensor)> {
         let s = x.shape();
         let bd = pow2(s[1]);
         let y = self.empty(&s, self.dtype)?;
         let yp = y.partition(&[1, bd]).map_err(err)?;
-        match res {
+        match ws {
             None => {
                 self.tile("rmsnorm", &[Arg::tensor(&yp), Arg::tensor(x), Arg::tensor(w), Arg::f32(self.cfg.eps)])?;
                 Ok((y, x.clone()))
             }
-            Some(r) => {
+            Some(p) => {
                 let h = self.empty(&s, self.dtype)?;
                 let hp = h.partition(&[1, bd]).map_err(err)?;
-                self.tile("add_rmsnorm", &[Arg::tensor(&yp), Arg::tensor(&hp), Arg::tensor(x), Arg::tensor(r),
-                                           Arg::tensor(w), Arg::f32(self.cfg.eps)])?;
+                self.tile("split_add_rmsnorm", &[Arg::tensor(&yp), Arg::tensor(&hp), Arg::tensor(p), Arg::tensor(x),
+                                                 Arg::tensor(w), Arg::f32(self.cfg.eps)])?;
                 Ok((y, h))
             }
         }
     }
 
-    fn rope(&self, x: &Tensor, pos: &Tensor) -> Res<Tensor> {
-        let s = x.shape();
-        let out = self.empty(&s, self.dtype)?;
-        let op = out.partition(&[1, 1, s[2]]).map_err(err)?;
-        self.tile("rope", &[Arg::tensor(&op), Arg::tensor(x), Arg::tensor(pos), Arg::tensor(&self.cos), Arg::tensor(&self.sin)])?;
-        Ok(out)
-    }
-
-    fn cache_write(&self, layer: usize, k: &Tensor, v: &Tensor, seq: &Tensor, pos: &Tensor) -> Res<()> {
-        let kw = self.kern("kv_write")?;
-        let n = k.numel() as usize;
-        for (src, dst) in [(k, &self.cache[layer].0), (v, &self.cache[layer].1)] {
-            let (d, s) = (dst.reshape(&[-1]).map_err(err)?, src.reshape(&[-1]).map_err(err)?);
-            // unsafe: a scatter by the data's positions (llama.oxk says why); each (seq, pos) is one token's
-            unsafe {
-                kw.launch_unchecked(None, &LaunchConfig::for_elements(n, 256), &[Arg::tensor(&d), Arg::tensor(&s), Arg::tensor(seq),
-                    Arg::tensor(pos), Arg::u64(self.cfg.kv_heads as u64), Arg::u64(self.max_len as u64),
-                    Arg::u64(self.cfg.head_dim as u64)])
-                    .map_err(|e| format!("kv_write: {e}"))?;
-            }
+    /// q [t, heads, head_dim] rotated, and k and v rotated and written into
+    /// layer i's cache, from the qkv projection's partials (qkv_finish).
+    fn qkv_finish(&self, i: usize, ws: &Tensor, pos: &Tensor, seq: &Tensor) -> Res<Tensor> {
+        let c = &self.cfg;
+        let t = pos.shape()[0];
+        let q = self.empty(&[t, c.heads, c.head_dim], self.dtype)?;
+        let flat = |x: &Tensor| x.reshape(&[-1]).map_err(err);
+        let (qf, kf, vf) = (flat(&q)?, flat(&self.cache[i].0)?, flat(&self.cache[i].1)?);
+        let n = (t * (c.heads + 2 * c.kv_heads) * c.head_dim) as usize;
+        // unsafe: writes at the data's positions (llama.oxk says why); each (seq, pos) is one token's
+        unsafe {
+            self.kern("qkv_finish")?.launch_unchecked(None, &LaunchConfig::for_elements(n, 256), &[Arg::tensor(&qf),
+                Arg::tensor(&kf), Arg::tensor(&vf), Arg::tensor(ws), Arg::tensor(pos), Arg::tensor(seq), Arg::tensor(&self.cos),
+                Arg::tensor(&self.sin), Arg::u64(c.kv_heads as u64), Arg::u64(self.max_len as u64), Arg::u64(c.head_dim as u64)])
+                .map_err(|e| format!("qkv_finish: {e}"))?;
         }
-        Ok(())
+        Ok(q)
     }
 
     /// One pass over tokens `ids` at `pos` of sequences `seq`; `attend` is the
-    /// attention of layer i; `last` picks the rows whose logits are wanted.
-    fn forward(&self, ids: &Tensor, pos: &Tensor, seq: &Tensor, attend: &dyn Fn(usize, &Tensor, &Tensor, &Tensor) -> Res<Tensor>,
+    /// attention of layer i on q; `last` picks the rows whose logits are wanted.
+    fn forward(&self, ids: &Tensor, pos: &Tensor, seq: &Tensor, attend: &dyn Fn(usize, &Tensor) -> Res<Tensor>,
                last: &dyn Fn(&Tensor) -> Res<Tensor>) -> Res<Tensor> {
         let c = &self.cfg;
         let t = ids.shape()[0];
@@ -317,23 +381,16 @@ impl Model {
         self.tile("embed", &[Arg::tensor(&x.partition(&[16, bd]).map_err(err)?), Arg::tensor(&self.embed), Arg::tensor(ids)])?;
         let (mut out, mut h): (Option<Tensor>, Tensor) = (None, x);
         for (i, l) in self.layers.iter().enumerate() {
-            let (xn, h1) = match &out {
-                None => self.norm(&h, &l.in_norm, None)?,
-                Some(o) => self.norm(o, &l.in_norm, Some(&h))?,
-            };
-            let q = self.rope(&self.linear(&xn, &l.q, None)?.reshape(&[t, c.heads, c.head_dim]).map_err(err)?, pos)?;
-            let k = self.rope(&self.linear(&xn, &l.k, None)?.reshape(&[t, c.kv_heads, c.head_dim]).map_err(err)?, pos)?;
-            let v = self.linear(&xn, &l.v, None)?.reshape(&[t, c.kv_heads, c.head_dim]).map_err(err)?;
-            self.cache_write(i, &k, &v, seq, pos)?;
-            let o = attend(i, &q, &k, &v)?;
-            let a = self.linear(&o, &l.o, None)?;
-            let (x2, h2) = self.norm(&a, &l.post_norm, Some(&h1))?;
-            let g = self.linear(&x2, &l.gate, Some(&l.up))?;
-            out = Some(self.linear(&g, &l.down, None)?);
+            let (xn, h1) = self.norm(&l.in_norm, &h, out.as_ref())?;
+            let q = self.qkv_finish(i, &self.part(&xn, &l.qkv, None)?, pos, seq)?;
+            let o = attend(i, &q)?;
+            let (x2, h2) = self.norm(&l.post_norm, &h1, Some(&self.part(&o, &l.o, None)?))?;
+            let inter = l.down.shape()[1];
+            out = Some(self.part(&self.mlp_in(&x2, &l.gate_up, inter)?, &l.down, None)?);
             h = h2;
         }
-        let (xn, _) = self.norm(out.as_ref().unwrap(), &self.norm, Some(&h))?;
-        self.linear(&last(&xn)?, &self.lm_head, None)
+        let (xn, _) = self.norm(&self.norm, &h, out.as_ref())?;
+        self.linear(&last(&xn)?, &self.lm_head)
     }
 
     fn i32s(&self, v: &[i32]) -> Res<Tensor> {
@@ -345,14 +402,17 @@ impl Model {
         let pos = self.i32s(&(0..s as i32).collect::<Vec<_>>())?;
         let seq = self.i32s(&vec![0; s as usize])?;
         let tok = self.i32s(ids)?;
-        let (heads, kvh, dh) = (c.heads, c.kv_heads, c.head_dim);
-        let attend = |_i: usize, q: &Tensor, k: &Tensor, v: &Tensor| -> Res<Tensor> {
+        let (heads, dh) = (c.heads, c.head_dim);
+        let attend = |i: usize, q: &Tensor| -> Res<Tensor> {
             let o = self.empty(&[s, heads * dh], self.dtype)?;
-            let view = |t: &Tensor, h: i64| t.reshape(&[1, s, h, dh]).and_then(|r| r.permute(&[0, 2, 1, 3])).map_err(err);
+            let view = |t: &Tensor| t.reshape(&[1, s, heads, dh]).and_then(|r| r.permute(&[0, 2, 1, 3])).map_err(err);
+            // the prompt's keys and values where qkv_finish wrote them: the cache's first s positions
+            let cached = |t: &Tensor| t.slice(0, 0, 1, 1).and_then(|r| r.slice(2, 0, s, 1)).map_err(err);
+            let (kc, vc) = (cached(&self.cache[i].0)?, cached(&self.cache[i].1)?);
             let bm = if self.gpu { 64 } else { 16 };
-            let op = view(&o, heads)?.partition(&[1, 1, bm, dh]).map_err(err)?;
-            self.tile("prefill_attention", &[Arg::tensor(&op), Arg::tensor(&view(q, heads)?), Arg::tensor(&view(k, kvh)?),
-                                             Arg::tensor(&view(v, kvh)?), Arg::f32(1.0 / (dh as f32).sqrt())])?;
+            let op = view(&o)?.partition(&[1, 1, bm, dh]).map_err(err)?;
+            self.tile("prefill_attention", &[Arg::tensor(&op), Arg::tensor(&view(q)?), Arg::tensor(&kc), Arg::tensor(&vc),
+                                             Arg::f32(1.0 / (dh as f32).sqrt())])?;
             Ok(o)
         };
         let last = |xn: &Tensor| xn.slice(0, s - 1, s, 1).map_err(err);
@@ -374,11 +434,12 @@ impl Model {
         let splits = cdiv(*p.iter().max().unwrap() as i64 + 1, self.split);
         let (heads, kvh, dh) = (c.heads, c.kv_heads, c.head_dim);
         let group = heads / kvh;
-        let attend = |i: usize, q: &Tensor, _k: &Tensor, _v: &Tensor| -> Res<Tensor> {
+        let attend = |i: usize, q: &Tensor| -> Res<Tensor> {
             let (kc, vc) = &self.cache[i];
             let po = self.empty(&[b * kvh, splits, group, dh], Dtype::F32)?;
             let lse = self.empty(&[b * kvh, splits, group, 1], Dtype::F32)?;
-            let g = pow2(group);
+            // the query rows: the group's heads, or on the GPU the 64 rows of a wgmma (llama.oxk)
+            let g = pow2(group).max(if self.gpu { 64 } else { 1 });
             let (kb, vb) = (kc.slice(0, 0, b, 1).map_err(err)?, vc.slice(0, 0, b, 1).map_err(err)?);
             self.tile("decode_attention", &[Arg::tensor(&po.partition(&[1, 1, g, dh]).map_err(err)?),
                 Arg::tensor(&lse.partition(&[1, 1, g, 1]).map_err(err)?), Arg::tensor(q), Arg::tensor(&kb), Arg::tensor(&vb),
