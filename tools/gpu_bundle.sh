@@ -23,6 +23,13 @@ cc -std=c11 -Wall -Wextra -Werror -o build-gpu/interop/c_rust examples/interop/c
   -Wl,-rpath,'$ORIGIN/..' -Wl,-rpath,'$ORIGIN'
 g++ -std=c++17 -Wall -Wextra -Werror -shared -fPIC -o build-gpu/interop/libcpp_scale.so \
   examples/interop/cpp_scale.cpp -I build-gpu/include -L build-gpu -loxide -Wl,-rpath,'$ORIGIN/..'
+# the Llama model's Rust engine (models/llama/rust), which tests/python/
+# test_llama_model.py runs on the GPU (tools/gpu_llama.sh: OXIDE_LLAMA_RUST)
+rm -rf build-gpu/llama && mkdir -p build-gpu/llama
+OXIDE_LIB_DIR="$PWD/build-gpu" OXIDE_LINK=dylib RUSTFLAGS='-C link-arg=-Wl,-rpath,$ORIGIN/..' \
+  cargo build --offline --quiet --release \
+  --manifest-path models/llama/rust/Cargo.toml --target-dir build-gpu/llama-target
+cp build-gpu/llama-target/release/llama_oxide build-gpu/llama/
 # the SWIG binding for Java (bindings/swig), when swig and a JDK are here:
 # the GPU machine runs it only if it has a JVM (tools/gpu_run.sh says which)
 rm -rf build-gpu/swig
@@ -39,7 +46,7 @@ fi
 rm -rf .carry/build-gpu
 mkdir -p .carry
 cp -a build-gpu .carry/build-gpu
-rm -rf .carry/build-gpu/interop-target
+rm -rf .carry/build-gpu/interop-target .carry/build-gpu/llama-target
 cd .carry/build-gpu
 find . -name CMakeFiles -type d -prune -exec rm -rf {} +
 rm -rf liboxide.a bundle test-cache Testing

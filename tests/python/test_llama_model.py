@@ -160,38 +160,54 @@ def test_a_local_safetensors_checkpoint(tmp_path):
     np.testing.assert_allclose(model.prefill(prompt).numpy()[0], want, rtol=2e-3, atol=2e-3)
 
 
-def test_rust_engine_gives_the_same_tokens(tmp_path):
-    """models/llama/rust, a crate that depends on oxide, reads the checkpoint
-    and config.json the test writes and decodes greedily: the tokens are the
-    Python model's."""
+def rust_engine(tmp_path):
+    """The llama_oxide binary: OXIDE_LLAMA_RUST (one built beforehand, as
+    tools/gpu_llama.sh passes on the GPU machine, which has no cargo), else
+    built here by cargo against the liboxide of OXIDE_LIB_DIR; and the
+    environment it runs in."""
     import shutil
     import subprocess
+    if os.environ.get("OXIDE_LLAMA_RUST"):
+        return os.environ["OXIDE_LLAMA_RUST"], dict(os.environ)
     lib = os.environ.get("OXIDE_LIB_DIR") or (os.path.dirname(os.environ["OXIDE_LIBRARY"])
                                              if os.environ.get("OXIDE_LIBRARY") else os.path.join(ROOT, "build"))
     if not shutil.which("cargo") or not os.path.exists(os.path.join(lib, "liboxide.so")):
         pytest.skip("needs cargo and a liboxide build (OXIDE_LIB_DIR): the Rust step of tools/run_tests.sh")
-    sd = random_state(CONFIG, seed=2)
-    write_safetensors(tmp_path / "model.safetensors", sd)
-    (tmp_path / "config.json").write_text(json.dumps(CONFIG))
-    prompt, steps = [5, 17, 250, 3, 99, 42, 7], 16
     env = dict(os.environ, OXIDE_LIB_DIR=lib, LD_LIBRARY_PATH=lib)
     target = tmp_path / "target"
     subprocess.run(["cargo", "build", "--offline", "--quiet", "--manifest-path",
                     os.path.join(ROOT, "models", "llama", "rust", "Cargo.toml"), "--target-dir", str(target)],
                    check=True, env=env)
-    for dtype in ("f32", "bf16"):  # the same kernels, and the same roundings, in both languages
-        run = subprocess.run([str(target / "debug" / "llama_oxide"), str(tmp_path), "--prompt",
-                              ",".join(map(str, prompt)), "--steps", str(steps), "--dtype", dtype],
+    return str(target / "debug" / "llama_oxide"), env
+
+
+def test_rust_engine_gives_the_same_tokens(tmp_path, dev):
+    """models/llama/rust, a crate that depends on oxide, reads the checkpoint
+    and config.json the test writes and decodes greedily, launch by launch and
+    as a recorded chain (a CUDA graph on the GPU): the tokens are the Python
+    model's."""
+    import subprocess
+    binary, env = rust_engine(tmp_path)
+    sd = random_state(CONFIG, seed=2)
+    write_safetensors(tmp_path / "model.safetensors", sd)
+    (tmp_path / "config.json").write_text(json.dumps(CONFIG))
+    prompt, steps = [5, 17, 250, 3, 99, 42, 7], 16
+    # the same kernels, and the same roundings, in both languages; --graph: the
+    # decode step recorded once as a chain and run once a token
+    runs = (("f32", False), ("bf16", False), ("bf16", True)) if dev.type == "cpu" else (("bf16", False), ("bf16", True))
+    for dtype, graph in runs:
+        run = subprocess.run([binary, str(tmp_path), "--prompt", ",".join(map(str, prompt)), "--steps", str(steps),
+                              "--dtype", dtype, "--device", dev.type] + ["--graph"] * graph,
                              check=True, env=env, capture_output=True, text=True)
         rust = [int(t) for t in run.stdout.strip().split(",")]
         assert "tokens/s" in run.stderr
-        model = Llama(CONFIG, sd, device="cpu", dtype=dtype, max_len=64)
+        model = Llama(CONFIG, sd, device=dev, dtype=dtype, max_len=64)
         logits, toks = model.prefill(np.array([prompt], np.int32)), []
         for s in range(steps):
             ids = model.greedy(logits)
             toks.append(int(ids.numpy()[0]))
             logits = model.decode(ids)
-        assert rust == toks, dtype
+        assert rust == toks, (dtype, graph)
         if dtype == "f32":
             assert toks == run_reference(CONFIG, sd, [prompt], steps)[0][0]
 

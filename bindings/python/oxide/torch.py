@@ -25,8 +25,20 @@ capture (mode="reduce-overhead").
 
 A kernel belongs to one device: pass one per device type (kernels=[cpu_k,
 cuda_k]) to register the operator for both.
+
+Autograd: `backward=` registers the operator's backward (torch.library.
+register_autograd), so that torch.autograd, torch.compile and torch.func
+differentiate through it. It is called as backward(ctx, *grads), one grad per
+output, and returns one gradient per input (None for those that have none),
+computed with Oxide operators, torch code or both. By default the context
+holds the inputs and outputs (`oxide.torch.saved(ctx)` gives them back);
+`setup_context=` replaces that. An operator registered without a backward
+raises when a gradient flows through it, rather than leaving `.grad` None:
+
+    gelu = oxide.torch.custom_op("mylib::gelu", mod.gelu, outputs=...,
+                                 backward=lambda ctx, g: gelu_grad(oxide.torch.saved(ctx)[0][0], g))
 """
-from typing import Any, Callable, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -43,10 +55,32 @@ def _schema_type(p) -> str:
     return _SCALAR_TYPES.get(p.dtype, "int")
 
 
+def _setup_context(ctx: Any, inputs: Sequence[Any], output: Any) -> None:
+    """The default context: every tensor input and output saved (through
+    save_for_backward, which torch.compile and torch.func follow), the other
+    inputs kept as they are; saved(ctx) puts them back in order."""
+    outs = output if isinstance(output, tuple) else (output,)
+    ctx.oxide_inputs = [None if isinstance(v, torch.Tensor) else v for v in inputs]
+    ctx.oxide_tensor = [isinstance(v, torch.Tensor) for v in inputs]
+    ctx.save_for_backward(*(v for v in inputs if isinstance(v, torch.Tensor)), *outs)
+
+
+def saved(ctx: Any) -> Tuple[List[Any], List[torch.Tensor]]:
+    """(inputs, outputs) of the call whose backward runs, in the operator's
+    order, from the default context of custom_op."""
+    tensors = list(ctx.saved_tensors)
+    n = sum(ctx.oxide_tensor)
+    it = iter(tensors[:n])
+    inputs = [next(it) if t else v for v, t in zip(ctx.oxide_inputs, ctx.oxide_tensor)]
+    return inputs, tensors[n:]
+
+
 def custom_op(qualname: str, kernels: Any, *, outputs: Dict[str, Callable[..., torch.Tensor]],
               grid: Union[None, int, Sequence[int], Callable[..., Any]] = None,
               block: Union[None, int, Sequence[int], Callable[..., Any]] = None,
-              tile: Optional[Dict[str, Any]] = None):
+              tile: Optional[Dict[str, Any]] = None,
+              backward: Optional[Callable[..., Any]] = None,
+              setup_context: Optional[Callable[..., Any]] = None):
     """Registers Oxide kernel(s) as the torch operator `qualname`
     ("namespace::name") and returns it (torch.ops.namespace.name).
 
@@ -57,7 +91,11 @@ def custom_op(qualname: str, kernels: Any, *, outputs: Dict[str, Callable[..., t
     (SIMT) kernel, ints or tuples, or functions of all the kernel's
     arguments in parameter order (inputs and outputs). tile: for a #[tile]
     kernel, {output name: the partition tile shape, or a function of all the
-    arguments giving it}: those outputs are passed as out.partition(tile)."""
+    arguments giving it}: those outputs are passed as out.partition(tile).
+    backward, setup_context: the operator's autograd (see the module's
+    docstring); without backward, a gradient through the operator raises.
+    Tensor inputs of a #[kernel] (SIMT) kernel, which takes contiguous
+    slices, are made contiguous first (x.T is taken as its values)."""
     import oxide
 
     ks = list(kernels) if isinstance(kernels, (list, tuple)) else [kernels]
@@ -94,6 +132,11 @@ def custom_op(qualname: str, kernels: Any, *, outputs: Dict[str, Callable[..., t
     args = ", ".join(f"{_schema_type(p)} {p.name}" for p in inputs)
     ret = "Tensor" if len(out_names) == 1 else "(" + ", ".join(["Tensor"] * len(out_names)) + ")"
 
+    def contiguous(values):
+        # a SIMT kernel's slices are contiguous: strided tensors go in as contiguous copies
+        return [v.contiguous() if isinstance(v, torch.Tensor) and p.kind != "tensor" else v
+                for v, p in zip(values, inputs)]
+
     def allocate(values):
         return [outputs[o](*values) for o in out_names]
 
@@ -107,6 +150,7 @@ def custom_op(qualname: str, kernels: Any, *, outputs: Dict[str, Callable[..., t
             raise RuntimeError(f"{qualname}: no Oxide kernel for device type "
                                f"{dev.type if dev is not None else 'cpu'!r} (registered: "
                                f"{sorted(by_type)})")
+        values = contiguous(values)
         outs = allocate(values)
         given = dict(zip((p.name for p in inputs), values))
         given.update(zip(out_names, outs))
@@ -128,7 +172,7 @@ def custom_op(qualname: str, kernels: Any, *, outputs: Dict[str, Callable[..., t
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def fake(*values):
-        outs = allocate(values)
+        outs = allocate(contiguous(values))
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     lib = torch.library.Library(ns, "FRAGMENT")
@@ -136,5 +180,14 @@ def custom_op(qualname: str, kernels: Any, *, outputs: Dict[str, Callable[..., t
     for t in by_type:
         lib.impl(name, impl, "CUDA" if t == "cuda" else "CPU")
     torch.library.register_fake(qualname, fake, lib=lib)
+    if backward is None:
+        if setup_context is not None:
+            raise ValueError("setup_context= goes with backward=")
+
+        def backward(ctx, *grads):
+            raise RuntimeError(f"{qualname} has no backward: a gradient flows through it. Register one with "
+                               f"oxide.torch.custom_op(..., backward=fn), fn(ctx, *grads) giving a gradient "
+                               f"per input")
+    torch.library.register_autograd(qualname, backward, setup_context=setup_context or _setup_context, lib=lib)
     _LIBRARIES[qualname] = lib
     return getattr(getattr(torch.ops, ns), name)

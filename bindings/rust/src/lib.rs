@@ -58,6 +58,8 @@
 
 #[path = "build_support.rs"]
 pub mod build;
+mod chain;
+pub use chain::Chain;
 pub mod kernel_macro;
 
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -1196,16 +1198,7 @@ impl Kernel<'_> {
         args: &[Arg<'_>],
     ) -> Result<()> {
         if self.is_unsafe() {
-            return Err(Error::new(
-                ffi::OX_ERR_INVALID_ARGUMENT,
-                format!(
-                    "kernel '{}' is unsafe (an `unsafe fn`, or it runs an `unsafe {{ }}` block): \
-                     launching it can break memory safety, so safe code cannot; \
-                     call `unsafe {{ kernel.launch_unchecked(...) }}` if its arguments satisfy \
-                     what its unsafe code assumes",
-                    self.name()
-                ),
-            ));
+            return Err(unsafe_kernel_error(self, "kernel.launch_unchecked"));
         }
         // SAFETY: the kernel is safe: every access is checked or proven.
         unsafe { self.launch_unchecked(stream, cfg, args) }
@@ -1267,6 +1260,20 @@ impl Kernel<'_> {
             )
         })
     }
+}
+
+/// The error of a safe launch of an unsafe kernel; `instead` names the call to make.
+fn unsafe_kernel_error(k: &Kernel<'_>, instead: &str) -> Error {
+    Error::new(
+        ffi::OX_ERR_INVALID_ARGUMENT,
+        format!(
+            "kernel '{}' is unsafe (an `unsafe fn`, or it runs an `unsafe {{ }}` block): \
+             launching it can break memory safety, so safe code cannot; \
+             call `unsafe {{ {instead}(...) }}` if its arguments satisfy \
+             what its unsafe code assumes",
+            k.name()
+        ),
+    )
 }
 
 // ------------------------------------------------------------------ inspection

@@ -2,17 +2,20 @@
 //! kernels, the same kernels (models/llama/llama.oxk) and the same steps as
 //! the Python model (models/llama/model.py).
 //!
-//!   llama_oxide MODEL_DIR --prompt 5,17,250 [--steps 32] [--device cpu|cuda] [--dtype f32|bf16]
+//!   llama_oxide MODEL_DIR --prompt 5,17,250 [--steps 32] [--device cpu|cuda] [--dtype f32|bf16] [--graph]
 //!
+//! --graph records the decode step once as a chain (on CUDA, one CUDA graph)
+//! and runs it once a token, as model.py's decode_chain does.
 //! MODEL_DIR holds a transformers-style config.json and model.safetensors.
 //! Prints the generated token ids on one line, then tokens/s on stderr.
 
 mod json;
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::time::Instant;
 
-use oxide::{Arg, Device, Dtype, Kernel, LaunchConfig, Module, Tensor};
+use oxide::{Arg, Chain, Device, Dtype, Kernel, LaunchConfig, Module, Tensor};
 
 type Res<T> = Result<T, String>;
 
@@ -145,11 +148,13 @@ struct Layer {
     down: Tensor,
 }
 
-struct Model {
+struct Model<'m> {
     cfg: Config,
     dev: Device,
     dtype: Dtype, // of weights and activations (the kernels compute in f32 inside)
-    module: Module,
+    module: &'m Module,
+    // while a decode step is being recorded (decode_chain): where launches go
+    chain: RefCell<Option<Chain<'m>>>,
     gpu: bool,
     embed: Tensor,
     layers: Vec<Layer>,
@@ -163,7 +168,18 @@ struct Model {
     bv: i64,
     tiles: (i64, i64, i64), // the projections' BM, BN, BK
     blocks: i64,            // blocks a split-K projection aims for
-    lens: Vec<i64>,
+    lens: Vec<i64>, // each sequence's length so far, on the host
+    // on the device, for a recorded step to replay alone: each sequence's next
+    // position, its length with it, and its index
+    pos: Option<(Tensor, Tensor, Tensor)>,
+}
+
+/// A decode step recorded once (Model::decode_chain): each run samples
+/// greedily from the last logits into `ids`, then decodes those tokens into
+/// the logits (a tensor the chain holds).
+struct Step<'m> {
+    chain: Chain<'m>,
+    ids: Tensor,
 }
 
 /// gate_up's weight from gate's and up's rows ([n, k] each): blocks of `bn`
@@ -180,12 +196,16 @@ fn interleave(g: &[f32], u: &[f32], n: usize, k: usize, bn: usize) -> Vec<f32> {
     out
 }
 
-impl Model {
-    fn load(dir: &str, dev: Device, dtype: Dtype, max_batch: i64, max_len: i64) -> Res<Model> {
+/// The model's kernels (models/llama/llama.oxk), compiled for `dev`.
+fn kernels(dev: Device) -> Res<Module> {
+    Module::compile_file(dev, concat!(env!("CARGO_MANIFEST_DIR"), "/../llama.oxk"), &Default::default()).map_err(err)
+}
+
+impl<'m> Model<'m> {
+    fn load(dir: &str, module: &'m Module, dtype: Dtype, max_batch: i64, max_len: i64) -> Res<Model<'m>> {
+        let dev = module.device();
         let cfg = Config::read(&format!("{dir}/config.json"))?;
         let mut w = read_safetensors(&format!("{dir}/model.safetensors"))?;
-        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/../llama.oxk");
-        let module = Module::compile_file(dev, src, &Default::default()).map_err(err)?;
         let gpu = dev.device_type() == oxide::DeviceType::Cuda;
         let tiles = if gpu { (64, 128, 64) } else { (16, 32, 32) };
         let convert = module.kernel("convert").map_err(err)?;
@@ -246,13 +266,15 @@ impl Model {
             bv: if gpu { 8192 } else { 1024 },
             tiles,
             blocks: 2 * dev.multiprocessors() as i64,
-            cfg, dev, dtype, module, gpu, embed, layers, norm, lm_head, cos, sin, cache, max_len, lens: Vec::new(),
+            cfg, dev, dtype, module, chain: RefCell::new(None), gpu, embed, layers, norm, lm_head, cos, sin, cache, max_len,
+            lens: Vec::new(),
+            pos: None,
         };
         m.set_generics()?;
         Ok(m)
     }
 
-    fn kern(&self, name: &str) -> Res<Kernel<'_>> {
+    fn kern(&self, name: &str) -> Res<Kernel<'m>> {
         self.module.kernel(name).map_err(err)
     }
 
@@ -269,8 +291,18 @@ impl Model {
         Ok(())
     }
 
+    /// Launches kernel `name`, or records it into the chain being recorded.
+    fn launch(&self, name: &str, cfg: &LaunchConfig, args: &[Arg<'_>]) -> Res<()> {
+        let k = self.kern(name)?;
+        match self.chain.borrow_mut().as_mut() {
+            Some(c) => c.launch(&k, cfg, args),
+            None => k.launch(cfg, args),
+        }
+        .map_err(|e| format!("{name}: {e}"))
+    }
+
     fn tile(&self, name: &str, args: &[Arg<'_>]) -> Res<()> {
-        self.kern(name)?.launch(&LaunchConfig::default(), args).map_err(|e| format!("{name}: {e}"))
+        self.launch(name, &LaunchConfig::default(), args)
     }
 
     fn empty(&self, shape: &[i64], dtype: Dtype) -> Res<Tensor> {
@@ -360,13 +392,18 @@ impl Model {
         let flat = |x: &Tensor| x.reshape(&[-1]).map_err(err);
         let (qf, kf, vf) = (flat(&q)?, flat(&self.cache[i].0)?, flat(&self.cache[i].1)?);
         let n = (t * (c.heads + 2 * c.kv_heads) * c.head_dim) as usize;
+        let k = self.kern("qkv_finish")?;
+        let (cfg, args) = (LaunchConfig::for_elements(n, 256), [Arg::tensor(&qf), Arg::tensor(&kf), Arg::tensor(&vf),
+            Arg::tensor(ws), Arg::tensor(pos), Arg::tensor(seq), Arg::tensor(&self.cos), Arg::tensor(&self.sin),
+            Arg::u64(c.kv_heads as u64), Arg::u64(self.max_len as u64), Arg::u64(c.head_dim as u64)]);
         // unsafe: writes at the data's positions (llama.oxk says why); each (seq, pos) is one token's
         unsafe {
-            self.kern("qkv_finish")?.launch_unchecked(None, &LaunchConfig::for_elements(n, 256), &[Arg::tensor(&qf),
-                Arg::tensor(&kf), Arg::tensor(&vf), Arg::tensor(ws), Arg::tensor(pos), Arg::tensor(seq), Arg::tensor(&self.cos),
-                Arg::tensor(&self.sin), Arg::u64(c.kv_heads as u64), Arg::u64(self.max_len as u64), Arg::u64(c.head_dim as u64)])
-                .map_err(|e| format!("qkv_finish: {e}"))?;
+            match self.chain.borrow_mut().as_mut() {
+                Some(ch) => ch.launch_unchecked(&k, &cfg, &args),
+                None => k.launch_unchecked(None, &cfg, &args),
+            }
         }
+        .map_err(|e| format!("qkv_finish: {e}"))?;
         Ok(q)
     }
 
@@ -418,20 +455,23 @@ impl Model {
         let last = |xn: &Tensor| xn.slice(0, s - 1, s, 1).map_err(err);
         let logits = self.forward(&tok, &pos, &seq, &attend, &last)?;
         self.lens = vec![s];
+        self.pos = Some((self.i32s(&[s as i32])?, self.i32s(&[s as i32 + 1])?, self.i32s(&[0])?));
         Ok(logits)
     }
 
-    fn decode(&mut self, ids: &Tensor) -> Res<Tensor> {
+    /// One token per sequence at each one's next position (device tensors:
+    /// the host uploads nothing); `splits`: how many pieces attention cuts
+    /// the cache into (None: what the longest sequence needs; a recorded step
+    /// takes the most the cache can need). The positions move on, on the
+    /// device (advance), so that a recorded step replays alone.
+    fn decode(&mut self, ids: &Tensor, splits: Option<i64>) -> Res<Tensor> {
         let c = &self.cfg;
         let b = ids.shape()[0];
-        let p: Vec<i32> = self.lens.iter().map(|&l| l as i32).collect();
-        if p.iter().any(|&x| x as i64 >= self.max_len) {
+        if self.lens.iter().any(|&x| x >= self.max_len) {
             return Err(format!("a sequence reached the cache's {} positions", self.max_len));
         }
-        let pos = self.i32s(&p)?;
-        let seq = self.i32s(&(0..b as i32).collect::<Vec<_>>())?;
-        let lens = self.i32s(&p.iter().map(|x| x + 1).collect::<Vec<_>>())?;
-        let splits = cdiv(*p.iter().max().unwrap() as i64 + 1, self.split);
+        let (pos, lens, seq) = self.pos.as_ref().ok_or("decode follows prefill")?;
+        let splits = splits.unwrap_or_else(|| cdiv(self.lens.iter().max().unwrap() + 1, self.split));
         let (heads, kvh, dh) = (c.heads, c.kv_heads, c.head_dim);
         let group = heads / kvh;
         let attend = |i: usize, q: &Tensor| -> Res<Tensor> {
@@ -443,17 +483,40 @@ impl Model {
             let (kb, vb) = (kc.slice(0, 0, b, 1).map_err(err)?, vc.slice(0, 0, b, 1).map_err(err)?);
             self.tile("decode_attention", &[Arg::tensor(&po.partition(&[1, 1, g, dh]).map_err(err)?),
                 Arg::tensor(&lse.partition(&[1, 1, g, 1]).map_err(err)?), Arg::tensor(q), Arg::tensor(&kb), Arg::tensor(&vb),
-                Arg::tensor(&lens), Arg::i32(self.split as i32), Arg::f32(1.0 / (dh as f32).sqrt())])?;
+                Arg::tensor(lens), Arg::i32(self.split as i32), Arg::f32(1.0 / (dh as f32).sqrt())])?;
             let o = self.empty(&[b, heads * dh], self.dtype)?;
             let op = o.reshape(&[b, heads, dh]).and_then(|r| r.partition(&[1, 1, dh])).map_err(err)?;
             self.tile("decode_combine", &[Arg::tensor(&op), Arg::tensor(&po), Arg::tensor(&lse)])?;
             Ok(o)
         };
-        let logits = self.forward(ids, &pos, &seq, &attend, &|xn: &Tensor| Ok(xn.clone()))?;
-        for l in self.lens.iter_mut() {
-            *l += 1;
+        let logits = self.forward(ids, pos, seq, &attend, &|xn: &Tensor| Ok(xn.clone()))?;
+        self.launch("advance", &LaunchConfig::for_elements(b as usize, 32), &[Arg::tensor(pos), Arg::tensor(lens)])?;
+        if self.chain.borrow().is_none() {
+            for l in self.lens.iter_mut() {
+                *l += 1;
+            }
         }
         Ok(logits)
+    }
+
+    /// The decode step recorded once as a chain, from prefill's `logits`
+    /// (which the step reuses): each run samples greedily from them into
+    /// .ids, then decodes those tokens into them. `stream`: capture it there
+    /// as one CUDA graph (the CPU has nothing to capture).
+    fn decode_chain(&mut self, logits: Tensor, stream: Option<&oxide::Stream>) -> Res<Step<'m>> {
+        *self.chain.borrow_mut() = Some(Chain::new(self.dev).map_err(err)?);
+        let recorded = (|| {
+            let ids = self.greedy(&logits)?;
+            let out = self.decode(&ids, Some(cdiv(self.max_len, self.split)))?;
+            self.chain.borrow_mut().as_mut().unwrap().copy(&logits, &out).map_err(err)?;
+            Ok::<_, String>(ids)
+        })();
+        let mut chain = self.chain.borrow_mut().take().unwrap();
+        let ids = recorded?;
+        if let Some(s) = stream {
+            chain.capture(s).map_err(err)?;
+        }
+        Ok(Step { chain, ids })
     }
 
     /// The largest logit's index of each row, on the device.
@@ -479,11 +542,16 @@ fn main() {
 
 fn run() -> Res<()> {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: llama_oxide MODEL_DIR --prompt 5,17,250 [--steps 32] [--device cpu|cuda] [--dtype f32|bf16]";
+    let usage = "usage: llama_oxide MODEL_DIR --prompt 5,17,250 [--steps 32] [--device cpu|cuda] [--dtype f32|bf16] [--graph]";
     let dir = args.get(1).filter(|a| !a.starts_with("--")).ok_or(usage)?;
-    let (mut prompt, mut steps, mut device, mut dtype) = (Vec::new(), 32usize, "cpu".to_string(), None);
+    let (mut prompt, mut steps, mut device, mut dtype, mut graph) = (Vec::new(), 32usize, "cpu".to_string(), None, false);
     let mut i = 2;
     while i < args.len() {
+        if args[i] == "--graph" {
+            graph = true;
+            i += 1;
+            continue;
+        }
         let v = args.get(i + 1).ok_or(usage)?;
         match args[i].as_str() {
             "--prompt" => prompt = v.split(',').map(|t| t.trim().parse::<i32>().map_err(|e| format!("--prompt: {e}"))).collect::<Res<_>>()?,
@@ -511,16 +579,32 @@ fn run() -> Res<()> {
     .map_err(err)?;
     // bf16 on the GPU, f32 on the CPU, unless --dtype says
     let dtype = dtype.unwrap_or(if device == "cuda" { Dtype::BF16 } else { Dtype::F32 });
-    let mut model = Model::load(dir, dev, dtype, 1, (prompt.len() + steps + 1) as i64)?;
+    let module = kernels(dev)?;
+    let mut model = Model::load(dir, &module, dtype, 1, (prompt.len() + steps + 1) as i64)?;
     let start = Instant::now();
     let mut logits = model.prefill(&prompt)?;
     let mut out = Vec::new();
-    let t0 = Instant::now();
-    for s in 0..steps {
-        let ids = model.greedy(&logits)?;
-        out.push(ids.to_vec::<i32>().map_err(err)?[0]);
-        if s + 1 < steps {
-            logits = model.decode(&ids)?;
+    let t0;
+    if graph {
+        // the step recorded once (on CUDA one graph, captured on a stream of
+        // its own), then one run a token: the host launches nothing else
+        let stream = dev.stream().map_err(err)?;
+        let gpu = dev.device_type() == oxide::DeviceType::Cuda;
+        let step = model.decode_chain(logits, gpu.then_some(&stream))?;
+        t0 = Instant::now();
+        for _ in 0..steps {
+            step.chain.run(Some(&stream)).map_err(err)?;
+            stream.synchronize().map_err(err)?;
+            out.push(step.ids.to_vec::<i32>().map_err(err)?[0]);
+        }
+    } else {
+        t0 = Instant::now();
+        for s in 0..steps {
+            let ids = model.greedy(&logits)?;
+            out.push(ids.to_vec::<i32>().map_err(err)?[0]);
+            if s + 1 < steps {
+                logits = model.decode(&ids, None)?;
+            }
         }
     }
     dev.synchronize().map_err(err)?;
