@@ -244,28 +244,29 @@ class Llama:
         else:
             self.k[name](*args, **kw)
 
-    def _splits(self, M, N, K):
+    def _splits(self, M, N, K, most=64):
         """How many runs of K tiles linear_part cuts x [M, K] w^T [K, N] into
         (a power of two, which the kernels that sum them take as one tile), and
         the K tiles a run: enough blocks for two an SM, each run at least two K
-        tiles, and the f32 partials (S M N 4 bytes, written and read) at most a
-        quarter of the weight's (N K 2)."""
+        tiles, the f32 partials (S M N 4 bytes, written and read) at most a
+        quarter of the weight's (N K 2), and at most `most`."""
         ktiles = -(-K // self.BK)
         tiles = -(-M // self.BM) * -(-N // self.BN)
         if self.gpu:
             S = max(1, min(self.blocks // tiles, ktiles // 2, K // (16 * M)))
         else:
             S = 2 if M <= 16 and ktiles >= 2 else 1
-        S = 1 << (S.bit_length() - 1)
+        S = 1 << (min(S, most).bit_length() - 1)
         return S, -(-ktiles // S)
 
-    def _part(self, x, w, splits=None):
+    def _part(self, x, w, splits=None, norm=False):
         """x [M, K] times w^T (w [N, K], as transformers stores it; the kernel
         reads it as it lies), split along K: the f32 partials [S, M, N] that the
-        consumer sums."""
+        consumer sums (`norm`: split_add_rmsnorm, whose [S, 1, N] tile holds at
+        most 65536 elements)."""
         M, K = x.shape
         N = w.shape[0]
-        S, chunk = splits or self._splits(M, N, K)
+        S, chunk = splits or self._splits(M, N, K, 65536 // _pow2(N) if norm else 64)
         ws = self._empty(S, M, N, dtype="f32")
         self._run("linear_part", ws.partition((1, self.BM, self.BN)), x, w, chunk)
         return ws
@@ -294,12 +295,13 @@ class Llama:
         and the residual res: (rmsnorm(sum ws + res) * w, sum ws + res)."""
         T, H = res.shape if ws is not None else x.shape
         BD = _pow2(H)
+        BR = 1 if T <= 65535 else 16  # a grid axis holds 65535 tiles (a prompt batch of 64k tokens)
         y = self._empty(T, H)
         if ws is None:
-            self._run("rmsnorm", y.partition((1, BD)), x, w, self.cfg.eps)
+            self._run("rmsnorm", y.partition((BR, BD)), x, w, self.cfg.eps)
             return y, x
         h = self._empty(T, H)
-        self._run("split_add_rmsnorm", y.partition((1, BD)), h.partition((1, BD)), ws, res, w, self.cfg.eps)
+        self._run("split_add_rmsnorm", y.partition((BR, BD)), h.partition((BR, BD)), ws, res, w, self.cfg.eps)
         return y, h
 
     def _block(self, i, x, h, positions, seq, attend):
@@ -316,8 +318,8 @@ class Llama:
         self._run("qkv_finish", q.reshape(-1), kc.reshape(-1), vc.reshape(-1), ws, positions, seq, self.cos, self.sin,
                   cfg.kv_heads, self.max_len, Dh, grid=-(-n // 256), block=256)
         o = attend(i, q)  # [T, heads * Dh]
-        x2, h = self._norm(L["post_norm"], ws=self._part(o, L["o"]), res=h)
-        return self._part(self._mlp_in(x2, L["gate_up"]), L["down"]), h
+        x2, h = self._norm(L["post_norm"], ws=self._part(o, L["o"], norm=True), res=h)
+        return self._part(self._mlp_in(x2, L["gate_up"]), L["down"], norm=True), h
 
     def _forward(self, ids, positions, seq, attend, last):
         cfg = self.cfg

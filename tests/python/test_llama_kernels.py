@@ -53,16 +53,18 @@ def test_rmsnorm_and_split_residual(dev, kernels):
     w = rng(4).standard_normal(H).astype(np.float32)
     k = kernels(dev)
     y = oxide.empty((T, H), device=dev)
-    k.rmsnorm(y.partition((1, 128)), t(x, dev), t(w, dev), eps)
-    np.testing.assert_allclose(y.numpy(), rmsnorm_ref(x, w, eps), rtol=1e-5, atol=1e-5)
+    for BR in (1, 4):  # rows a tile: 1, or several where the rows pass a grid axis's 65535 tiles
+        k.rmsnorm(y.partition((BR, 128)), t(x, dev), t(w, dev), eps)
+        np.testing.assert_allclose(y.numpy(), rmsnorm_ref(x, w, eps), rtol=1e-5, atol=1e-5)
     # x as the sum of S partial products (split-K's: a power of two), then the residual
     parts = rng(5).standard_normal((S, T, H)).astype(np.float32)
     parts[-1] = x - parts[:-1].sum(0)
     h = oxide.empty((T, H), device=dev)
-    k.split_add_rmsnorm(y.partition((1, 128)), h.partition((1, 128)), t(parts, dev), t(res, dev), t(w, dev), eps)
     hx = parts.astype(np.float64).sum(0) + res
-    np.testing.assert_allclose(h.numpy(), hx, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(y.numpy(), rmsnorm_ref(hx, w, eps), rtol=1e-5, atol=1e-5)
+    for BR in (1, 4):
+        k.split_add_rmsnorm(y.partition((BR, 128)), h.partition((BR, 128)), t(parts, dev), t(res, dev), t(w, dev), eps)
+        np.testing.assert_allclose(h.numpy(), hx, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(y.numpy(), rmsnorm_ref(hx, w, eps), rtol=1e-5, atol=1e-5)
 
 
 def llama3_inv_freq(D, theta=500000.0, factor=8.0, low=1.0, high=4.0, original=8192):

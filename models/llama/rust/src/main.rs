@@ -311,7 +311,7 @@ impl<'m> Model<'m> {
 
     /// How many runs of K tiles linear_part cuts x [m, k] w^T into (a power
     /// of two), and the K tiles a run (as _splits in model.py).
-    fn splits(&self, m: i64, n: i64, k: i64) -> (i64, i64) {
+    fn splits(&self, m: i64, n: i64, k: i64, most: i64) -> (i64, i64) {
         let (bm, bn, bk) = self.tiles;
         let ktiles = cdiv(k, bk);
         let tiles = cdiv(m, bm) * cdiv(n, bn);
@@ -322,15 +322,16 @@ impl<'m> Model<'m> {
         } else {
             1
         };
-        let s = 1i64 << (63 - s.leading_zeros()); // a power of two: the sums take them as one tile
+        let s = 1i64 << (63 - s.min(most).leading_zeros()); // a power of two: the sums take them as one tile
         (s, cdiv(ktiles, s))
     }
 
     /// x [m, k] times w^T (w [n, k], as transformers stores it) split along K:
     /// the f32 partials [S, m, n] that the consumer sums.
-    fn part(&self, x: &Tensor, w: &Tensor, splits: Option<(i64, i64)>) -> Res<Tensor> {
+    /// `norm`: the partials go to split_add_rmsnorm, whose [S, 1, n] tile holds at most 65536 elements.
+    fn part(&self, x: &Tensor, w: &Tensor, splits: Option<(i64, i64)>, norm: bool) -> Res<Tensor> {
         let (m, k, n) = (x.shape()[0], x.shape()[1], w.shape()[0]);
-        let (s, chunk) = splits.unwrap_or_else(|| self.splits(m, n, k));
+        let (s, chunk) = splits.unwrap_or_else(|| self.splits(m, n, k, if norm { 65536 / pow2(n) } else { 64 }));
         let ws = self.empty(&[s, m, n], Dtype::F32)?;
         let wp = ws.partition(&[1, self.tiles.0, self.tiles.1]).map_err(err)?;
         self.tile("linear_part", &[Arg::tensor(&wp), Arg::tensor(x), Arg::tensor(w), Arg::i32(chunk as i32)])?;
@@ -350,12 +351,12 @@ impl<'m> Model<'m> {
     fn mlp_in(&self, x: &Tensor, w: &Tensor, inter: i64) -> Res<Tensor> {
         let (m, k) = (x.shape()[0], x.shape()[1]);
         let y = self.empty(&[m, inter], self.dtype)?;
-        let (s, chunk) = self.splits(m, w.shape()[0], k);
+        let (s, chunk) = self.splits(m, w.shape()[0], k, 64);
         if s == 1 {
             let yp = y.partition(&[self.tiles.0, self.tiles.1]).map_err(err)?;
             self.tile("gate_up", &[Arg::tensor(&yp), Arg::tensor(x), Arg::tensor(w)])?;
         } else {
-            let ws = self.part(x, w, Some((s, chunk)))?;
+            let ws = self.part(x, w, Some((s, chunk)), false)?;
             self.tile("split_swiglu", &[Arg::tensor(&y.partition(&[1, self.tiles.1]).map_err(err)?), Arg::tensor(&ws)])?;
         }
         Ok(y)
@@ -366,8 +367,9 @@ impl<'m> Model<'m> {
     fn norm(&self, w: &Tensor, x: &Tensor, ws: Option<&Tensor>) -> Res<(Tensor, Tensor)> {
         let s = x.shape();
         let bd = pow2(s[1]);
+        let br = if s[0] <= 65535 { 1 } else { 16 }; // a grid axis holds 65535 tiles
         let y = self.empty(&s, self.dtype)?;
-        let yp = y.partition(&[1, bd]).map_err(err)?;
+        let yp = y.partition(&[br, bd]).map_err(err)?;
         match ws {
             None => {
                 self.tile("rmsnorm", &[Arg::tensor(&yp), Arg::tensor(x), Arg::tensor(w), Arg::f32(self.cfg.eps)])?;
@@ -375,7 +377,7 @@ impl<'m> Model<'m> {
             }
             Some(p) => {
                 let h = self.empty(&s, self.dtype)?;
-                let hp = h.partition(&[1, bd]).map_err(err)?;
+                let hp = h.partition(&[br, bd]).map_err(err)?;
                 self.tile("split_add_rmsnorm", &[Arg::tensor(&yp), Arg::tensor(&hp), Arg::tensor(p), Arg::tensor(x),
                                                  Arg::tensor(w), Arg::f32(self.cfg.eps)])?;
                 Ok((y, h))
@@ -419,11 +421,11 @@ impl<'m> Model<'m> {
         let (mut out, mut h): (Option<Tensor>, Tensor) = (None, x);
         for (i, l) in self.layers.iter().enumerate() {
             let (xn, h1) = self.norm(&l.in_norm, &h, out.as_ref())?;
-            let q = self.qkv_finish(i, &self.part(&xn, &l.qkv, None)?, pos, seq)?;
+            let q = self.qkv_finish(i, &self.part(&xn, &l.qkv, None, false)?, pos, seq)?;
             let o = attend(i, &q)?;
-            let (x2, h2) = self.norm(&l.post_norm, &h1, Some(&self.part(&o, &l.o, None)?))?;
+            let (x2, h2) = self.norm(&l.post_norm, &h1, Some(&self.part(&o, &l.o, None, true)?))?;
             let inter = l.down.shape()[1];
-            out = Some(self.part(&self.mlp_in(&x2, &l.gate_up, inter)?, &l.down, None)?);
+            out = Some(self.part(&self.mlp_in(&x2, &l.gate_up, inter)?, &l.down, None, true)?);
             h = h2;
         }
         let (xn, _) = self.norm(&self.norm, &h, out.as_ref())?;
