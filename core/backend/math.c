@@ -2,8 +2,10 @@
  * 5.5). Where the targets' libraries differ (the GPU has approximate
  * instructions and no libm; the CPU has libm), a formula of Oxide's own is
  * written here once, so that both targets compute the same thing: tanh, erf,
- * sigmoid, atan2 and atan of f32. f64 transcendentals are libm's on the CPU and
- * missing on the GPU (oxl_math_gpu_lacks). Calls only values.c. */
+ * sigmoid, atan2 and atan of f32. f64 transcendentals are libm's on the CPU;
+ * on the GPU, exp and log (and what is made of them: exp2, log2, pow, tanh,
+ * sigmoid) are Oxide's, and the others missing (oxl_math_gpu_lacks). Calls
+ * only values.c. */
 #include "backend/codegen.h"
 
 #include <assert.h>
@@ -18,11 +20,7 @@ static LLVMValueRef k(cg_t *C, oxi_type t, double v) {
 }
 
 static bool gpu_f32(cg_t *C, oxi_type t) { return C->opt->target == OXL_CUDA && t == OX_F32; }
-
-/* 2^x: ex2.approx on the GPU for f32 (relative error about 2^-22), else exact. */
-static LLVMValueRef exp2_of(cg_t *C, oxi_type t, LLVMValueRef x) {
-  return gpu_f32(C, t) ? oxl_ptx_f32(C, "ex2.approx.ftz.f32", x) : oxl_intrinsic1(C, "exp2", x);
-}
+static bool gpu_f64(cg_t *C, oxi_type t) { return C->opt->target == OXL_CUDA && t == OX_F64; }
 
 static LLVMValueRef add(cg_t *C, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFAdd(C->b, a, b, ""); }
 static LLVMValueRef mul(cg_t *C, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFMul(C->b, a, b, ""); }
@@ -33,6 +31,106 @@ static LLVMValueRef poly(cg_t *C, oxi_type t, LLVMValueRef u, const double *c, i
   for (int i = n - 2; i >= 0; i--)
     r = add(C, mul(C, r, u), k(C, t, c[i]));
   return r;
+}
+
+/* ---- f64 exp and log on the GPU, which has no libm: argument reduction to
+ * a small interval, a polynomial there, and the exponent put back by bits.
+ * Within about 1 ulp (the polynomials' truncation errors are below 1e-17). */
+
+static LLVMTypeRef i64t(cg_t *C) { return LLVMInt64TypeInContext(C->ctx); }
+static LLVMValueRef i64c(cg_t *C, int64_t v) { return LLVMConstInt(i64t(C), (unsigned long long)v, 1); }
+static LLVMValueRef fma64(cg_t *C, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+  LLVMValueRef x[3] = {a, b, c};
+  return oxl_cg_call(C, "llvm.fma.f64", LLVMTypeOf(a), x, 3);
+}
+
+/* p * 2^kf for an integer-valued kf in [-1100, 1100]: two factors 2^h and
+ * 2^(k - h), h = k / 2, each a normal double, so that results that overflow
+ * or go subnormal come out right (inf, or gradually to 0). */
+static LLVMValueRef scale64(cg_t *C, LLVMValueRef p, LLVMValueRef kf) {
+  LLVMValueRef i = LLVMBuildFPToSI(C->b, kf, i64t(C), "");
+  LLVMValueRef h = LLVMBuildAShr(C->b, i, i64c(C, 1), ""), j = LLVMBuildSub(C->b, i, h, "");
+  LLVMTypeRef f64 = LLVMTypeOf(p);
+  LLVMValueRef s1 = LLVMBuildBitCast(C->b, LLVMBuildShl(C->b, LLVMBuildAdd(C->b, h, i64c(C, 1023), ""), i64c(C, 52), ""), f64, "");
+  LLVMValueRef s2 = LLVMBuildBitCast(C->b, LLVMBuildShl(C->b, LLVMBuildAdd(C->b, j, i64c(C, 1023), ""), i64c(C, 52), ""), f64, "");
+  return mul(C, mul(C, p, s1), s2);
+}
+
+/* e^r for |r| <= ln(2) / 2: its Taylor series to r^13 / 13!. */
+static LLVMValueRef exp_small64(cg_t *C, LLVMValueRef r) {
+  double c[14];
+  c[0] = 1.0;
+  for (int i = 1; i < 14; i++)
+    c[i] = c[i - 1] / i;
+  return poly(C, OX_F64, r, c, 14);
+}
+
+static LLVMValueRef nan_passes(cg_t *C, LLVMValueRef x, LLVMValueRef r) {
+  return LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealUNO, x, x, ""), x, r, "");
+}
+
+/* e^x = 2^k e^r, k = rint(x / ln 2), r = x - k ln 2 with ln 2 in two parts
+ * (Cody and Waite) so that r is exact to about 2^-100. */
+static LLVMValueRef exp64(cg_t *C, LLVMValueRef x) {
+  static const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+  LLVMValueRef xc = oxl_intrinsic2(C, "minnum", oxl_intrinsic2(C, "maxnum", x, k(C, OX_F64, -760.0)), k(C, OX_F64, 760.0));
+  LLVMValueRef kf = oxl_intrinsic1(C, "rint", mul(C, xc, k(C, OX_F64, LOG2E)));
+  LLVMValueRef nk = LLVMBuildFNeg(C->b, kf, "");
+  LLVMValueRef r = fma64(C, nk, k(C, OX_F64, ln2_lo), fma64(C, nk, k(C, OX_F64, ln2_hi), xc));
+  return nan_passes(C, x, scale64(C, exp_small64(C, r), kf));
+}
+
+/* 2^x = 2^k e^(f ln 2), k = rint(x), f = x - k (exact). */
+static LLVMValueRef exp2_64(cg_t *C, LLVMValueRef x) {
+  LLVMValueRef xc = oxl_intrinsic2(C, "minnum", oxl_intrinsic2(C, "maxnum", x, k(C, OX_F64, -1100.0)), k(C, OX_F64, 1100.0));
+  LLVMValueRef kf = oxl_intrinsic1(C, "rint", xc);
+  LLVMValueRef f = LLVMBuildFSub(C->b, xc, kf, "");
+  return nan_passes(C, x, scale64(C, exp_small64(C, mul(C, f, k(C, OX_F64, LN2))), kf));
+}
+
+/* ln x = e ln 2 + ln m for x = m 2^e, m in [sqrt(1/2), sqrt(2)); ln m =
+ * 2 atanh(s) = 2 (s + s^3/3 + ... + s^23/23), s = (m - 1) / (m + 1), |s| <=
+ * 0.172. Subnormals are scaled by 2^54 first; 0 gives -inf, negatives NaN. */
+static LLVMValueRef log64(cg_t *C, LLVMValueRef x) {
+  static const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+  LLVMTypeRef f64 = LLVMTypeOf(x);
+  LLVMValueRef tiny = LLVMBuildFCmp(C->b, LLVMRealOLT, x, k(C, OX_F64, 2.2250738585072014e-308), "");
+  LLVMValueRef xs = LLVMBuildSelect(C->b, tiny, mul(C, x, k(C, OX_F64, 18014398509481984.0)), x, ""); /* 2^54 */
+  LLVMValueRef bits = LLVMBuildBitCast(C->b, xs, i64t(C), "");
+  LLVMValueRef e = LLVMBuildSub(C->b, LLVMBuildAnd(C->b, LLVMBuildLShr(C->b, bits, i64c(C, 52), ""), i64c(C, 0x7ff), ""),
+                                i64c(C, 1023), "");
+  e = LLVMBuildSelect(C->b, tiny, LLVMBuildSub(C->b, e, i64c(C, 54), ""), e, "");
+  LLVMValueRef mb = LLVMBuildOr(C->b, LLVMBuildAnd(C->b, bits, i64c(C, 0x000fffffffffffffLL), ""),
+                                i64c(C, 0x3ff0000000000000LL), "");
+  LLVMValueRef m = LLVMBuildBitCast(C->b, mb, f64, "");
+  LLVMValueRef big = LLVMBuildFCmp(C->b, LLVMRealOGT, m, k(C, OX_F64, 1.4142135623730951), "");
+  m = LLVMBuildSelect(C->b, big, mul(C, m, k(C, OX_F64, 0.5)), m, "");
+  e = LLVMBuildSelect(C->b, big, LLVMBuildAdd(C->b, e, i64c(C, 1), ""), e, "");
+  LLVMValueRef s = LLVMBuildFDiv(C->b, LLVMBuildFSub(C->b, m, k(C, OX_F64, 1.0), ""), add(C, m, k(C, OX_F64, 1.0)), "");
+  double c[12];
+  for (int i = 0; i < 12; i++)
+    c[i] = 1.0 / (2 * i + 1);
+  LLVMValueRef lm = mul(C, mul(C, k(C, OX_F64, 2.0), s), poly(C, OX_F64, mul(C, s, s), c, 12));
+  LLVMValueRef ef = LLVMBuildSIToFP(C->b, e, f64, "");
+  LLVMValueRef r = fma64(C, ef, k(C, OX_F64, ln2_hi), fma64(C, ef, k(C, OX_F64, ln2_lo), lm));
+  LLVMValueRef inf = k(C, OX_F64, __builtin_inf());
+  r = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOEQ, x, inf, ""), inf, r, "");
+  r = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOEQ, x, k(C, OX_F64, 0.0), ""), LLVMBuildFNeg(C->b, inf, ""), r, "");
+  r = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOLT, x, k(C, OX_F64, 0.0), ""), k(C, OX_F64, __builtin_nan("")), r, "");
+  return nan_passes(C, x, r);
+}
+
+/* 2^x: ex2.approx on the GPU for f32 (relative error about 2^-22), Oxide's
+ * for f64 there, else exact. */
+static LLVMValueRef exp2_of(cg_t *C, oxi_type t, LLVMValueRef x) {
+  return gpu_f32(C, t) ? oxl_ptx_f32(C, "ex2.approx.ftz.f32", x) : gpu_f64(C, t) ? exp2_64(C, x) : oxl_intrinsic1(C, "exp2", x);
+}
+
+/* log2 x, as exp2_of. */
+static LLVMValueRef log2_of(cg_t *C, oxi_type t, LLVMValueRef x) {
+  return gpu_f32(C, t)   ? oxl_ptx_f32(C, "lg2.approx.f32", x)
+         : gpu_f64(C, t) ? mul(C, log64(C, x), k(C, OX_F64, LOG2E))
+                         : oxl_intrinsic1(C, "log2", x);
 }
 
 /* f32 on the GPU: the PTX approximate instructions; NULL where there is none. */
@@ -131,17 +229,16 @@ LLVMValueRef oxl_math_float(cg_t *C, int fn, oxi_type t, LLVMValueRef *a) {
   switch (fn) {
   case OXI_M_SQRT: return oxl_intrinsic1(C, "sqrt", a[0]);
   case OXI_M_RSQRT: return LLVMBuildFDiv(C->b, k(C, t, 1.0), oxl_intrinsic1(C, "sqrt", a[0]), "");
-  case OXI_M_EXP: return oxl_intrinsic1(C, "exp", a[0]);
-  case OXI_M_EXP2: return oxl_intrinsic1(C, "exp2", a[0]);
-  case OXI_M_LOG: return oxl_intrinsic1(C, "log", a[0]);
-  case OXI_M_LOG2: return oxl_intrinsic1(C, "log2", a[0]);
+  case OXI_M_EXP: return gpu_f64(C, t) ? exp64(C, a[0]) : oxl_intrinsic1(C, "exp", a[0]);
+  case OXI_M_EXP2: return exp2_of(C, t, a[0]);
+  case OXI_M_LOG: return gpu_f64(C, t) ? log64(C, a[0]) : oxl_intrinsic1(C, "log", a[0]);
+  case OXI_M_LOG2: return log2_of(C, t, a[0]);
   case OXI_M_SIN: return oxl_intrinsic1(C, "sin", a[0]);
   case OXI_M_COS: return oxl_intrinsic1(C, "cos", a[0]);
   case OXI_M_TAN: return libm(C, own ? "tanf" : "tan", a, 1); /* the CPU's; the GPU's: sin/cos above */
   case OXI_M_POW: {
     /* pow(x, y) = exp2(y * log2(x)) on both targets, so they agree (x < 0 gives NaN) */
-    LLVMValueRef lg = gpu_f32(C, t) ? oxl_ptx_f32(C, "lg2.approx.f32", a[0]) : oxl_intrinsic1(C, "log2", a[0]);
-    return exp2_of(C, t, mul(C, a[1], lg));
+    return exp2_of(C, t, mul(C, a[1], log2_of(C, t, a[0])));
   }
   case OXI_M_TANH: return tanh_of(C, t, a[0]);
   case OXI_M_ERF: return own ? erf_of(C, t, a[0]) : libm(C, "erf", a, 1);
@@ -204,9 +301,7 @@ bool oxl_math_gpu_lacks(int fn, oxi_type t) {
   if (t != OX_F64)
     return false;
   switch (fn) {
-  case OXI_M_EXP: case OXI_M_EXP2: case OXI_M_LOG: case OXI_M_LOG2: case OXI_M_SIN: case OXI_M_COS:
-  case OXI_M_TAN: case OXI_M_TANH: case OXI_M_POW: case OXI_M_ERF: case OXI_M_ATAN2: case OXI_M_ATAN:
-  case OXI_M_SIGMOID: return true;
+  case OXI_M_SIN: case OXI_M_COS: case OXI_M_TAN: case OXI_M_ERF: case OXI_M_ATAN2: case OXI_M_ATAN: return true;
   default: return false;
   }
 }

@@ -455,8 +455,8 @@ TRIGGERS = {
     "'atomic_add' is not available for u8 elements":
         Compile(simt("    let v = h.atomic_add(0, 1u8);", params="h: &[Atomic<u8>]")),
     "warp shuffles move 32- or 64-bit values, found u8": Compile(simt("    let v = warp::shuffle(1u8, 0u32);")),
-    "f64 exp is not supported on the CUDA target yet (f32 is)":
-        Emit(simt("    if let Some(r) = o.get_mut(i) { *r = exp(a[i] as f64) as f32; }"), kind="ptx"),
+    "f64 erf is not supported on the CUDA target yet (f32 is)":
+        Emit(simt("    if let Some(r) = o.get_mut(i) { *r = erf(a[i] as f64) as f32; }"), kind="ptx"),
     # 6. Ownership rules
     "a thread-index witness cannot be copied: 'i' already holds it; use 'i' itself, or 'i.get()' for a plain number":
         Compile(simt("    let j = i;")),
