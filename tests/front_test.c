@@ -1180,6 +1180,19 @@ static void test_emit_api(void) {
   if (ox_emit(vecadd_contract, &grown.o, OX_TARGET_CPU, OX_EMIT_IR, &out) != OX_ERR_UNSUPPORTED ||
       !strstr(ox_last_error(), "a field this liboxide does not know"))
     fail(&c, "a larger options struct with an extra field set", ox_last_error());
+  /* a caller built against a header before ABI version 3, whose options began with `filename`:
+   * the pointer is read as `size`, and refused before anything else is read */
+  struct {
+    const char *filename;
+    int sm, opt_level, no_cache;
+  } old_abi = {"old.oxk", 0, 0, 0};
+  if (ox_emit(vecadd_contract, (const ox_compile_options *)(const void *)&old_abi, OX_TARGET_CPU, OX_EMIT_IR, &out) !=
+          OX_ERR_INVALID_ARGUMENT ||
+      !strstr(ox_last_error(), "the caller was built against another ABI"))
+    fail(&c, "options of an older ABI", ox_last_error());
+  ox_compile_options odd = {.size = sizeof odd + 4}; /* not a size a header makes */
+  if (ox_emit(vecadd_contract, &odd, OX_TARGET_CPU, OX_EMIT_IR, &out) != OX_ERR_INVALID_ARGUMENT)
+    fail(&c, "an options size not a multiple of a pointer's", ox_last_error());
   ox_compile_options tiny = {.size = 4};
   if (ox_emit(vecadd_contract, &tiny, OX_TARGET_CPU, OX_EMIT_IR, &out) != OX_ERR_INVALID_ARGUMENT ||
       !strstr(ox_last_error(), "options size 4 is too small"))

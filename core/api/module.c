@@ -306,6 +306,16 @@ static ox_status read_options(const char *fn, const ox_compile_options *opts,
   size_t n = opts->size ? opts->size : abi3;
   if (n < offsetof(ox_compile_options, filename))
     return oxb_set_error(OX_ERR_INVALID_ARGUMENT, "%s: options size %zu is too small", fn, n);
+  /* `size` is read before any other field and trusted only within OX_OPTIONS_SIZE_MAX: a header
+     before ABI version 3 had `filename` there, whose pointer value (never below 4096 in a
+     process) would otherwise send the scan below through the caller's memory */
+  if (n > OX_OPTIONS_SIZE_MAX || n % sizeof(void *))
+    return oxb_set_error(OX_ERR_INVALID_ARGUMENT,
+                         "%s: options size %zu is not one an oxide.h makes (ox_compile_options is %zu bytes "
+                         "here, and at most %d in any version): the caller was built against another ABI "
+                         "(oxide.h before ABI version 3 had `filename` first), or did not set `size`; "
+                         "rebuild against this library's header (ABI version %d)",
+                         fn, n, sizeof *o, OX_OPTIONS_SIZE_MAX, OX_ABI_VERSION);
   if (n > sizeof *o) { /* a newer header: its extra fields must be unset */
     const unsigned char *extra = (const unsigned char *)opts + sizeof *o;
     for (size_t i = 0; i < n - sizeof *o; i++)

@@ -366,13 +366,19 @@ typedef struct ox_generic_value {
   int64_t value;
 } ox_generic_value;
 
+/** The most bytes ox_compile_options will ever have (its `size`). */
+#define OX_OPTIONS_SIZE_MAX 1024
+
 /** Options for compiling kernel text. Zero-initialize, then set what you need. */
 typedef struct ox_compile_options {
   /** sizeof(ox_compile_options) as the caller's header has it, so that the
    *  struct can grow: fields past `size` are taken as 0, and a caller's
    *  fields this library does not know must be 0 (else OX_ERR_UNSUPPORTED).
    *  0 (what a designated or zero initializer leaves) means the fields of ABI
-   *  version 3, up to emit_contiguous. */
+   *  version 3, up to emit_contiguous. Read before any other field: a size
+   *  above OX_OPTIONS_SIZE_MAX, or not a multiple of a pointer's, is refused
+   *  (OX_ERR_INVALID_ARGUMENT) without reading further, which is what a
+   *  caller built against an older header (or that left `size` unset) gets. */
   size_t size;
   const char *filename; /**< name used in diagnostics (default "<input>") */
   int sm;               /**< CUDA architecture as 80, 86, 90...; 0 = the device's */
