@@ -226,6 +226,8 @@ class Llama:
         # decode attention's query rows: the group's heads, or on the GPU the 64
         # rows of a wgmma (llama.oxk says why); and the cache positions a block takes
         self.G = 64 if gpu else _pow2(cfg.heads // cfg.kv_heads)
+        # the fewest cache positions a decode attention block takes (a multiple of its BN;
+        # _split chooses more where there are enough to fill the GPU)
         self.split = 128 if gpu else 64
         k.decode_combine.set_generic("NS", _pow2(-(-self.max_len // self.split)))
         self.BV = 8192 if gpu else 1024
@@ -368,12 +370,19 @@ class Llama:
         self.seq = oxide.tensor(np.arange(B, dtype=np.int32), device=self.dev)
         return logits
 
-    def decode(self, ids, splits=None):
+    def _split(self, B, context):
+        """The cache positions a decode attention block takes, for B sequences
+        of up to `context` positions: about four blocks an SM (flash-decoding's
+        split), a power of two from self.split."""
+        want = B * self.cfg.kv_heads * context / (4 * self.dev.multiprocessors * self.split)
+        return self.split * min(_pow2(math.ceil(want)), 64)
+
+    def decode(self, ids, context=None):
         """One token per sequence (ids: [batch] ints, or a device tensor of i32),
         at each sequence's next position (device tensors: the host uploads
-        nothing); returns [batch, vocab] logits. `splits`: how many pieces the
-        cache is cut into for attention (default: what the longest sequence
-        needs; a recorded step takes the most the cache can need)."""
+        nothing); returns [batch, vocab] logits. `context`: the cache positions
+        attention covers (default: the longest sequence's; a recorded step
+        covers the whole cache)."""
         cfg = self.cfg
         tok = ids if isinstance(ids, oxide.Tensor) else oxide.tensor(np.asarray(ids, dtype=np.int32), device=self.dev)
         B = tok.shape[0]
@@ -382,7 +391,9 @@ class Llama:
                 raise RuntimeError("decode follows prefill")
             if int(self._lens_host.max()) >= self.max_len:
                 raise ValueError(f"a sequence reached the cache's {self.max_len} positions")
-        splits = splits or -(-int(self._lens_host.max() + 1) // self.split)
+        context = context or int(self._lens_host.max() + 1)
+        split = self._split(B, context)
+        splits = -(-context // split)
         group = cfg.heads // cfg.kv_heads
         pos, lens, seq = self.pos, self.lens, self.seq
 
@@ -393,7 +404,7 @@ class Llama:
             lse = self._empty(B * cfg.kv_heads, splits, group, 1, dtype="f32")
             G = max(self.G, _pow2(group))
             self._run("decode_attention", po.partition((1, 1, G, Dh)), lse.partition((1, 1, G, 1)), q,
-                      kc[:B], vc[:B], lens, self.split, 1 / math.sqrt(Dh))
+                      kc[:B], vc[:B], lens, split, 1 / math.sqrt(Dh))
             o = self._empty(B, cfg.heads * Dh)
             self._run("decode_combine", o.reshape(B, cfg.heads, Dh).partition((1, 1, Dh)), po, lse)
             return o
@@ -422,7 +433,7 @@ class Llama:
             step.logits.copy_from(logits)
             step.ids = self._empty(B, dtype="i32")
             self.greedy(step.logits, out=step.ids)
-            out = self.decode(step.ids, splits=-(-self.max_len // self.split))
+            out = self.decode(step.ids, context=self.max_len)
             chain.copy(step.logits, out)
         finally:
             self._chain = None

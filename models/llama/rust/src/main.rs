@@ -461,19 +461,28 @@ impl<'m> Model<'m> {
         Ok(logits)
     }
 
+    /// The cache positions a decode attention block takes, for b sequences of
+    /// up to `context` positions (as _split in model.py).
+    fn split_for(&self, b: i64, context: i64) -> i64 {
+        let want = (b * self.cfg.kv_heads * context) as f64 / (4 * self.dev.multiprocessors() as i64 * self.split) as f64;
+        self.split * pow2(want.ceil() as i64).min(64)
+    }
+
     /// One token per sequence at each one's next position (device tensors:
-    /// the host uploads nothing); `splits`: how many pieces attention cuts
-    /// the cache into (None: what the longest sequence needs; a recorded step
-    /// takes the most the cache can need). The positions move on, on the
-    /// device (advance), so that a recorded step replays alone.
-    fn decode(&mut self, ids: &Tensor, splits: Option<i64>) -> Res<Tensor> {
+    /// the host uploads nothing); `context`: the cache positions attention
+    /// covers (None: the longest sequence's; a recorded step covers the whole
+    /// cache). The positions move on, on the device (advance), so that a
+    /// recorded step replays alone.
+    fn decode(&mut self, ids: &Tensor, context: Option<i64>) -> Res<Tensor> {
         let c = &self.cfg;
         let b = ids.shape()[0];
         if self.lens.iter().any(|&x| x >= self.max_len) {
             return Err(format!("a sequence reached the cache's {} positions", self.max_len));
         }
         let (pos, lens, seq) = self.pos.as_ref().ok_or("decode follows prefill")?;
-        let splits = splits.unwrap_or_else(|| cdiv(self.lens.iter().max().unwrap() + 1, self.split));
+        let context = context.unwrap_or_else(|| self.lens.iter().max().unwrap() + 1);
+        let split = self.split_for(b, context);
+        let splits = cdiv(context, split);
         let (heads, kvh, dh) = (c.heads, c.kv_heads, c.head_dim);
         let group = heads / kvh;
         let attend = |i: usize, q: &Tensor| -> Res<Tensor> {
@@ -485,7 +494,7 @@ impl<'m> Model<'m> {
             let (kb, vb) = (kc.slice(0, 0, b, 1).map_err(err)?, vc.slice(0, 0, b, 1).map_err(err)?);
             self.tile("decode_attention", &[Arg::tensor(&po.partition(&[1, 1, g, dh]).map_err(err)?),
                 Arg::tensor(&lse.partition(&[1, 1, g, 1]).map_err(err)?), Arg::tensor(q), Arg::tensor(&kb), Arg::tensor(&vb),
-                Arg::tensor(lens), Arg::i32(self.split as i32), Arg::f32(1.0 / (dh as f32).sqrt())])?;
+                Arg::tensor(lens), Arg::i32(split as i32), Arg::f32(1.0 / (dh as f32).sqrt())])?;
             let o = self.empty(&[b, heads * dh], self.dtype)?;
             let op = o.reshape(&[b, heads, dh]).and_then(|r| r.partition(&[1, 1, dh])).map_err(err)?;
             self.tile("decode_combine", &[Arg::tensor(&op), Arg::tensor(&po), Arg::tensor(&lse)])?;
@@ -509,7 +518,7 @@ impl<'m> Model<'m> {
         *self.chain.borrow_mut() = Some(Chain::new(self.dev).map_err(err)?);
         let recorded = (|| {
             let ids = self.greedy(&logits)?;
-            let out = self.decode(&ids, Some(cdiv(self.max_len, self.split)))?;
+            let out = self.decode(&ids, Some(self.max_len))?;
             self.chain.borrow_mut().as_mut().unwrap().copy(&logits, &out).map_err(err)?;
             Ok::<_, String>(ids)
         })();
