@@ -165,6 +165,18 @@ static void test_bounds(void) {
   CHECK_ERR(ox_stream_synchronize(stream), OX_ERR_BOUNDS, "t.oxk:10:12: out-of-bounds read in kernel 'synced'");
   CHECK_OK(ox_tensor_to_host(tc, stream, c, sizeof c));
   CHECK(c[63] == 0.0f && c[13] == 0.0f && c[14] == 98.0f, "c[63]=%g c[13]=%g c[14]=%g", c[63], c[13], c[14]);
+  /* a host read of the output reports the pending error itself (and consumes it), as
+     Python's reads do: the values it would give are partial */
+  CHECK_OK(ox_launch(k, stream, &cfg, args, 2));
+  CHECK_ERR(ox_tensor_to_host(tc, stream, c, sizeof c), OX_ERR_BOUNDS, "t.oxk:4:46: out-of-bounds read in kernel 'shift'");
+  CHECK_OK(ox_stream_synchronize(stream));
+  /* and so does a read on another stream, of a tensor that `stream` wrote last */
+  ox_stream other;
+  CHECK_OK(ox_stream_create(ox_tensor_device(tc), &other));
+  CHECK_OK(ox_launch(k, stream, &cfg, args, 2));
+  CHECK_ERR(ox_tensor_to_host(tc, other, c, sizeof c), OX_ERR_BOUNDS, "out-of-bounds read in kernel 'shift'");
+  CHECK_OK(ox_stream_synchronize(stream));
+  ox_stream_destroy(other);
   ox_tensor_release(small);
   ox_tensor_release(ta);
   ox_tensor_release(tc);

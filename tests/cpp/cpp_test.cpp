@@ -120,6 +120,11 @@ static void run(oxide::Device dev) {
   oob.launch({{1}, {4}}, oxide::Tensor::from_host(dev, std::vector<float>{1, 2, 3, 4, 5}), out);
   dev.default_stream().synchronize();
   EXPECT(out.to_host<float>() == (std::vector<float>{2, 3, 4, 5}));
+  // a host read of the output reports the pending error itself, and consumes it
+  oob.launch({{1}, {4}}, small, out);
+  EXPECT(status_of([&] { out.to_host<float>(); }, &msg) == OX_ERR_BOUNDS);
+  EXPECT(msg.find("oob.oxk:5:") != std::string::npos);
+  dev.default_stream().synchronize();
 
   // a tile kernel: the output's partition gives the grid; S is set by hand
   auto scale = oxide::Module::compile(dev, SCALE, "scale.oxk").kernel("scale");

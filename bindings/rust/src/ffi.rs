@@ -7,6 +7,7 @@ pub const OX_VERSION_MINOR: c_int = 1;
 pub const OX_VERSION_PATCH: c_int = 0;
 pub const OX_ABI_VERSION: c_int = 3;
 pub const OX_MAX_DIMS: c_int = 8;
+pub const OX_OPTIONS_SIZE_MAX: c_int = 1024;
 
 pub type ox_status = c_int;
 pub const OX_OK: ox_status = 0;

@@ -229,6 +229,11 @@ fn out_of_bounds_is_reported_at_synchronize() {
             e.kind() == ErrorKind::Bounds && e.message().contains("oob.oxk:5:"),
             "{e}"
         );
+        // a host read of the output reports the pending error itself, and consumes it
+        k.launch_on(Some(&s), &LaunchConfig::linear(1, 4), &[Arg::tensor(&a), Arg::tensor(&c)]).unwrap();
+        let e = c.to_vec_on::<f32>(Some(&s)).unwrap_err();
+        assert!(e.kind() == ErrorKind::Bounds && e.message().contains("oob.oxk:5:"), "{e}");
+        s.synchronize().unwrap();
         // the error is consumed: the next launch works
         let a5 = Tensor::from_slice(dev, &[1.0f32, 2.0, 3.0, 4.0, 5.0]).unwrap();
         k.launch_on(
