@@ -40,6 +40,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -108,6 +109,9 @@ inline ErrorHandler set_error_handler(ErrorHandler h) {
 }
 
 inline std::string version() { return ox_version(); }
+
+// Directory of the on-disk compiled-kernel cache ("" when it is off).
+inline std::string cache_dir() { return ox_cache_dir(); }
 
 inline std::string doctor() {
   char *out = nullptr;
@@ -284,6 +288,9 @@ public:
   // Waits for the queued work; fails with OX_ERR_BOUNDS if a kernel on this
   // stream made an out-of-bounds access since the last synchronization.
   void synchronize() const { detail::check(ox_stream_synchronize(h_)); }
+  // Stops this stream's running and queued CPU launches (ox_stream_cancel):
+  // they fail with OX_ERR_CANCELLED. A CUDA stream cannot be cancelled.
+  void cancel() const { detail::check(ox_stream_cancel(h_)); }
   // Later work here waits, on the device, for the work before `e`.
   void wait(const Event &e) const;
   // Later work here waits, on the device, for the work queued on `other` so far.
@@ -679,31 +686,63 @@ class Chain;
 // Module object is gone.
 class Kernel {
 public:
+  // An empty kernel (to assign one to later); launching it fails.
+  Kernel() = default;
+  explicit operator bool() const { return h_ != nullptr; }
   // Queues a launch; argument, contract and limit errors fail at once, an
   // out-of-bounds access at the next Stream::synchronize(). A tensor the
   // kernel writes may not be passed as a const Tensor.
   template <class... Args> void launch(const LaunchConfig &cfg, Args &&...args) const {
+    ox_kernel k = live();
     ox_arg a[sizeof...(Args) + 1] = {detail::arg(args)...};
     check_const({detail::const_tensor<Args>()...});
     ox_launch_config c = cfg.c();
-    detail::check(ox_launch(h_, detail::stream_of(cfg.stream), &c, a, static_cast<int>(sizeof...(Args))));
+    detail::check(ox_launch(k, detail::stream_of(cfg.stream), &c, a, static_cast<int>(sizeof...(Args))));
   }
   // Checks a launch without running it.
   template <class... Args> void check(const LaunchConfig &cfg, Args &&...args) const {
+    ox_kernel k = live();
     ox_arg a[sizeof...(Args) + 1] = {detail::arg(args)...};
     check_const({detail::const_tensor<Args>()...});
     ox_launch_config c = cfg.c();
-    detail::check(ox_launch_check(h_, detail::stream_of(cfg.stream), &c, a, static_cast<int>(sizeof...(Args))));
+    detail::check(ox_launch_check(k, detail::stream_of(cfg.stream), &c, a, static_cast<int>(sizeof...(Args))));
   }
-  std::string name() const { return ox_kernel_name(h_); }
-  int num_params() const { return ox_kernel_num_params(h_); }
+  std::string name() const { return ox_kernel_name(live()); }
+  int num_params() const { return ox_kernel_num_params(live()); }
   // The parameters as written (name, kind, dtype, rank, writable).
-  const std::vector<ox_param_info> &params() const { return shared_->params; }
+  const std::vector<ox_param_info> &params() const {
+    live();
+    return shared_->params;
+  }
   // True for a kernel that may make unchecked accesses or race (ox_kernel_is_unsafe).
-  bool is_unsafe() const { return ox_kernel_is_unsafe(h_) != 0; }
+  bool is_unsafe() const { return ox_kernel_is_unsafe(live()) != 0; }
   // A tile kernel's const generic that sizes no output (ox_kernel_set_generic).
   void set_generic(const std::string &name, int64_t value) const {
-    detail::check(ox_kernel_set_generic(h_, name.c_str(), value));
+    detail::check(ox_kernel_set_generic(live(), name.c_str(), value));
+  }
+  // One tile configuration: values of const generics by name ({{"BM", 128}, {"BN", 256}}).
+  using Candidate = std::vector<std::pair<std::string, int64_t>>;
+  // Lets the runtime choose among tile configurations, measuring them at the
+  // first launch of each new key (ox_kernel_set_candidates); {} clears them.
+  void set_candidates(const std::vector<Candidate> &cands) const {
+    std::vector<std::vector<ox_generic_value>> values;
+    std::vector<ox_tile_candidate> c;
+    for (const Candidate &cand : cands) {
+      values.emplace_back();
+      for (const auto &[name, v] : cand)
+        values.back().push_back({name.c_str(), v});
+    }
+    for (const auto &v : values)
+      c.push_back({v.data(), static_cast<int>(v.size())});
+    detail::check(ox_kernel_set_candidates(live(), c.data(), static_cast<int>(c.size())));
+  }
+  // The candidate that launches with these arguments run (index into
+  // set_candidates' list), or -1 when none is chosen yet (ox_kernel_tuned).
+  template <class... Args> int tuned(Args &&...args) const {
+    ox_arg a[sizeof...(Args) + 1] = {detail::arg(args)...};
+    int index = -1;
+    detail::check(ox_kernel_tuned(live(), a, static_cast<int>(sizeof...(Args)), &index));
+    return index;
   }
   ox_kernel get() const { return h_; }
 
@@ -733,7 +772,12 @@ private:
       i++;
     }
   }
-  ox_kernel h_;
+  ox_kernel live() const {
+    if (!h_)
+      detail::fail(OX_ERR_INVALID_ARGUMENT, "an empty oxide::Kernel (default-constructed or moved-from)");
+    return h_;
+  }
+  ox_kernel h_ = nullptr;
   std::shared_ptr<Shared> shared_;
 };
 
@@ -746,21 +790,23 @@ struct CompileOptions {
 
 class Module {
 public:
-  static Module compile(Device dev, const std::string &source, const CompileOptions &o = {}) {
+  static Module compile(Device dev, std::string_view source, const CompileOptions &o = {}) {
+    std::string text(source); // NUL-terminated for the C API
     return load(dev, o, [&](const ox_compile_options *opts, ox_module *m) {
-      return ox_module_compile(dev.get(), source.c_str(), opts, m);
+      return ox_module_compile(dev.get(), text.c_str(), opts, m);
     });
   }
-  static Module compile(Device dev, const std::string &source, const std::string &filename) {
+  static Module compile(Device dev, std::string_view source, std::string_view filename) {
     CompileOptions o;
     o.filename = filename;
     return compile(dev, source, o);
   }
-  static Module compile_file(Device dev, const std::string &path, CompileOptions o = {}) {
+  static Module compile_file(Device dev, std::string_view path, CompileOptions o = {}) {
+    std::string p(path);
     if (o.filename.empty())
-      o.filename = path;
+      o.filename = p;
     return load(dev, o, [&](const ox_compile_options *opts, ox_module *m) {
-      return ox_module_compile_file(dev.get(), path.c_str(), opts, m);
+      return ox_module_compile_file(dev.get(), p.c_str(), opts, m);
     });
   }
 
@@ -815,6 +861,7 @@ public:
   ~Chain() { ox_chain_destroy(h_); } // before the modules go (kernels_ is destroyed after)
 
   template <class... Args> void launch(const Kernel &k, const LaunchConfig &cfg, Args &&...args) {
+    k.live();
     k.check_const({detail::const_tensor<Args>()...});
     ox_arg a[sizeof...(Args) + 1] = {detail::arg(args)...};
     ox_launch_config c = cfg.c();

@@ -247,6 +247,28 @@ static void run_more(oxide::Device dev) {
   if (dev.type() == OX_DEVICE_CPU)
     EXPECT(status_of([&] { dev.wrap_stream(nullptr); }) == OX_ERR_INVALID_ARGUMENT);
   dev.per_thread_stream().synchronize();
+  // a CPU stream with nothing running cancels (nothing); a CUDA one cannot
+  EXPECT(status_of([&] { dev.stream().cancel(); }) == (dev.type() == OX_DEVICE_CPU ? OX_OK : OX_ERR_UNSUPPORTED));
+
+  // tuning: the runtime chooses among tile configurations at the first launch
+  std::string_view src = SCALE; // a std::string_view source compiles as a std::string's does
+  oxide::Kernel sk;             // empty until assigned
+  EXPECT(!sk && status_of([&] { sk.name(); }, &msg) == OX_ERR_INVALID_ARGUMENT &&
+         msg.find("an empty oxide::Kernel") != std::string::npos);
+  EXPECT(status_of([&] { sk.launch(oxide::LaunchConfig::tile(), a); }) == OX_ERR_INVALID_ARGUMENT);
+  sk = oxide::Module::compile(dev, src, std::string_view("scale.oxk")).kernel("scale");
+  EXPECT(static_cast<bool>(sk));
+  sk.set_generic("S", 2);
+  sk.set_candidates({{{"B", 64}}, {{"B", 256}}});
+  auto xs = oxide::Tensor::from_host(dev, std::vector<float>(1000, 1.5f));
+  auto ys = oxide::Tensor::empty(dev, OX_F32, {1000});
+  EXPECT(sk.tuned(ys.partition({64}), xs) == -1); // nothing measured yet
+  sk.launch(oxide::LaunchConfig::tile(), ys.partition({64}), xs);
+  int chosen = sk.tuned(ys.partition({64}), xs);
+  EXPECT(chosen == 0 || chosen == 1);
+  EXPECT(ys.to_host<float>() == std::vector<float>(1000, 3.0f));
+  sk.set_candidates({});
+  (void)oxide::cache_dir(); // a path, or "" when the cache is off
 }
 
 // One generic source on double and float tensors, its scalar from any C++ number.
