@@ -28,14 +28,14 @@
  *
  * Threads of a block. A kernel without barriers or warp operations comes as a
  * block_fn that loops over the threads itself. Any other comes as a thread_fn,
- * and each GPU thread of the block runs on its own fiber (a ucontext with its
- * own stack); the block's fibers take turns on the worker's OS thread. A fiber
+ * and each GPU thread of the block runs on its own fiber (a context with its
+ * own stack, fctx.c); the block's fibers take turns on the worker's OS thread. A fiber
  * runs until it waits (barrier, warp operation) or returns; then the next
  * runnable fiber runs, in FIFO (round-robin) order. Fibers switch directly to
  * one another; the worker's own context (the "hub") is resumed only when the
- * whole block is done. swapcontext makes a sigprocmask system call per switch;
- * that dominates barrier-heavy kernels (a hand-written x86-64 switch would
- * avoid it), but is acceptable for now.
+ * whole block is done. A switch is a few instructions and no system call
+ * (fctx.c; swapcontext's sigprocmask call per switch used to dominate
+ * barrier-heavy kernels).
  *
  * Stacks. The backend measures the stack each kernel entry point needs (the
  * frames LLVM laid out, of the entry and of what it calls; the kernel language
@@ -81,7 +81,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include "runtime/runtime.h"
@@ -90,7 +89,7 @@
  * to it (__sanitizer_{start,finish}_switch_fiber). With that, fibers are fully
  * checked, stack frames and fake stacks (detect_stack_use_after_return)
  * included; ASan still prints a one-time warning that it does not fully
- * support swapcontext. */
+ * support swapcontext (which it has no way to tell from our own switch). */
 #if defined(__SANITIZE_ADDRESS__)
 #define OXR_ASAN 1
 #elif defined(__has_feature)
@@ -169,7 +168,7 @@ enum { F_READY, F_RUNNING, F_BARRIER, F_WARP, F_DONE };
 enum { OP_SHFL = 0 /* + mode 0..3 */, OP_VOTE = 4 /* + mode 0..2 */ };
 
 typedef struct fiber {
-  ucontext_t uc;
+  oxr_fctx uc;
   char *stack; /* lowest address of its stack (sched.stack_size bytes) */
   uint32_t tid[3];
   uint8_t state;
@@ -190,12 +189,11 @@ typedef struct sched {
   oxr_cpu_ctx *ctx;
   const oxr_cpu_kernel *k;
   void **args;
-  fiber *fib;     /* MAX_THREADS, allocated once: a ucontext must not move */
+  fiber *fib;     /* MAX_THREADS, allocated once */
   char *stacks;   /* one mapping: per fiber, a guard page and the stack */
   size_t stack_size;  /* of each stack in it */
   uint32_t nstacks;   /* stacks in it */
   uint32_t nguarded;  /* of which have a guard page */
-  uint32_t ready; /* fib[0..ready) have a context */
   uint32_t n;     /* threads of the current block */
   uint32_t live;  /* of which not returned */
   fiber *cur;     /* the running fiber */
@@ -204,8 +202,7 @@ typedef struct sched {
   uint16_t bar[MAX_THREADS]; /* fibers waiting at the barrier */
   uint32_t bar_n;
   warp_state warps[MAX_WARPS];
-  ucontext_t hub; /* the worker's own context, resumed when the block is done */
-  sigset_t sigmask; /* the running thread's: swapcontext installs the fiber's */
+  oxr_fctx hub; /* the worker's own context, resumed when the block is done */
   /* ASan: the hub's fake stack and stack bounds (learnt on the first switch). */
   void *hub_fake;
   const void *hub_bottom;
@@ -230,7 +227,7 @@ static void unmap_stacks(sched *s) {
   s->nstacks = s->nguarded = 0;
 }
 
-/* Gives fibers [0, n) a stack of at least `size` bytes and a context. */
+/* Gives fibers [0, n) a stack of at least `size` bytes. */
 static bool sched_reserve(sched *s, uint32_t n, size_t size) {
   if (!s->fib && !(s->fib = calloc(MAX_THREADS, sizeof(fiber))))
     return false;
@@ -254,22 +251,18 @@ static bool sched_reserve(sched *s, uint32_t n, size_t size) {
       s->fib[i].stack = base + g_page;
     }
   }
-  for (; s->ready < n; s->ready++)
-    if (getcontext(&s->fib[s->ready].uc) != 0) return false; /* once; makecontext reuses it */
   return true;
 }
 
 /* Switches from context `from` to `to`, whose stack is [bottom, bottom+size).
  * `fake` keeps ASan's fake stack of the context we leave; NULL when we leave
  * it for good (a returned fiber), which frees it. */
-static OXR_NO_TSAN_HOOKS void switch_to(ucontext_t *from, void **fake, ucontext_t *to,
+static OXR_NO_TSAN_HOOKS void switch_to(oxr_fctx *from, void **fake, oxr_fctx *to,
                                         const void *bottom, size_t size) {
 #ifdef OXR_ASAN
   __sanitizer_start_switch_fiber(fake, bottom, size);
 #endif
-  int rc = swapcontext(from, to);
-  assert(rc == 0);
-  OXB_UNUSED(rc);
+  oxr_fctx_switch(from, to);
 #ifdef OXR_ASAN
   __sanitizer_finish_switch_fiber(fake ? *fake : NULL, NULL, NULL);
 #endif
@@ -406,7 +399,7 @@ static OXR_NO_TSAN_HOOKS void fiber_main(void) {
  * (a block_fn: n = 1, the whole block on one fiber). */
 static void run_block_fibers(sched *s, uint32_t n) {
   const uint32_t *bd = s->ctx->block_dim;
-  assert(n >= 1 && n <= s->ready && n <= s->nstacks);
+  assert(n >= 1 && n <= s->nstacks);
   s->n = s->live = n;
   s->bar_n = s->rq_head = s->rq_len = 0;
   for (uint32_t w = 0; w < (n + WARP - 1) / WARP; w++) {
@@ -421,21 +414,7 @@ static void run_block_fibers(sched *s, uint32_t n) {
     ASAN_UNPOISON_MEMORY_REGION(f->stack, s->stack_size);
 #endif
     *(uint64_t *)f->stack = STACK_CANARY;
-    f->uc.uc_stack.ss_sp = f->stack;
-    f->uc.uc_stack.ss_size = s->stack_size;
-    f->uc.uc_link = NULL; /* fiber_main never returns */
-    /* Else the fibers would run with the mask of whichever thread last ran
-     * them (slot 0 serves every launching thread). */
-    f->uc.uc_sigmask = s->sigmask;
-    makecontext(&f->uc, fiber_main, 0);
-#ifdef OXR_ASAN
-    /* ASan's swapcontext interceptor unpoisons the whole uc_stack of the
-     * context it enters, which would erase the redzones of the frames the
-     * fiber had when it was switched out. Only makecontext reads uc_stack
-     * (swapcontext restores the stack pointer from the saved registers), and
-     * our switches are annotated, so hide it. */
-    f->uc.uc_stack = (stack_t){0};
-#endif
+    oxr_fctx_make(&f->uc, f->stack, s->stack_size, fiber_main);
     rq_push(s, f);
   }
   tl_sched = s;
@@ -612,7 +591,6 @@ static void run_blocks(worker *w, job *j, bool pool, uint64_t opened) {
                      .lane = cpu_lane,
                      .cancel = &j->state};
   w->s.ctx = c, w->s.k = j->k, w->s.args = j->args;
-  if (j->stack) pthread_sigmask(SIG_SETMASK, NULL, &w->s.sigmask);
   uint32_t nfibers = j->k->thread_fn ? j->nthreads : 1;
   for (;;) {
     if (atomic_load_explicit(&j->state, memory_order_relaxed) & ST_CANCEL) break;

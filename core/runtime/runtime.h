@@ -223,6 +223,26 @@ ox_status oxr_stream_check_error(oxr_stream *s);
 
 /* ---- the CPU executor. Generated CPU code receives an oxr_cpu_ctx. Its layout
  * is shared with generated code (backend/codegen.c): keep the two in step. */
+/* ---- fiber contexts (fctx.c): the CPU executor's GPU threads, each on a
+ * stack of its own, switched on one OS thread. */
+#if defined(__x86_64__)
+typedef struct oxr_fctx {
+  void *sp; /* where oxr_fctx_switch left its frame */
+} oxr_fctx;
+#else
+#include <signal.h>
+#include <ucontext.h>
+typedef struct oxr_fctx {
+  ucontext_t uc;
+} oxr_fctx;
+#endif
+/* Makes `c` a context that, when first switched to, runs fn() (which must
+ * never return) on the stack [bottom, bottom + size). */
+void oxr_fctx_make(oxr_fctx *c, void *bottom, size_t size, void (*fn)(void));
+/* Saves the running context in *from and resumes `to`; returns when something
+ * switches back to `from`. */
+void oxr_fctx_switch(oxr_fctx *from, oxr_fctx *to);
+
 typedef struct oxr_cpu_ctx oxr_cpu_ctx;
 struct oxr_cpu_ctx {
   uint32_t block_idx[3];
