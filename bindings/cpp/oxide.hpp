@@ -498,8 +498,8 @@ public:
 
   // ---- host copies (the tensor must be contiguous; the dtype must match T)
   // The elements, copied after the work queued on `s` (default stream if null).
-  // A pending kernel error of `s` or of the tensor's last writer throws here
-  // (OX_ERR_BOUNDS with its location): the values would be partial.
+  // A pending kernel error of `s` throws here (OX_ERR_BOUNDS with its
+  // location): the values would be partial.
   template <class T> std::vector<T> to_host(const Stream *s = nullptr) const {
     expect<T>("to_host");
     std::vector<T> out(static_cast<size_t>(numel()));

@@ -551,22 +551,6 @@ ox_status ox_tensor_copy_from_host(ox_tensor h, ox_stream sh, const void *src, s
   return e == OX_OK ? host_copy(t, s, (void *)src, bytes, true) : e;
 }
 
-/* A host read's pending kernel errors: those of the read's stream `s` (done
- * with the copy), and of the stream that last wrote the tensor, waited for
- * first. Reported (and so consumed) here, as Python's reads do: a kernel's
- * out-of-bounds access that left the data partial raises at the read that
- * would see it, not at some later synchronize. */
-static ox_status host_read_errors(oxr_tensor *t, oxr_stream *s) {
-  ox_status e = oxr_stream_check_error(s);
-  lock(t->storage);
-  oxr_stream *w = t->storage->writer;
-  unlock(t->storage);
-  ox_stream wh = w ? oxr_stream_public(w) : NULL; /* (NULL: a stream that is gone, which waited for its work) */
-  if (e == OX_OK && wh && wh != oxr_stream_public(s))
-    e = ox_stream_synchronize(wh);
-  return e;
-}
-
 ox_status ox_tensor_to_host(ox_tensor h, ox_stream sh, void *dst, size_t bytes) {
   oxr_tensor *t = oxr_tensor_get(__func__, h);
   oxr_stream *s;
@@ -577,7 +561,12 @@ ox_status ox_tensor_to_host(ox_tensor h, ox_stream sh, void *dst, size_t bytes) 
     e = oxr_resolve_stream(__func__, t->dev, sh, &s);
   if (e == OX_OK)
     e = host_copy(t, s, dst, bytes, false);
-  return e == OX_OK ? host_read_errors(t, s) : e;
+  /* The read's stream's pending kernel error is reported (and consumed) here, as Python's
+     reads do: a kernel's out-of-bounds access that left the data partial raises at the read
+     that would see it, not at some later synchronize. The tensor's last writer, when another
+     stream, is not synchronized here: its owner may destroy it concurrently (its error comes
+     at its own synchronize). */
+  return e == OX_OK ? oxr_stream_check_error(s) : e;
 }
 
 void oxr_tensor_retain(oxr_tensor *t) {

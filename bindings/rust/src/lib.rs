@@ -585,9 +585,9 @@ impl Tensor {
     }
 
     /// The elements, copied after the work on the device's default stream.
-    /// A pending kernel error of that stream or of the tensor's last writer
-    /// is returned here (`ErrorKind::Bounds` with its location), and
-    /// consumed: the values would be partial.
+    /// A pending kernel error of that stream is returned here
+    /// (`ErrorKind::Bounds` with its location), and consumed: the values
+    /// would be partial.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.to_vec_on(None)
     }
