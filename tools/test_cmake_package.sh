@@ -36,8 +36,8 @@ fi
 echo "== pkg-config"
 export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
 # shellcheck disable=SC2046
-cc -o "$work/app_pc" "$root/tests/package/app.c" $(pkg-config --cflags --libs oxide) -Wl,-rpath,"$work/prefix/lib"
-"$work/app_pc"
+cc -o "$work/app_pc" "$root/tests/package/app.c" $(pkg-config --cflags --libs oxide)
+env -i "$work/app_pc" # as documented: the .pc's rpath finds liboxide, no environment needed
 
 echo "== add_subdirectory(oxide)"
 cmake -S "$root/tests/package" -B "$work/sub" -DOXIDE_FROM=source -DOXIDE_SOURCE="$root" \
