@@ -37,6 +37,10 @@ static LLVMValueRef poly(cg_t *C, oxi_type t, LLVMValueRef u, const double *c, i
  * a small interval, a polynomial there, and the exponent put back by bits.
  * Within about 1 ulp (the polynomials' truncation errors are below 1e-17). */
 
+/* ln 2 in two parts, the first with its low bits zero, so that k ln2_hi is
+ * exact for the k of any f64 (Cody and Waite) */
+static const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+
 static LLVMTypeRef i64t(cg_t *C) { return LLVMInt64TypeInContext(C->ctx); }
 static LLVMValueRef i64c(cg_t *C, int64_t v) { return LLVMConstInt(i64t(C), (unsigned long long)v, 1); }
 static LLVMValueRef fma64(cg_t *C, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
@@ -72,7 +76,6 @@ static LLVMValueRef nan_passes(cg_t *C, LLVMValueRef x, LLVMValueRef r) {
 /* e^x = 2^k e^r, k = rint(x / ln 2), r = x - k ln 2 with ln 2 in two parts
  * (Cody and Waite) so that r is exact to about 2^-100. */
 static LLVMValueRef exp64(cg_t *C, LLVMValueRef x) {
-  static const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
   LLVMValueRef xc = oxl_intrinsic2(C, "minnum", oxl_intrinsic2(C, "maxnum", x, k(C, OX_F64, -760.0)), k(C, OX_F64, 760.0));
   LLVMValueRef kf = oxl_intrinsic1(C, "rint", mul(C, xc, k(C, OX_F64, LOG2E)));
   LLVMValueRef nk = LLVMBuildFNeg(C->b, kf, "");
@@ -92,7 +95,6 @@ static LLVMValueRef exp2_64(cg_t *C, LLVMValueRef x) {
  * 2 atanh(s) = 2 (s + s^3/3 + ... + s^23/23), s = (m - 1) / (m + 1), |s| <=
  * 0.172. Subnormals are scaled by 2^54 first; 0 gives -inf, negatives NaN. */
 static LLVMValueRef log64(cg_t *C, LLVMValueRef x) {
-  static const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
   LLVMTypeRef f64 = LLVMTypeOf(x);
   LLVMValueRef tiny = LLVMBuildFCmp(C->b, LLVMRealOLT, x, k(C, OX_F64, 2.2250738585072014e-308), "");
   LLVMValueRef xs = LLVMBuildSelect(C->b, tiny, mul(C, x, k(C, OX_F64, 18014398509481984.0)), x, ""); /* 2^54 */
