@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""SIMT kernels with barriers and warp shuffles on the CPU backend, beside a
+plain vecadd and NumPy's add in the same run (issue 31): ns an element, the
+median of 5 launches after a warm-up, 2^20 f32 elements in blocks of 256.
+
+  python3 bench/cpu_barriers.py [LIBOXIDE ...]
+
+With paths to several liboxide.so builds, each is timed in a subprocess of
+its own (OXIDE_LIBRARY), the rows side by side: a before/after comparison."""
+import os
+import subprocess
+import sys
+import time
+
+SRC = """
+#[kernel]
+fn vecadd(x: &[f32], y: DisjointSlice<f32>) {
+    let i = thread::index_1d();
+    if let Some(o) = y.get_mut(i) { *o = x[i] + 1.0; }
+}
+// a block reverse through shared memory: one barrier
+#[kernel]
+fn reverse(x: &[f32], y: DisjointSlice<f32>) {
+    let mut s = SharedArray::<f32, 256>::new();
+    let t = thread::thread_idx_x() as usize;
+    let i = thread::index_1d();
+    s[t] = x[i.get()];
+    sync_threads();
+    if let Some(o) = y.get_mut(i) { *o = s[255 - t]; }
+}
+// a warp sum: five shuffles
+#[kernel]
+fn warp_sum(x: &[f32], y: DisjointSlice<f32>) {
+    let i = thread::index_1d();
+    let mut v = x[i.get()];
+    v += warp::shuffle_xor(v, 16);
+    v += warp::shuffle_xor(v, 8);
+    v += warp::shuffle_xor(v, 4);
+    v += warp::shuffle_xor(v, 2);
+    v += warp::shuffle_xor(v, 1);
+    if let Some(o) = y.get_mut(i) { *o = v; }
+}
+"""
+N = 1 << 20
+
+
+def measure():
+    import numpy as np
+    import oxide
+    dev = oxide.device("cpu")
+    m = oxide.compile(SRC, dev)
+    xs = np.arange(N, dtype=np.float32)
+    x, y = oxide.tensor(xs), oxide.empty((N,))
+    rows = {}
+    for name in ("vecadd", "reverse", "warp_sum"):
+        times = []
+        for _ in range(6):
+            t0 = time.perf_counter()
+            m[name](x, y, grid=N // 256, block=256)
+            dev.synchronize()
+            times.append(time.perf_counter() - t0)
+        rows[name] = sorted(times[1:])[2] / N * 1e9
+    out = np.empty_like(xs)
+    times = []
+    for _ in range(6):
+        t0 = time.perf_counter()
+        np.add(xs, 1.0, out=out)
+        times.append(time.perf_counter() - t0)
+    rows["numpy add"] = sorted(times[1:])[2] / N * 1e9
+    for k, v in rows.items():
+        print(f"{k} {v:.2f}")
+
+
+def main():
+    libs = sys.argv[1:]
+    if not libs:
+        measure()
+        return
+    cols = []
+    for lib in libs:
+        env = dict(os.environ, OXIDE_LIBRARY=lib)
+        r = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True, check=True)
+        cols.append(dict(line.rsplit(" ", 1) for line in r.stdout.strip().splitlines()))
+    print(f"{'ns an element':<12} " + " ".join(f"{os.path.basename(os.path.dirname(l)):>14}" for l in libs))
+    for k in cols[0]:
+        print(f"{k:<12} " + " ".join(f"{float(c[k]):14.2f}" for c in cols))
+
+
+if __name__ == "__main__":
+    main()
