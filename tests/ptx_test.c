@@ -500,6 +500,39 @@ static const char *MM_EPILOGUE =
     "    y.store((g + res.partition([BM, BN]).load([tile_id(0), tile_id(1)]) as f32) as bf16);\n"
     "}\n";
 
+/* 8-bit integer dots, exact in i32 on tensor cores: mma.sync m16n8k32 (A by
+ * ldmatrix, B's bytes gathered from shared memory) on sm_80 and, with B
+ * N-major, on sm_90; wgmma .s32 with K-major B (transpose of a [N, K] tile,
+ * the only form wgmma takes 8-bit inputs in) on sm_90, where its i32 sums live
+ * in "r" registers and the wgmma has no scale or transpose operands. */
+static const char *INT8_DOTS =
+    "#[tile]\n"
+    "fn qmm_t<T: Int>(c: &mut Tensor<i32, [128, 256]>, a: &Tensor<T, [-1, -1]>, w: &Tensor<T, [-1, -1]>) {\n"
+    "    let mut acc = full([128, 256], 0i32);\n"
+    "    for k in 0..a.partition([128, 128]).num_tiles(1) {\n"
+    "        acc = mma(a.partition([128, 128]).load([tile_id(0), k]), transpose(w.partition([256, 128]).load([tile_id(1), k])), acc);\n"
+    "    }\n"
+    "    c.store(acc + 1i32);\n"
+    "}\n"
+    "#[tile]\n"
+    "fn qmm_n<T: Int>(c: &mut Tensor<i32, [64, 64]>, a: &Tensor<T, [-1, -1]>, b: &Tensor<T, [-1, -1]>) {\n"
+    "    let mut acc = full([64, 64], 0i32);\n"
+    "    for k in 0..a.partition([64, 64]).num_tiles(1) {\n"
+    "        acc = mma(a.partition([64, 64]).load([tile_id(0), k]), b.partition([64, 64]).load([k, tile_id(1)]), acc);\n"
+    "    }\n"
+    "    c.store(acc);\n"
+    "}\n";
+static const char *int8_type;
+static void look_int8(const char *name, int sm, const char *ptx) {
+  char mma[80], wg[80];
+  snprintf(mma, sizeof mma, "mma.sync.aligned.m16n8k32.row.col.s32.%s.%s.s32", int8_type, int8_type);
+  snprintf(wg, sizeof wg, "wgmma.mma_async.sync.aligned.m64n256k32.s32.%s.%s", int8_type, int8_type);
+  CHECK(strstr(ptx, mma) != NULL, "%s: no %s (qmm_n%s)", name, mma, sm == 80 ? ", qmm_t" : "");
+  CHECK((strstr(ptx, wg) != NULL) == (sm == 90), "%s: %s for sm_%d", name, sm == 90 ? "no s32 wgmma" : "wgmma", sm);
+  CHECK(strstr(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16") != NULL, "%s: no ldmatrix of A's bytes", name);
+  CHECK(strstr(ptx, "cvt.rn.f16") == NULL && strstr(ptx, "f32.f16.f16") == NULL, "%s: widened to f16", name);
+}
+
 int main(void) {
   const char *src_dir = getenv("OXIDE_SOURCE_DIR");
   char ptxas[4096] = "ptxas";
@@ -512,6 +545,13 @@ int main(void) {
       return skip ? 0 : 1;
     }
   }
+  static const char *const int8_types[2][2] = {{"i8", "s8"}, {"u8", "u8"}};
+  for (int i = 0; i < 2; i++)
+    for (int contiguous = 0; contiguous < 2; contiguous++) {
+      int8_type = int8_types[i][1];
+      ox_generic_value t = {.name = "T", .value = i ? OX_U8 : OX_I8}; /* a type generic: its dtype */
+      check_ptx_with(ptxas, "int8_dots.oxk", INT8_DOTS, contiguous, look_int8, &t, 1);
+    }
   check_ptx(ptxas, "tensor_cores.oxk", TENSOR_CORES, 0, look_tensor_cores);
   check_ptx(ptxas, "tensor_cores.oxk", TENSOR_CORES, 1, look_pipelined);
   wgmma_contiguous = 1;

@@ -34,11 +34,11 @@ static LLVMTypeRef llty(cg_t *C, oxi_type t) {
   case OXI_V4: return LLVMVectorType(LLVMInt32TypeInContext(C->ctx), 4);
   default: break;
   }
-  if (oxi_is_vf32(t)) { /* the struct an inline asm statement with n "=f" outputs returns */
+  if (oxi_is_vacc(t)) { /* the struct an inline asm statement with n "=f" (vi32: "=r") outputs returns */
     LLVMTypeRef f[OXI_VF32_MAX];
-    for (int i = 0; i < oxi_vf32_len(t); i++)
-      f[i] = LLVMFloatTypeInContext(C->ctx);
-    return LLVMStructTypeInContext(C->ctx, f, (unsigned)oxi_vf32_len(t), 0);
+    for (int i = 0; i < oxi_vacc_len(t); i++)
+      f[i] = oxi_vacc_is_int(t) ? LLVMInt32TypeInContext(C->ctx) : LLVMFloatTypeInContext(C->ctx);
+    return LLVMStructTypeInContext(C->ctx, f, (unsigned)oxi_vacc_len(t), 0);
   }
   return LLVMVoidTypeInContext(C->ctx);
 }
@@ -595,12 +595,14 @@ static LLVMValueRef ldmatrix(cg_t *C, const oxi_instr *in) {
   return v4_of_struct(C, s);
 }
 
-/* mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: A in 4 registers, B in 2
+/* mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16} (m16n8k8 for tf32, m16n8k32
+ * .s32.{s8,u8} for 8-bit integers, whose C and D are 4 i32): A in 4 registers, B in 2
  * (a half of a v4 from ldmatrix.x4.trans, which holds two n8 tiles), C and D
  * 4 floats. */
 static LLVMValueRef mma(cg_t *C, const oxi_instr *in) {
   assert(C->opt->target == OXL_CUDA && "the tile lowering gives mma to the CUDA target only");
-  LLVMTypeRef f = LLVMFloatTypeInContext(C->ctx);
+  bool i8 = in->sub == OX_I8 || in->sub == OX_U8; /* m16n8k32, four bytes a register, i32 sums */
+  LLVMTypeRef f = i8 ? i32t(C) : LLVMFloatTypeInContext(C->ctx);
   LLVMTypeRef reg = in->sub == OX_F16 ? LLVMVectorType(LLVMHalfTypeInContext(C->ctx), 2) : i32t(C);
   LLVMValueRef args[10];
   for (unsigned i = 0; i < 4; i++)
@@ -612,6 +614,8 @@ static LLVMValueRef mma(cg_t *C, const oxi_instr *in) {
   LLVMTypeRef f4[4] = {f, f, f, f};
   const char *name = in->sub == OX_F16    ? "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"
                      : in->sub == OX_TF32 ? "llvm.nvvm.mma.m16n8k8.row.col.tf32" /* same fragment shapes */
+                     : in->sub == OX_I8   ? "llvm.nvvm.mma.m16n8k32.row.col.s8"
+                     : in->sub == OX_U8   ? "llvm.nvvm.mma.m16n8k32.row.col.u8"
                                           : "llvm.nvvm.mma.m16n8k16.row.col.bf16";
   LLVMValueRef s = oxl_cg_call(C, name, LLVMStructTypeInContext(C->ctx, f4, 4, 0), args, 10);
   return v4_of_struct(C, s);
@@ -627,11 +631,11 @@ static LLVMValueRef vf32_asm(cg_t *C, const char *text, LLVMValueRef acc, LLVMVa
                              const char *extra_cons) {
   int n = (int)LLVMCountStructElementTypes(LLVMTypeOf(acc));
   assert(nextra <= 5 && (int)strlen(extra_cons) == nextra);
-  LLVMTypeRef params[OXI_VF32_MAX + 5];
+  LLVMTypeRef params[OXI_VF32_MAX + 5], et = LLVMStructGetTypeAtIndex(LLVMTypeOf(acc), 0);
   LLVMValueRef args[OXI_VF32_MAX + 5];
   oxb_str cons = {0};
-  for (int i = 0; i < n; i++)
-    oxb_str_addf(&cons, "%s=f", i ? "," : "");
+  for (int i = 0; i < n; i++) /* i32 sums (vi32) in "r" registers: wgmma's .s32 takes no .f32 ones */
+    oxb_str_addf(&cons, "%s=%c", i ? "," : "", et == f32t(C) ? 'f' : 'r');
   for (int i = 0; i < nextra; i++) {
     oxb_str_addf(&cons, ",%c", extra_cons[i]);
     params[i] = LLVMTypeOf(extra[i]);
@@ -639,7 +643,7 @@ static LLVMValueRef vf32_asm(cg_t *C, const char *text, LLVMValueRef acc, LLVMVa
   }
   for (int i = 0; i < n; i++) {
     oxb_str_addf(&cons, ",%d", i);
-    params[nextra + i] = f32t(C);
+    params[nextra + i] = et;
     args[nextra + i] = LLVMBuildExtractValue(C->b, acc, (unsigned)i, "");
   }
   oxb_str_addf(&cons, ",~{memory}");
@@ -748,17 +752,19 @@ static LLVMValueRef wgmma(cg_t *C, const oxi_instr *in) {
   int n = (int)in->imm / 2;
   oxb_str t = {0};
   bool regs = in->ops[0]->type == OXI_V4; /* A in registers: no imm-trans-a */
-  bool fp8 = oxi_is_fp8(in->sub);
+  bool integer = in->sub == OX_I8 || in->sub == OX_U8, byte = oxi_is_fp8(in->sub) || integer;
   static const char *const names[OX_DTYPE_COUNT] = {[OX_F16] = "f16", [OX_BF16] = "bf16", [OX_F8E4M3] = "e4m3",
-                                                    [OX_F8E5M2] = "e5m2"};
+                                                    [OX_F8E5M2] = "e5m2", [OX_I8] = "s8", [OX_U8] = "u8"};
   const char *ty = names[in->sub];
   /* p: scale-d, whether D accumulates (no accumulator given: D = A B, and its input registers
      are undefined, so nothing writes them while other groups are in flight) */
-  oxb_str_addf(&t, "{ .reg .pred p; setp.ne.b32 p, %d, 0; wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {",
-               in->nops == 3, (int)in->imm, fp8 ? 32 : 16, ty, ty);
+  oxb_str_addf(&t, "{ .reg .pred p; setp.ne.b32 p, %d, 0; wgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s {",
+               in->nops == 3, (int)in->imm, byte ? 32 : 16, integer ? "s32" : "f32", ty, ty);
   for (int i = 0; i < n; i++)
     oxb_str_addf(&t, "%s$%d", i ? ", " : "", i);
-  if (fp8) /* 8-bit inputs: both K-major, no transpose operands */
+  if (integer) /* no scales of A and B for integers */
+    oxb_str_addf(&t, "}, $%d, $%d, p; }", n, n + 1);
+  else if (byte) /* 8-bit inputs: both K-major, no transpose operands */
     oxb_str_addf(&t, "}, $%d, $%d, p, 1, 1; }", n, n + 1);
   else if (regs)
     oxb_str_addf(&t, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d; }", n, n + 1, n + 2, n + 3, n + 4,
@@ -802,7 +808,7 @@ static void emit_instr(cg_t *C, const oxi_instr *in) {
   LLVMValueRef r = NULL;
   switch (in->op) {
   case OXI_CONST:
-    if (oxi_is_vf32(in->type))
+    if (oxi_is_vacc(in->type))
       r = LLVMConstNull(llty(C, in->type));
     else if (oxi_is_float(in->type))
       r = fconst(C, in->type, in->fimm);
@@ -925,7 +931,7 @@ static void emit_instr(cg_t *C, const oxi_instr *in) {
     if (in->ops[0]->type == OX_U32)
       r = LLVMBuildExtractElement(C->b, LLVMBuildBitCast(C->b, val(C, in->ops[0]), LLVMVectorType(llty(C, in->type), 2), ""),
                                   ci32(C, (unsigned)in->index), "");
-    else if (oxi_is_vf32(in->ops[0]->type))
+    else if (oxi_is_vacc(in->ops[0]->type))
       r = LLVMBuildExtractValue(C->b, val(C, in->ops[0]), (unsigned)in->index, "");
     else
       r = v4_reg(C, in->ops[0], (unsigned)in->index, llty(C, in->type));

@@ -69,7 +69,7 @@ bool oxi_is_int(oxi_type t) { return t >= OX_I8 && t <= OX_U64; }
 bool oxi_is_signed(oxi_type t) { return t >= OX_I8 && t <= OX_I64; }
 
 const char *oxi_type_name(oxi_type t) {
-  return t == OXI_VOID ? "void" : t == OXI_V4 ? "v4" : oxi_is_vf32(t) ? "vf32" : ox_dtype_name((ox_dtype)t);
+  return t == OXI_VOID ? "void" : t == OXI_V4 ? "v4" : oxi_is_vacc(t) ? (oxi_vacc_is_int(t) ? "vi32" : "vf32") : ox_dtype_name((ox_dtype)t);
 }
 
 const char *oxi_op_name(oxi_op op) {
@@ -134,7 +134,7 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
     oxb_str_add(o, "] = ", 4);
   } else if (in->id >= 0) {
     oxb_str_addf(o, "v%d: %s", in->id, oxi_type_name(in->type));
-    oxb_str_addf(o, oxi_is_vf32(in->type) ? "x%d = " : " = ", oxi_vf32_len(in->type));
+    oxb_str_addf(o, oxi_is_vacc(in->type) ? "x%d = " : " = ", oxi_vacc_len(in->type));
   }
   oxb_str_addf(o, "%s", oxi_op_name(in->op));
   switch (in->op) {
@@ -269,7 +269,7 @@ void oxi_print(const oxi_module *m, oxb_str *o) {
     }
     for (int i = 0; i < k->slots.len; i++) {
       oxb_str_addf(o, "  $%d: %s", i, oxi_type_name(oxi_slot_type(k, i)));
-      oxb_str_addf(o, oxi_is_vf32(oxi_slot_type(k, i)) ? "x%d\n" : "\n", oxi_vf32_len(oxi_slot_type(k, i)));
+      oxb_str_addf(o, oxi_is_vacc(oxi_slot_type(k, i)) ? "x%d\n" : "\n", oxi_vacc_len(oxi_slot_type(k, i)));
     }
     for (int bi = 0; bi < k->blocks.len; bi++) {
       const oxi_block *b = k->blocks.items[bi];
@@ -715,15 +715,16 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
   case OXI_LDMATRIX:
     if (in->type != OXI_V4 || in->nops != 1 || t0 != OX_U64 || in->mem.kind != OXI_MEM_SHARED ||
         in->mem.index < 0 || in->mem.index >= k->shared.len ||
-        (ox_dtype_size(oxi_mem_dtype(k, in->mem)) != 2 && oxi_mem_dtype(k, in->mem) != OX_TF32) ||
-        (in->sub && oxi_mem_dtype(k, in->mem) == OX_TF32))
-      fail(V, b, in, "ldmatrix: v4 from 16-bit (or tf32, not transposed) shared memory at a u64 index");
+        (ox_dtype_size(oxi_mem_dtype(k, in->mem)) != 2 && oxi_mem_dtype(k, in->mem) != OX_TF32 &&
+         oxi_mem_dtype(k, in->mem) != OX_I8 && oxi_mem_dtype(k, in->mem) != OX_U8) ||
+        (in->sub && ox_dtype_size(oxi_mem_dtype(k, in->mem)) != 2))
+      fail(V, b, in, "ldmatrix: v4 from 16-bit (or tf32, i8, u8: not transposed) shared memory at a u64 index");
     break;
   case OXI_MMA:
     if (in->type != OXI_V4 || in->nops != 3 || t0 != OXI_V4 || t1 != OXI_V4 ||
         in->ops[2]->type != OXI_V4 || (in->index != 0 && in->index != 1) ||
-        (in->sub != OX_BF16 && in->sub != OX_F16 && in->sub != OX_TF32))
-      fail(V, b, in, "mma: v4 from three v4 operands, B half 0 or 1, bf16, f16 or tf32 inputs");
+        (in->sub != OX_BF16 && in->sub != OX_F16 && in->sub != OX_TF32 && in->sub != OX_I8 && in->sub != OX_U8))
+      fail(V, b, in, "mma: v4 from three v4 operands, B half 0 or 1, bf16, f16, tf32, i8 or u8 inputs");
     break;
   case OXI_CP_ASYNC: {
     const oxi_param *p = in->mem.kind == OXI_MEM_PARAM && in->mem.index >= 0 && in->mem.index < k->params.len
@@ -752,15 +753,15 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
         fail(V, b, in, "unpack: a bf16 or f16 from half 0 or 1 of a u32");
       break;
     }
-    if (in->nops != 1 || (t0 != OXI_V4 && !oxi_is_vf32(t0)) || in->index < 0 ||
-        in->index >= (t0 == OXI_V4 ? 4 : oxi_vf32_len(t0)) || in->type >= OX_DTYPE_COUNT ||
-        ox_dtype_size((ox_dtype)in->type) != 4 || (t0 != OXI_V4 && in->type != OX_F32))
-      fail(V, b, in, "unpack: a 32-bit scalar from a v4, or an f32 from a vf32");
+    if (in->nops != 1 || (t0 != OXI_V4 && !oxi_is_vacc(t0)) || in->index < 0 ||
+        in->index >= (t0 == OXI_V4 ? 4 : oxi_vacc_len(t0)) || in->type >= OX_DTYPE_COUNT ||
+        ox_dtype_size((ox_dtype)in->type) != 4 || (t0 != OXI_V4 && in->type != oxi_vacc_elem(t0)))
+      fail(V, b, in, "unpack: a 32-bit scalar from a v4, or an f32 from a vf32 (i32 from a vi32)");
     break;
   case OXI_VSET:
-    if (in->nops != 2 || !oxi_is_vf32(t0) || in->type != t0 || t1 != OX_F32 || in->index < 0 ||
-        in->index >= oxi_vf32_len(t0))
-      fail(V, b, in, "vset: a vf32 with one register replaced by an f32");
+    if (in->nops != 2 || !oxi_is_vacc(t0) || in->type != t0 || t1 != oxi_vacc_elem(t0) || in->index < 0 ||
+        in->index >= oxi_vacc_len(t0))
+      fail(V, b, in, "vset: a vf32 (vi32) with one register replaced by an f32 (i32)");
     break;
   case OXI_SHARED_ADDR:
     if (in->nops != 1 || t0 != OX_U64 || in->type != OX_U64 || in->mem.kind != OXI_MEM_SHARED ||
@@ -770,17 +771,18 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
   case OXI_WGMMA:
     if ((in->nops != 3 && in->nops != 2) || (t0 != OX_U64 && t0 != OXI_V4) || t1 != OX_U64 || in->imm < 8 ||
         in->imm > 256 || in->imm % 8 || (in->nops == 3 && in->ops[2]->type != in->type) ||
-        in->type != oxi_vf32((int)in->imm / 2) ||
+        in->type != oxi_vacc((int)in->imm / 2, in->sub == OX_I8 || in->sub == OX_U8 ? OX_I32 : OX_F32) ||
         (unsigned)in->index > 1 ||
-        !(in->sub == OX_BF16 || in->sub == OX_F16 || (oxi_is_fp8(in->sub) && in->index == 1 && t0 == OX_U64)))
+        !(in->sub == OX_BF16 || in->sub == OX_F16 ||
+          ((oxi_is_fp8(in->sub) || in->sub == OX_I8 || in->sub == OX_U8) && in->index == 1 && t0 == OX_U64)))
       fail(V, b, in, "wgmma: vf32 x N/2 from A (a u64 descriptor or a v4), a u64 descriptor of B and a "
-                     "vf32 x N/2, N 8 to 256 by 8, bf16 or f16 inputs, or fp8 inputs from shared memory "
-                     "with K-major B");
+                     "vf32 x N/2, N 8 to 256 by 8, bf16 or f16 inputs, or fp8 (vi32: i8, u8) inputs from "
+                     "shared memory with K-major B");
     break;
   case OXI_WGMMA_SYNC:
-    if ((in->nops == 1 ? !oxi_is_vf32(t0) || in->type != t0 : in->nops || in->type != OXI_VOID) ||
+    if ((in->nops == 1 ? !oxi_is_vacc(t0) || in->type != t0 : in->nops || in->type != OXI_VOID) ||
         in->sub < 0 || in->sub > 3 || in->imm > 7)
-      fail(V, b, in, "wgmma.sync: a vf32 (or nothing) through a fence (0), a commit and a wait (1) or a "
+      fail(V, b, in, "wgmma.sync: a vf32 or vi32 (or nothing) through a fence (0), a commit and a wait (1) or a "
                      "wait (2) for at most 0 to 7 groups, or a commit (3)");
     break;
   case OXI_FENCE_ASYNC:

@@ -20,14 +20,22 @@
  * plus v4: four 32-bit registers of one thread that a warp-wide matrix
  * instruction reads or writes (a tensor-core fragment; GPU lowering only),
  * plus vf32 x n: n f32 registers of one thread that a warpgroup's wgmma
- * accumulates into (oxi_vf32(n), n from 1 to OXI_VF32_MAX; GPU lowering only). */
+ * accumulates into (oxi_vf32(n), n from 1 to OXI_VF32_MAX; GPU lowering only),
+ * and vi32 x n, its i32 twin for integer products. */
 typedef int oxi_type;
 #define OXI_VOID ((oxi_type)OX_DTYPE_COUNT)
 #define OXI_V4 ((oxi_type)OX_DTYPE_COUNT + 1)
 #define OXI_VF32_MAX 128
 static inline oxi_type oxi_vf32(int n) { return (oxi_type)OX_DTYPE_COUNT + 1 + n; }
-static inline bool oxi_is_vf32(oxi_type t) { return t > OXI_V4 && t <= oxi_vf32(OXI_VF32_MAX); }
-static inline int oxi_vf32_len(oxi_type t) { return t - OXI_V4; }
+/* vi32 x n: the same for an integer wgmma's i32 sums */
+static inline oxi_type oxi_vi32(int n) { return oxi_vf32(OXI_VF32_MAX) + n; }
+/* an accumulator vector, vf32 or vi32 */
+static inline bool oxi_is_vacc(oxi_type t) { return t > OXI_V4 && t <= oxi_vi32(OXI_VF32_MAX); }
+static inline bool oxi_vacc_is_int(oxi_type t) { return t > oxi_vf32(OXI_VF32_MAX); }
+static inline int oxi_vacc_len(oxi_type t) { return t - (oxi_vacc_is_int(t) ? oxi_vf32(OXI_VF32_MAX) : OXI_V4); }
+static inline oxi_type oxi_vacc_elem(oxi_type t) { return oxi_vacc_is_int(t) ? OX_I32 : OX_F32; }
+/* the accumulator vector of n elements of type `elem` (f32 or i32) */
+static inline oxi_type oxi_vacc(int n, oxi_type elem) { return elem == OX_I32 ? oxi_vi32(n) : oxi_vf32(n); }
 
 typedef enum oxi_op {
   OXI_CONST,   /* imm / fimm of `type` (a vf32: all zeros) */

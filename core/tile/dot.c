@@ -154,14 +154,18 @@ static void copy_async(oxt_lowerer *L, const oxi_instr *ld, oxi_instr *const *at
   }
 }
 
+static bool is_int8(oxi_type t) { return t == OX_I8 || t == OX_U8; }
+
 /* Whether the operands of dot `in` suit the tensor cores: bf16/f16 with K a
- * multiple of 16 (mma.sync m16n8k16), tf32 with K a multiple of 8 (m16n8k8);
+ * multiple of 16 (mma.sync m16n8k16), tf32 with K a multiple of 8 (m16n8k8),
+ * i8/u8 with K a multiple of 32 (m16n8k32, exact i32 sums);
  * fp8 as bf16/f16, as the lowering widens what wgmma does not take as fp8
  * to f16 (oxt_fp8_on_wgmma). */
 bool oxt_tc_operands(const oxi_instr *in) {
   oxi_type t = in->ops[0]->type;
   int64_t K = in->ops[0]->tshape->dims[1];
-  return ((t == OX_BF16 || t == OX_F16 || oxi_is_fp8(t)) && K % 16 == 0) || (t == OX_TF32 && K % 8 == 0);
+  return ((t == OX_BF16 || t == OX_F16 || oxi_is_fp8(t)) && K % 16 == 0) || (t == OX_TF32 && K % 8 == 0) ||
+         (is_int8(t) && K % 32 == 0);
 }
 
 /* Whether fp8 dot `in` runs on wgmma with fp8 inputs, given that the block's
@@ -185,9 +189,10 @@ bool oxt_dot_on_tensor_cores(const oxt_lowerer *L, const oxi_instr *in) {
 static oxt_staging staging_of(const oxt_lowerer *L, const oxi_instr *in) {
   int64_t M = in->ops[0]->tshape->dims[0], K = in->ops[0]->tshape->dims[1], N = in->ops[1]->tshape->dims[1];
   oxt_staging g = {0, 0, M * K, M * K + K * N};
-  if (!L->wg) {
-    g.pa = K + (in->ops[0]->type == OX_TF32 ? 4 : 8);
-    g.pb = N + 8;
+  if (!L->wg) { /* rows padded by 16 bytes (ldmatrix's rows stay 16-byte aligned, in distinct banks) */
+    int64_t es = (int64_t)ox_dtype_size((ox_dtype)in->ops[0]->type);
+    g.pa = K + 16 / es;
+    g.pb = N + (es == 1 ? 16 : 8);
     g.bat = M * g.pa;
     g.area = g.bat + K * g.pb;
   }
@@ -743,7 +748,7 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
                    wa, 16);
     else
       db = wg_desc(L, oxt_bin(L, OXI_ADD, OX_U64, b0, oxt_u64(L, (uint64_t)boff)), 128, K * 128);
-    oxi_instr *w = oxt_emit(L, OXI_WGMMA, oxi_vf32(n));
+    oxi_instr *w = oxt_emit(L, OXI_WGMMA, oxi_vacc(n, in->type));
     w->index = kmajor; /* the backend's imm-trans-b: 0 for K-major B */
     w->sub = t;
     w->imm = (uint64_t)N;
@@ -779,6 +784,19 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
   free(frag);
 }
 
+/* Four bytes of 8-bit shared memory `m` (element type t) as one u32, the
+ * first lowest: at `base` + off + i * pitch, i < 4 (a column's K run). */
+static oxi_instr *pack_bytes(oxt_lowerer *L, oxi_mem m, oxi_type t, oxi_instr *base, int64_t off, int64_t pitch) {
+  oxi_instr *w = NULL;
+  for (int i = 0; i < 4; i++) {
+    oxi_instr *x = oxt_shared_load(L, m, t, oxt_bin(L, OXI_ADD, OX_U64, base, oxt_u64(L, (uint64_t)(off + i * pitch))));
+    x = oxt_bin(L, OXI_AND, OX_U32, oxt_cast(L, x, OX_U32), oxt_cast(L, oxt_u64(L, 0xff), OX_U32));
+    x = i ? oxt_bin(L, OXI_SHL, OX_U32, x, oxt_cast(L, oxt_u64(L, (uint64_t)(8 * i)), OX_U32)) : x;
+    w = w ? oxt_bin(L, OXI_OR, OX_U32, w, x) : x;
+  }
+  return w;
+}
+
 /* dot on tensor cores with mma.sync. a [M, K] and b [K, N] are staged in shared memory with
  * rows padded by 8 elements (16 bytes), so the eight 16-byte rows that one
  * ldmatrix phase reads fall in distinct banks. Each warp then computes its
@@ -790,12 +808,12 @@ static void dot_wg(oxt_lowerer *L, const oxi_instr *in) {
  * 16-bit halves) and whose B fragments are plain shared loads. */
 static void dot_tc(oxt_lowerer *L, const oxi_instr *in) {
   const oxi_tshape *as = in->ops[0]->tshape;
-  oxi_type t = in->ops[0]->type;
-  bool tf = t == OX_TF32;
+  oxi_type t = in->ops[0]->type, rt = in->type; /* rt: f32, or i32 for 8-bit integers */
+  bool tf = t == OX_TF32, i8 = is_int8(t);
   int64_t M = as->dims[0], K = as->dims[1];
   oxt_staging g = staging_of(L, in);
   int64_t pa = g.pa, pb = g.pb;
-  int64_t kstep = tf ? 8 : 16, cols = tf ? 4 : 8; /* K per mma; elements in 16 bytes */
+  int64_t kstep = tf ? 8 : i8 ? 32 : 16, cols = tf ? 4 : i8 ? 16 : 8; /* K per mma; elements in 16 bytes */
   oxt_mma_layout ml;
   oxt_mma_layout_of(L, in->tshape, &ml);
   int S = L->pipe[in->id].stages;
@@ -808,7 +826,7 @@ static void dot_tc(oxt_lowerer *L, const oxi_instr *in) {
   int tiles = (int)(ml.wm / 16 * (ml.wn / 8));
   oxi_instr **acc = oxb_malloc(sizeof *acc * (size_t)tiles);
   oxi_instr **c = in->nops == 3 ? oxt_in_layout(L, in->ops[2], true) : NULL;
-  oxi_instr *zero = oxt_emit(L, OXI_CONST, OX_F32);
+  oxi_instr *zero = oxt_emit(L, OXI_CONST, rt);
   zero->fimm = 0;
   for (int i = 0; i < tiles; i++) {
     oxi_instr *p = oxt_emit(L, OXI_PACK, OXI_V4);
@@ -842,7 +860,26 @@ static void dot_tc(oxt_lowerer *L, const oxi_instr *in) {
                            oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, lane, oxt_u64(L, 2)),
                                oxt_bin(L, OXI_ADD, OX_U64, wcol, oxt_bin(L, OXI_ADD, OX_U64, cur, oxt_u64(L, (uint64_t)(M * pa))))))
                     : NULL;
+  /* 8-bit B: lane l holds B[k + 4(l%4) + i][n + l/4], i < 4, in one register, and the same 16
+     rows on in a second, of each n8 tile (ldmatrix.trans moves 16-bit elements, not bytes) */
+  oxi_instr *ib = i8 ? oxt_bin(L, OXI_ADD, OX_U64,
+                           oxt_bin(L, OXI_MUL, OX_U64, oxt_bin(L, OXI_AND, OX_U64, lane, oxt_u64(L, 3)), oxt_u64(L, (uint64_t)(4 * pb))),
+                           oxt_bin(L, OXI_ADD, OX_U64, oxt_bin(L, OXI_SHR, OX_U64, lane, oxt_u64(L, 2)),
+                               oxt_bin(L, OXI_ADD, OX_U64, wcol, oxt_bin(L, OXI_ADD, OX_U64, cur, oxt_u64(L, (uint64_t)(M * pa))))))
+                    : NULL;
   for (int64_t ks = 0; ks < K / kstep; ks++) {
+    for (int i = mt; i8 && i < mt + nt / 2; i++) {
+      oxi_instr *v[4];
+      for (int r = 0; r < 4; r++) {
+        int64_t off = (ks * 32 + (r & 1) * 16) * pb + ((i - mt) * 2 + r / 2) * 8;
+        v[r] = pack_bytes(L, m, t, ib, off, pb);
+      }
+      oxi_instr *p = oxt_emit(L, OXI_PACK, OXI_V4);
+      p->nops = 4;
+      for (int r = 0; r < 4; r++)
+        p->ops[r] = v[r];
+      fa[i] = p;
+    }
     for (int i = mt; tf && i < mt + nt / 2; i++) { /* two n8 tiles a V4, as ldmatrix.x4.trans gives */
       oxi_instr *v[4];
       for (int r = 0; r < 4; r++) {
@@ -855,7 +892,7 @@ static void dot_tc(oxt_lowerer *L, const oxi_instr *in) {
         p->ops[r] = v[r];
       fa[i] = p;
     }
-    for (int i = 0; i < (tf ? mt : mt + nt / 2); i++) {
+    for (int i = 0; i < (tf || i8 ? mt : mt + nt / 2); i++) {
       bool isb = i >= mt;
       int64_t off = isb ? ks * 16 * pb + (i - mt) * 16 : i * 16 * pa + ks * kstep;
       oxi_instr *at = oxt_bin(L, OXI_ADD, OX_U64, isb ? bbase : abase, oxt_u64(L, (uint64_t)off));
@@ -883,7 +920,7 @@ static void dot_tc(oxt_lowerer *L, const oxi_instr *in) {
   oxi_instr **out = oxt_new_elements(L, in->tshape);
   for (int i = 0; i < tiles; i++)
     for (int r = 0; r < 4; r++) {
-      oxi_instr *u = oxt_emit(L, OXI_UNPACK, OX_F32);
+      oxi_instr *u = oxt_emit(L, OXI_UNPACK, rt);
       u->ops[0] = acc[i];
       u->nops = 1;
       u->index = r;
@@ -986,8 +1023,10 @@ void oxt_choose_direct_loads(oxt_lowerer *L) {
         continue;
       for (int i = 0; i < 2; i++) {
         const oxi_instr *x = in->ops[i];
-        if (L->wg && i == 1 && x->op == OXI_T_PERMUTE && x->imm == 1 && (uses[x->id] == 1 || oxi_is_fp8(x->type))) {
-          L->kmajor[in->id] = 1; /* transpose(x): x staged K-major (always for fp8, which has no other form) */
+        if (L->wg && i == 1 && x->op == OXI_T_PERMUTE && x->imm == 1 &&
+            (uses[x->id] == 1 || ox_dtype_size((ox_dtype)x->type) == 1)) {
+          L->kmajor[in->id] = 1; /* transpose(x): x staged K-major (always for 8-bit types, which have
+                                    no other form) */
           L->direct[x->id] = uses[x->id] == 1;
           x = x->ops[0];
         }
@@ -1069,5 +1108,7 @@ void oxt_choose_direct_loads(oxt_lowerer *L) {
 bool oxt_wg_operands(const oxi_instr *in) {
   oxi_type t = in->ops[0]->type;
   int64_t M = in->tshape->dims[0], N = in->tshape->dims[1];
-  return (t == OX_BF16 || t == OX_F16 || oxi_is_fp8(t)) && (M == 64 || M == 128) && N % 64 == 0 && N <= 256;
+  const oxi_instr *b = in->ops[1];
+  return (t == OX_BF16 || t == OX_F16 || oxi_is_fp8(t) || (is_int8(t) && b->op == OXI_T_PERMUTE && b->imm == 1)) &&
+         (M == 64 || M == 128) && N % 64 == 0 && N <= 256;
 }

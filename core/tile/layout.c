@@ -84,11 +84,12 @@ oxi_instr *oxt_wg_sync(oxt_lowerer *L, oxi_instr *acc, int sub, int pending) {
   return w;
 }
 
-/* The accumulator registers (vf32 x n) of elements v of an mma-layout tile. */
+/* The accumulator registers (vf32 x n, or vi32 for i32 elements) of elements v of an mma-layout tile. */
 oxi_instr *oxt_wg_pack(oxt_lowerer *L, oxi_instr **v, int n) {
-  oxi_instr *acc = oxt_emit(L, OXI_CONST, oxi_vf32(n));
+  oxi_type t = oxi_vacc(n, v[0]->type);
+  oxi_instr *acc = oxt_emit(L, OXI_CONST, t);
   for (int i = 0; i < n; i++) {
-    oxi_instr *x = oxt_emit(L, OXI_VSET, oxi_vf32(n));
+    oxi_instr *x = oxt_emit(L, OXI_VSET, t);
     x->ops[0] = acc;
     x->ops[1] = v[i];
     x->nops = 2;
@@ -177,10 +178,10 @@ void oxt_wg_block_end(oxt_lowerer *L) {
 
 /* The elements of accumulator `acc`, which no wgmma writes any more. */
 oxi_instr **oxt_unpack_acc(oxt_lowerer *L, oxi_instr *acc) {
-  int n = oxi_vf32_len(acc->type);
+  int n = oxi_vacc_len(acc->type);
   oxi_instr **out = oxb_alloc(L->m->arena, sizeof *out * (size_t)n);
   for (int i = 0; i < n; i++) {
-    oxi_instr *u = oxt_emit(L, OXI_UNPACK, OX_F32);
+    oxi_instr *u = oxt_emit(L, OXI_UNPACK, oxi_vacc_elem(acc->type));
     u->ops[0] = acc;
     u->nops = 1;
     u->index = i;

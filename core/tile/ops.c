@@ -712,11 +712,12 @@ void oxt_tile_var(oxt_lowerer *L, const oxi_instr *in) {
   int n = oxt_count_in(L, s, mma);
   oxt_mma_layout ml;
   oxi_type t = in->op == OXI_VAR_GET ? in->type : in->ops[0]->type;
-  if (L->wg && mma && t == OX_F32 && oxt_mma_layout_of(L, s, &ml) && ml.WN == 1 && ml.wm == 16 && ml.wn >= 8) {
-    /* a wgmma accumulator's layout (f32): kept as its registers, so that a K loop's
-       dot accumulates into them while the previous call's wgmmas run */
+  if (L->wg && mma && (t == OX_F32 || t == OX_I32) && oxt_mma_layout_of(L, s, &ml) && ml.WN == 1 && ml.wm == 16 &&
+      ml.wn >= 8) {
+    /* a wgmma accumulator's layout (f32, or i32 for integers): kept as its registers, so that a
+       K loop's dot accumulates into them while the previous call's wgmmas run */
     if (!L->vslot[in->index])
-      L->vslot[in->index] = oxi_slot_new(L->m, L->nk, oxi_vf32(n)) + 1;
+      L->vslot[in->index] = oxi_slot_new(L->m, L->nk, oxi_vacc(n, t)) + 1;
     int slot = L->vslot[in->index] - 1;
     /* a deferred dot's result written in this old block: stored at its end (oxt_wg_block_end),
        so that the groups committed after it need not be waited for; read before then as it is */
