@@ -503,9 +503,11 @@ static LLVMValueRef memop(cg_t *C, const oxi_instr *in) {
   if (in->op == OXI_LOAD && in->type == OXI_V4) { /* 16 bytes in one load, aligned to them */
     r = LLVMBuildLoad2(C->b, llty(C, OXI_V4), p, "");
     LLVMSetAlignment(r, 16);
-  } else if (in->op == OXI_LOAD && in->type == OX_U64 && ox_dtype_size(dt) == 2) { /* four 16-bit elements */
-    r = LLVMBuildLoad2(C->b, i64t(C), p, "");
-    LLVMSetAlignment(r, 8);
+  } else if (in->op == OXI_LOAD && (in->type == OX_U64 || in->type == OX_U32) && ox_dtype_size(dt) == 2) {
+    /* four (two) 16-bit elements in one load, aligned to its size */
+    bool four = in->type == OX_U64;
+    r = LLVMBuildLoad2(C->b, four ? i64t(C) : i32t(C), p, "");
+    LLVMSetAlignment(r, four ? 8 : 4);
   } else if (in->op == OXI_LOAD) {
     r = LLVMBuildLoad2(C->b, mt, p, "");
     LLVMSetAlignment(r, align);

@@ -500,7 +500,7 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
   case OXI_LOAD:
     if (in->nops != 1 || (in->type != (oxi_type)md &&
                           !(in->type == OXI_V4 && (ox_dtype_size(md) == 2 || ox_dtype_size(md) == 4) && !in->check) &&
-                          !(in->type == OX_U64 && ox_dtype_size(md) == 2 && !in->check)))
+                          !((in->type == OX_U64 || in->type == OX_U32) && ox_dtype_size(md) == 2 && !in->check)))
       fail(V, b, in, "load type differs from memory");
     if (in->mem.kind == OXI_MEM_PARAM &&
         ((oxi_param *)k->params.items[in->mem.index])->kind == OXI_P_ATOMIC)

@@ -42,7 +42,8 @@ typedef enum oxi_op {
   OXI_PARAM,   /* the value of scalar parameter `index` */
   OXI_LEN,     /* u64: the element count of memory `mem` */
   OXI_LOAD,    /* mem[ops0]; or, of type v4, the 16 bytes from mem[ops0] on (a vector load: ops0
-                 a multiple of 16 bytes from a 16-byte aligned start; unchecked) */
+                 a multiple of 16 bytes from a 16-byte aligned start; unchecked); or, a u64 (u32)
+                 from 16-bit memory, four (two) elements from mem[ops0] on, aligned to their size */
   OXI_STORE,   /* mem[ops0] = ops1; or, a u64 ops1 into 16-bit memory: four elements from
                  mem[ops0] on (a vector store: ops0 a multiple of 4 where the memory is 8-byte
                  aligned; unchecked) */

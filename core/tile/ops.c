@@ -33,6 +33,7 @@ void oxt_lower_load(oxt_lowerer *L, const oxi_instr *in) {
   oxi_instr *full = oxt_whole_tile_inside(L, in->tshape, mma, coord, in->mem.index);
   for (int e = 0; e < n; e++)
     slot[e] = oxi_slot_new(L->m, L->nk, in->type);
+  int *pair = NULL; /* slots of packed pairs, if held so */
   oxi_block *done = oxi_block_new(L->m, L->nk), *slow;
   const oxi_param *p = L->k->params.items[in->mem.index];
   int last = in->tshape->rank - 1;
@@ -103,8 +104,27 @@ void oxt_lower_load(oxt_lowerer *L, const oxi_instr *in) {
     L->cur = slow;
   } else if (full) {
     oxt_begin_if(L, full, &slow); /* the fast path: straight-line loads */
-    for (int e = 0; e < n; e++)
-      oxt_set_slot(L, slot[e], oxt_load_at(L, in, es[e].index));
+    /* in the mma layout, a thread's elements come in pairs of adjacent columns (c0, c1 of an m16n8
+       tile) from an even column: a pair of 16-bit floats is one 4-byte load where the rows are
+       aligned (a residual added to an accumulator; half the load instructions) */
+    oxt_mma_layout ml;
+    if (mma && p->contiguous16 && (in->type == OX_BF16 || in->type == OX_F16) && in->sub != 1 &&
+        oxt_mma_layout_of(L, in->tshape, &ml) && ml.wn >= 8) {
+      /* ... and held packed until used, a register a pair: a residual tile beside a 128 x 256
+         accumulator costs half the registers */
+      pair = oxb_malloc(sizeof *pair * (size_t)n / 2);
+      for (int e = 0; e < n; e += 2) {
+        pair[e / 2] = oxi_slot_new(L->m, L->nk, OX_U32);
+        oxi_instr *x = oxt_emit(L, OXI_LOAD, OX_U32);
+        x->mem = in->mem;
+        x->ops[0] = es[e].index;
+        x->nops = 1;
+        oxt_set_slot(L, pair[e / 2], x);
+      }
+    } else {
+      for (int e = 0; e < n; e++)
+        oxt_set_slot(L, slot[e], oxt_load_at(L, in, es[e].index));
+    }
     oxt_end_if(L, done);
     L->cur = slow;
   }
@@ -118,12 +138,30 @@ void oxt_lower_load(oxt_lowerer *L, const oxi_instr *in) {
     oxt_set_slot(L, slot[e], oxt_load_at(L, in, es[e].index));
     oxt_end_if(L, join);
   }
+  for (int e = 0; pair && e < n; e += 2) {
+    oxi_instr *lo = oxt_get_slot(L, slot[e]), *hi = oxt_get_slot(L, slot[e + 1]);
+    oxi_instr *x = oxt_emit(L, OXI_PACK2, OX_U32);
+    x->ops[0] = lo;
+    x->ops[1] = hi;
+    x->nops = 2;
+    oxt_set_slot(L, pair[e / 2], x);
+  }
   oxt_end_if(L, done);
   oxi_instr **out = oxt_new_elements(L, in->tshape);
-  for (int e = 0; e < n; e++)
-    out[e] = oxt_get_slot(L, slot[e]);
+  for (int e = 0; e < n; e++) {
+    if (!pair) {
+      out[e] = oxt_get_slot(L, slot[e]);
+      continue;
+    }
+    oxi_instr *w = oxt_get_slot(L, pair[e / 2]), *h = oxt_emit(L, OXI_UNPACK, in->type);
+    h->ops[0] = w;
+    h->nops = 1;
+    h->index = e % 2;
+    out[e] = h;
+  }
   free(es);
   free(slot);
+  free(pair);
   L->tval[in->id] = out;
 }
 
