@@ -48,7 +48,7 @@ class MyFloat(float):
 
 def _numpy_of(dt):
     """NumPy's scalar type of dtype dt (None for bf16, which NumPy has not)."""
-    return np.bool_ if dt == "bool" else getattr(np, oxide._NUMPY[dt]) if dt != "bf16" else None
+    return np.bool_ if dt == "bool" else getattr(np, oxide.tensors._NUMPY[dt]) if dt != "bf16" else None
 
 
 def released():
@@ -97,7 +97,7 @@ CASES = {
     "released tensor": lambda dt: released(),
     "oxide.f32": lambda dt: oxide.f32(1.0), "oxide.i64": lambda dt: oxide.i64(-3),
     "oxide.u64 max": lambda dt: oxide.u64(2**64 - 1), "oxide.bool_": lambda dt: oxide.bool_(True),
-    "oxide scalar of the dtype": lambda dt: oxide._SCALARS[dt](1),
+    "oxide scalar of the dtype": lambda dt: oxide.dtypes._SCALARS[dt](1),
     # wrong kinds
     "None": lambda dt: None, "str": lambda dt: "1", "bytes": lambda dt: b"\x01",
     "list": lambda dt: [1.0] * N, "tuple": lambda dt: (1,) * N, "dict": lambda dt: {},
@@ -132,7 +132,7 @@ def _run(launch, k, position, by_name, make, dt):
     and what the output and the value hold afterwards."""
     value = make(dt)
     if position == "out":  # the value is what the kernel writes (put_T's out)
-        args = [value, oxide._SCALARS[dt](1)]
+        args = [value, oxide.dtypes._SCALARS[dt](1)]
     else:
         args = [_out(dt), value]
     names = [p.name for p in k.params]

@@ -221,7 +221,7 @@ INT_RANGES = {"i8": (-128, 127), "i16": (-2**15, 2**15 - 1), "i32": (-2**31, 2**
 def out_of(put, dtype):
     if dtype == "bf16":
         return oxide.zeros(4, "bf16", CPU)
-    return np.zeros(4, {"bool": np.bool_}.get(dtype, oxide._NUMPY.get(dtype)))
+    return np.zeros(4, {"bool": np.bool_}.get(dtype, oxide.tensors._NUMPY.get(dtype)))
 
 
 def value_of(out):

@@ -30,11 +30,15 @@ import struct
 import sys
 
 from . import _decls as D
+from . import _dlpack
 from . import _handles
 from . import _sizes
-from . import _streams
-from ._errors import python_names
+from . import devices as _devices
+from ._errors import (_ERRORS, ArgumentRangeError, ArgumentTypeError, InvalidArgumentError, OxideError, _check,
+                      python_names)
 from ._lib import lib as _L
+from .dtypes import Scalar, _CODE, _SCALARS, _bf16_bits
+from .tensors import Tensor, from_dlpack
 
 # ------------------------------------------------------------------ signatures
 
@@ -74,7 +78,7 @@ class Signature:
         params = []
         info = D.ox_param_info()
         for i in range(max(n, 0)):
-            _pkg()._check(_L.ox_kernel_param(handle, i, C.byref(info)))
+            _check(_L.ox_kernel_param(handle, i, C.byref(info)))
             generic = _L.ox_kernel_param_generic(handle, i)
             params.append(Param(info.name.decode(), KINDS.get(info.kind, str(info.kind)),
                                 _L.ox_dtype_name(info.dtype).decode(), info.rank,
@@ -85,8 +89,6 @@ class Signature:
         self.tile = any(p.kind in _TILE_KINDS for p in params)
 
 
-def _pkg():
-    return sys.modules[__package__]  # the package, initialized by the time anything runs
 
 
 # ------------------------------------------------------------------ messages
@@ -126,19 +128,18 @@ def error(sig, code, index, value=None, extra=None):
     """The exception for a launch whose arguments are wrong: `code` says
     what is wrong, `index` which parameter (-1: none), `value` the
     offending value, `extra` a detail. The C extension calls this too."""
-    pkg = _pkg()
     k = sig.kernel
     if 0 <= index < len(sig.params):
         p = sig.params[index]
         at = f"kernel '{k}', argument {index + 1} ('{p.name}'): "
     def TypeErr(msg):  # noqa: N802 (the classes, with the status of every argument error)
-        return pkg.ArgumentTypeError(msg, D.OX_ERR_INVALID_ARGUMENT)
+        return ArgumentTypeError(msg, D.OX_ERR_INVALID_ARGUMENT)
 
     def RangeErr(msg):  # noqa: N802
-        return pkg.ArgumentRangeError(msg, D.OX_ERR_INVALID_ARGUMENT)
+        return ArgumentRangeError(msg, D.OX_ERR_INVALID_ARGUMENT)
 
     def ValueErr(msg):  # noqa: N802
-        return pkg.InvalidArgumentError(msg, D.OX_ERR_INVALID_ARGUMENT)
+        return InvalidArgumentError(msg, D.OX_ERR_INVALID_ARGUMENT)
 
     if code == "too_many":
         listed = f" ({', '.join(sig.names)})" if sig.names else ""
@@ -164,7 +165,7 @@ def error(sig, code, index, value=None, extra=None):
         given, other = extra, "block" if extra == "grid" else "grid"
         return ValueErr(f"kernel '{k}' is a #[kernel] (SIMT) kernel: pass {other}= with {given}= "
                         f"(a SIMT launch needs both: the threads of a block are never implied)")
-    if code == "stream":  # extra: the TypeError or ValueError of _streams.as_stream
+    if code == "stream":  # extra: the TypeError or ValueError of _devices.as_stream
         return (ValueErr if isinstance(extra, ValueError) else TypeErr)(f"kernel '{k}': {extra}")
     if code == "bool_for":  # a bool for a number parameter
         want = "a float" if p.dtype in _FLOATS else "an int"
@@ -212,7 +213,6 @@ def failure(sig, status, message, config_null=False):
     """The exception for a failed C call of a launch (status, ox_last_error's
     message): the C messages speak of the launch config; say what that is
     in Python. The C extension calls this too."""
-    pkg = _pkg()
     if status == D.OX_ERR_INVALID_ARGUMENT and config_null and message.endswith(
             "launch config is NULL"):
         message = (f"kernel '{sig.kernel}' is a #[kernel] (SIMT) kernel: pass grid= and block= "
@@ -221,7 +221,7 @@ def failure(sig, status, message, config_null=False):
         message += " (from Python: leave out grid= and block=)"
     elif "pass the grid in the launch config" in message:
         message += " (from Python: pass grid=, and leave out block=)"
-    return pkg._ERRORS.get(status, pkg.OxideError)(python_names(message), status)
+    return _ERRORS.get(status, OxideError)(python_names(message), status)
 
 
 # ------------------------------------------------------------------ numbers
@@ -273,7 +273,7 @@ def _overflows(x, dt):
     if dt == "f16":
         return abs(f) >= 65520.0  # rounds to the f16 infinity
     if dt == "bf16":
-        return _pkg()._bf16_bits(f) & 0x7FFF == 0x7F80
+        return _bf16_bits(f) & 0x7FFF == 0x7F80
     return False
 
 
@@ -293,7 +293,6 @@ def convert_other(sig, i, x, stream):
     or float for a scalar parameter, an array for a tensor parameter the C
     extension imports itself): an oxide.Tensor or oxide.Scalar to launch
     with, or the error. The C extension calls this too."""
-    pkg = _pkg()
     p = sig.params[i]
     if p.kind == "scalar":
         np = sys.modules.get("numpy")
@@ -302,9 +301,9 @@ def convert_other(sig, i, x, stream):
             dt = _NUMPY_DTYPES.get(x.dtype.name)
             if dt is None:
                 raise error(sig, "numpy_dtype", i, x)
-            return pkg._SCALARS[dt](x.item())
+            return _SCALARS[dt](x.item())
         if isinstance(x, (int, float)):  # subclasses of them (bool is an int)
-            return pkg._SCALARS[p.dtype](number(sig, i, x))
+            return _SCALARS[p.dtype](number(sig, i, x))
         raise error(sig, "not_scalar", i, x)
     kind = type_kind(type(x))
     if kind == IMMUTABLE and p.writable:
@@ -338,7 +337,7 @@ def import_array(sig, i, x, stream):
     __array_interface__. `stream` (None: the device's default) is where the
     launch will use it: the producer orders its pending work before it."""
     if hasattr(x, "__dlpack__"):
-        return _pkg().from_dlpack(x, stream=stream)
+        return from_dlpack(x, stream=stream)
     cai = getattr(x, "__cuda_array_interface__", None)
     if cai is not None:
         return _from_interface(sig, i, x, cai, "__cuda_array_interface__", stream)
@@ -406,9 +405,6 @@ def _release_interface(ptr, _keep=_KEEP):
 
 
 def _from_interface(sig, i, x, iface, name, stream):
-    from . import _dlpack
-
-    pkg = _pkg()
     shape, strides, (code, bits), addr, read_only, cu_stream = parse_interface(sig, i, iface, name)
     cuda = name == "__cuda_array_interface__"
     dev = sig.device
@@ -432,10 +428,10 @@ def _from_interface(sig, i, x, iface, name, stream):
     if cuda and cu_stream is not None and dev.type == "cuda":
         _wait_for(dev, stream, cu_stream)
     h = C.c_void_p()
-    pkg._check(_dlpack._from_dlpack(ptr, 1, C.byref(h)))  # Oxide owns it now, even on failure
-    t = pkg.Tensor._wrap(h.value)
+    _check(_dlpack._from_dlpack(ptr, 1, C.byref(h)))  # Oxide owns it now, even on failure
+    t = Tensor._wrap(h.value)
     if cuda:
-        _streams.release_on_producer(t, x, dev, cu_stream)
+        _devices.release_on_producer(t, x, dev, cu_stream)
     return t
 
 
@@ -443,11 +439,11 @@ def _wait_for(dev, stream, cu_stream):
     """Makes the launch's stream wait, on the GPU, for the work queued on
     CUDA stream cu_stream (a __cuda_array_interface__'s "stream": 1 the
     legacy default stream, 2 the per-thread one, else a CUstream)."""
-    if _streams.NO_ORDERING:
+    if _devices.NO_ORDERING:
         return
     s = stream if stream is not None else dev.default_stream
     if (s.handle or 1) != cu_stream:  # NULL is the legacy default stream
-        _pkg()._check(_L.ox_stream_wait_stream(s._h, _streams.wrapped(dev, cu_stream)._h))
+        _check(_L.ox_stream_wait_stream(s._h, _devices.wrapped(dev, cu_stream)._h))
 
 
 # ------------------------------------------------------------------ the pure path
@@ -514,15 +510,32 @@ def config(sig, grid, block):
     return D.ox_launch_config((C.c_uint32 * 3)(*(g or zero)), (C.c_uint32 * 3)(*(b or zero)))
 
 
+def call_stream(sig, values, stream):
+    """The stream of a launch of signature `sig` (an oxide.Stream; None: the
+    device's default) by the rule in devices.py's docstring."""
+    dev = sig.device
+    if stream is not None:
+        try:
+            return _devices.as_stream(stream, dev)
+        except (TypeError, ValueError) as e:
+            raise error(sig, "stream", -1, stream, e) from None
+    if dev.type != "cuda":
+        return None
+    for p, x in zip(sig.params, values):
+        if p.kind != "scalar" and not isinstance(x, Tensor):
+            known, s = _devices.array_stream(x)
+            if known:
+                return s
+    return None
+
+
 def prepare(sig, args, kwargs, grid, block, stream):
     """(config, ox_arg array, stream handle, temporaries) of a launch; the
     temporaries (tensors imported for it) are to be dropped once the launch
     is queued."""
-    pkg = _pkg()
-    Tensor, Scalar = pkg.Tensor, pkg.Scalar
     values = bind(sig, args, kwargs)
     cfg = config(sig, grid, block)
-    stream = _streams.call_stream(sig, values, stream)  # an oxide.Stream, or None
+    stream = call_stream(sig, values, stream)  # an oxide.Stream, or None
     sh = None
     if stream is not None:
         sh = _handles.peek(stream)
@@ -552,7 +565,7 @@ def prepare(sig, args, kwargs, grid, block, stream):
 
 
 def _fill(a, dtype, value):
-    a.kind, a.dtype = D.OX_ARG_SCALAR, _pkg()._CODE[dtype]
+    a.kind, a.dtype = D.OX_ARG_SCALAR, _CODE[dtype]
     if dtype in _FLOATS:
         a.v.f = value
     elif dtype[0] == "u":

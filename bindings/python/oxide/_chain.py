@@ -3,18 +3,14 @@ on a stream, in order; on CUDA it can be captured once as a CUDA graph and
 replayed, which costs one driver call per run however many launches it
 holds (docs/python.md, "Chains and graphs")."""
 import ctypes as C
-import sys
 from typing import Any
 
 from . import _args
 from . import _handles
-from . import _streams
+from . import devices as _devices
 from ._errors import _check
 from ._lib import lib as _L
 
-
-def _pkg():
-    return sys.modules["oxide"]
 
 
 class Chain(_handles.Holder):
@@ -35,7 +31,7 @@ class Chain(_handles.Holder):
     _what = "oxide.Chain"
 
     def __init__(self, device: Any = None):
-        self.device = _pkg().device(device)
+        self.device = _devices.device(device)
         h = C.c_void_p()
         _check(_L.ox_chain_create(self.device._h, C.byref(h)))
         self._h = h.value
@@ -56,7 +52,7 @@ class Chain(_handles.Holder):
         _check(_L.ox_chain_copy(self._h, dst._h, src._h))
 
     def _stream(self, stream):
-        s = _streams.as_stream(stream, self.device) if stream is not None else None
+        s = _devices.as_stream(stream, self.device) if stream is not None else None
         return s._h if s is not None else None
 
     def capture(self, stream: Any = None) -> None:

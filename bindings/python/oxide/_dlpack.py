@@ -18,7 +18,8 @@ import threading
 
 from . import _decls as D
 from . import _ext
-from . import _streams
+from . import devices as _devices
+from ._errors import _check
 from ._lib import lib as _L
 
 # ------------------------------------------------------------ the C side
@@ -184,17 +185,14 @@ _unclaimed = _Unclaimed()
 # ------------------------------------------------------------ streams
 
 
-def _pkg():
-    return sys.modules[__package__]  # the package, initialized by the time anything runs
 
-
-def _consumer_stream(pkg, dev, stream):
+def _consumer_stream(dev, stream):
     """The Oxide stream behind a __dlpack__ stream argument. Array API values
     for CUDA: None or 1, the legacy default stream; 2, the per-thread default
     stream; -1, no ordering; another int, a CUstream handle (wrapped once
     and kept: the consumer's later reads are then ordered before Oxide's
     later writes). CPU work is done when queued: nothing to order."""
-    if isinstance(stream, pkg.Stream):
+    if isinstance(stream, _devices.Stream):
         if stream.device is not dev:
             raise BufferError(f"the consumer's stream is on {stream.device}, the tensor on {dev}")
         return stream._h
@@ -209,53 +207,52 @@ def _consumer_stream(pkg, dev, stream):
                          "pass 1 for the legacy default stream or 2 for the per-thread one")
     if stream == 2:
         h = C.c_void_p()
-        pkg._check(_per_thread_stream(dev._h, C.byref(h)))
+        _check(_per_thread_stream(dev._h, C.byref(h)))
         return h.value
-    return _streams.wrapped(dev, stream)._h
+    return _devices.wrapped(dev, stream)._h
 
 
-def _stream_int(pkg, dev, stream):
+def _stream_int(dev, stream):
     """The array API stream value naming Oxide's stream `stream` (None: the
     device's default stream) to a producer."""
     s = stream if stream is not None else dev.default_stream
-    if not isinstance(s, pkg.Stream) or s.device is not dev:
+    if not isinstance(s, _devices.Stream) or s.device is not dev:
         raise ValueError(f"stream must be an oxide.Stream of {dev}")
-    return _streams.dlpack_stream_arg(_stream_handle(s._h) or 1)  # NULL: the legacy default
+    return _devices.dlpack_stream_arg(_stream_handle(s._h) or 1)  # NULL: the legacy default
 
 
 # ------------------------------------------------------------ export
 
 
-def _device_of(pkg, dl_device):
+def _device_of(dl_device):
     kind, index = (int(x) for x in dl_device)
     if kind == kDLCPU:
-        return pkg.device("cpu")
+        return _devices.device("cpu")
     if kind == kDLCUDA:
-        return pkg.device(f"cuda:{index}")
+        return _devices.device(f"cuda:{index}")
     raise BufferError(f"Oxide cannot export to DLPack device type {kind}")
 
 
 def dlpack(self, stream=None, *, max_version=None, dl_device=None, copy=None):
-    pkg = _pkg()
     versioned = int(max_version is not None and int(max_version[0]) >= 1)
     src, target = self, self.device
     if dl_device is not None and tuple(int(x) for x in dl_device) != self.__dlpack_device__():
         if copy is False:
             raise BufferError(f"exporting to DLPack device {tuple(dl_device)} needs a copy of the "
                               f"tensor on {self.device}, and copy=False forbids it")
-        target = _device_of(pkg, dl_device)
+        target = _device_of(dl_device)
     copied = copy is True or target is not self.device
     if copied:
         h = C.c_void_p()
-        pkg._check(_tensor_to(self._h, target._h, None, C.byref(h)))
-        src = pkg.Tensor._wrap(h.value)
-    consumer = _consumer_stream(pkg, target, stream)
+        _check(_tensor_to(self._h, target._h, None, C.byref(h)))
+        src = type(self)._wrap(h.value)
+    consumer = _consumer_stream(target, stream)
     out = C.c_void_p()
     status = _to_dlpack(src._h, consumer, versioned, C.byref(out))
     if status == D.OX_ERR_INVALID_ARGUMENT:
         # what the protocol expects when a tensor cannot be exported as asked
         raise BufferError(_L.ox_last_error().decode(errors="replace"))
-    pkg._check(status)
+    _check(status)
     if copied and versioned:
         _Versioned.from_address(out.value).flags |= _IS_COPIED
     return _capsule(out.value, versioned)
@@ -269,15 +266,17 @@ def dlpack_device(self):
 # ------------------------------------------------------------ import
 
 
-def from_dlpack(obj, device=None, *, stream=None):
-    pkg = _pkg()
+def take(obj, stream=None):
+    """The handle of an Oxide tensor on the memory of `obj` (anything with
+    __dlpack__), its producer's pending work ordered before `stream`'s
+    (tensors.from_dlpack wraps it)."""
     if not hasattr(obj, "__dlpack__"):
         raise TypeError(f"{type(obj).__name__} does not support DLPack (no __dlpack__ method)")
     kind, index = (int(x) for x in obj.__dlpack_device__())
-    src = pkg.device("cpu" if kind == kDLCPU else f"cuda:{index}") if kind in (kDLCPU, kDLCUDA) else None
+    src = _devices.device("cpu" if kind == kDLCPU else f"cuda:{index}") if kind in (kDLCPU, kDLCUDA) else None
     # the stream on which Oxide will use the tensor: the producer orders its
     # pending work before it (CPU and unsupported devices: no stream)
-    s = _stream_int(pkg, src, stream) if src is not None and src.type == "cuda" else None
+    s = _stream_int(src, stream) if src is not None and src.type == "cuda" else None
     try:
         cap = obj.__dlpack__(stream=s, max_version=_VERSION)
     except TypeError:  # a producer older than max_version (DLPack < 1.0)
@@ -292,11 +291,5 @@ def from_dlpack(obj, device=None, *, stream=None):
     if _set_name(cap, _USED[versioned]):
         raise RuntimeError("cannot mark the DLPack capsule as used")
     h = C.c_void_p()
-    pkg._check(_from_dlpack(ptr, versioned, C.byref(h)))  # Oxide owns it now, even on failure
-    t = pkg.Tensor._wrap(h.value)
-    _streams.release_on_producer(t, obj, t.device)
-    if device is not None and pkg.device(device) is not t.device:
-        h2 = C.c_void_p()
-        pkg._check(_tensor_to(t._h, pkg.device(device)._h, None, C.byref(h2)))
-        t = pkg.Tensor._wrap(h2.value)
-    return t
+    _check(_from_dlpack(ptr, versioned, C.byref(h)))  # Oxide owns it now, even on failure
+    return h.value

@@ -1,4 +1,6 @@
-"""Streams and events, and the streams of other libraries.
+"""Devices, and the streams and events that order work on them.
+
+Streams and events, and the streams of other libraries.
 
 Which stream a launch runs on (docs/python.md, "Streams"):
   - stream= given: an oxide.Stream, or another library's stream (a
@@ -19,22 +21,133 @@ Foreign streams are wrapped once per CUstream and kept (the core interns
 them too: docs/c-api.md, "Streams"); the C extension keeps the same wrappers
 in its own table.
 """
+from __future__ import annotations
+
 import ctypes as C
 import os
 import sys
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
+from . import _decls as D
 from . import _handles
-from ._errors import _check
+from . import _sizes
+from ._errors import InvalidArgumentError, _check
 from ._lib import lib as _L
+
+DeviceLike = Union["Device", str, None]
+"""A Device, "cpu", "cuda" or "cuda:N"; None: oxide.default_device()."""
+
+class Device:
+    """A CPU or CUDA device. Devices live as long as the process; each is one
+    object, so `oxide.device("cpu") is oxide.device("cpu")`."""
+
+    __slots__ = ("_h", "_default_stream")
+    _h: int
+    _default_stream: Optional[Stream]
+    _all: Dict[int, Device] = {}
+
+    def __init__(self):
+        raise TypeError("use oxide.device(...) or oxide.default_device()")
+
+    @classmethod
+    def _of(cls, handle):
+        d = cls._all.get(handle)
+        if d is None:
+            d = object.__new__(cls)
+            d._h, d._default_stream = handle, None
+            cls._all[handle] = d
+        return d
+
+    @property
+    def type(self) -> str:
+        """"cpu" or "cuda"."""
+        return "cuda" if _L.ox_device_get_type(self._h) == D.OX_DEVICE_CUDA else "cpu"
+
+    @property
+    def index(self) -> int:
+        return _L.ox_device_ordinal(self._h)
+
+    @property
+    def name(self) -> str:
+        """Human-readable name, e.g. "NVIDIA H200"."""
+        return _L.ox_device_name(self._h).decode()
+
+    @property
+    def multiprocessors(self) -> int:
+        """Streaming multiprocessors of a CUDA device (132 on an H200), or the
+        CPU's worker threads: how many blocks run at once, for choosing a grid."""
+        return _L.ox_device_multiprocessors(self._h)
+
+    @property
+    def compute_capability(self) -> Optional[Tuple[int, int]]:
+        """(major, minor) of a CUDA device, e.g. (9, 0); None for the CPU."""
+        cc = _L.ox_device_compute_capability(self._h)
+        return divmod(cc, 10) if cc else None
+
+    @property
+    def default_stream(self) -> Stream:
+        """The device's default stream (for CUDA, the legacy default stream)."""
+        if self._default_stream is None:
+            h = C.c_void_p()
+            _check(_L.ox_device_stream(self._h, C.byref(h)))
+            self._default_stream = Stream._make(h.value, self, owned=False)
+        return self._default_stream
+
+    def stream(self) -> Stream:
+        """A new stream on this device (destroyed when garbage-collected)."""
+        h = C.c_void_p()
+        _check(_L.ox_stream_create(self._h, C.byref(h)))
+        return Stream._make(h.value, self, owned=True)
+
+    def synchronize(self) -> None:
+        """Waits for the default stream (see Stream.synchronize)."""
+        self.default_stream.synchronize()
+
+    def __str__(self) -> str:
+        return "cpu" if self.type == "cpu" else f"cuda:{self.index}"
+
+    def __repr__(self) -> str:
+        return f"oxide.device({str(self)!r})"
+
+
+def device(spec: DeviceLike = None) -> Device:
+    """A device from "cpu", "cuda", "cuda:N" (or a Device); None: the default."""
+    if isinstance(spec, Device):
+        return spec
+    if spec is None:
+        return default_device()
+    kind, _, idx = str(spec).partition(":")
+    types = {"cpu": D.OX_DEVICE_CPU, "cuda": D.OX_DEVICE_CUDA}
+    if kind not in types or (idx and not idx.isdigit()) or int(idx or 0) > _sizes.INT32_MAX:
+        raise InvalidArgumentError(f"unknown device {spec!r}; use 'cpu', 'cuda' or 'cuda:N'")
+    h = C.c_void_p()
+    _check(_L.ox_device_get(types[kind], int(idx or 0), C.byref(h)))
+    return Device._of(h.value)
+
+
+def default_device() -> Device:
+    """$OXIDE_DEVICE if set, else CUDA device 0 when a GPU is usable, else the CPU."""
+    h = C.c_void_p()
+    _check(_L.ox_device_default(C.byref(h)))
+    return Device._of(h.value)
+
+
+def device_count(type: str = "cuda") -> int:
+    """Number of devices of a type ("cpu": 1; "cuda": 0 without a driver)."""
+    n = C.c_int()
+    t = {"cpu": D.OX_DEVICE_CPU, "cuda": D.OX_DEVICE_CUDA}[type]
+    _check(_L.ox_device_count(t, C.byref(n)))
+    return n.value
+
+
+_as_device = device  # for functions whose `device` parameter hides the function
+
+
+# ------------------------------------------------------------------ streams
 
 # OXIDE_DEBUG_NO_STREAM_ORDERING=1: producers are asked for no ordering
 # either (DLPack stream -1), so that tests can show the races it prevents
 NO_ORDERING = bool(os.environ.get("OXIDE_DEBUG_NO_STREAM_ORDERING"))
-
-
-def _pkg():
-    return sys.modules["oxide"]
 
 
 class Stream(_handles.Holder):
@@ -117,7 +230,7 @@ class Event(_handles.Holder):
     _what = "oxide.Event"
 
     def __init__(self, device: Any = None):
-        self.device = _pkg().device(device)
+        self.device = _as_device(device)
         h = C.c_void_p()
         _check(_L.ox_event_create(self.device._h, C.byref(h)))
         self._h = h.value
@@ -225,7 +338,7 @@ def wrap_stream(obj: Any, device: Any = None) -> Stream:
     anything with __cuda_stream__, or a CUstream as an int) as an
     oxide.Stream of `device` (None: the default device). Oxide borrows it:
     the stream must outlive the work and the tensors Oxide uses on it."""
-    return as_stream(obj, _pkg().device(device))
+    return as_stream(obj, _as_device(device))
 
 
 # ------------------------------------------------------------------ producers' streams
@@ -292,32 +405,12 @@ def array_stream(x):
         return False, None
     if kind != 2:  # kDLCUDA
         return False, None
-    dev = _pkg().device(f"cuda:{int(index)}")
+    dev = device(f"cuda:{int(index)}")
     cu = g(dev)
     if cu is None:
         return False, None
     return True, (None if cu in (0, 1) else wrapped(dev, cu))
 
-
-def call_stream(sig, values, stream):
-    """The stream of a launch of signature `sig` (an oxide.Stream; None: the
-    device's default) by the rule at the top."""
-    dev = sig.device
-    if stream is not None:
-        try:
-            return as_stream(stream, dev)
-        except (TypeError, ValueError) as e:
-            from ._args import error
-            raise error(sig, "stream", -1, stream, e) from None
-    if dev.type != "cuda":
-        return None
-    Tensor = _pkg().Tensor
-    for p, x in zip(sig.params, values):
-        if p.kind != "scalar" and not isinstance(x, Tensor):
-            known, s = array_stream(x)
-            if known:
-                return s
-    return None
 
 
 def release_on_producer(t, x, dev, cai_stream=None) -> None:
@@ -340,4 +433,4 @@ def dlpack_stream_arg(stream_int: int) -> int:
 
 
 # the classes are oxide's (messages and reprs name them so)
-Stream.__module__ = Event.__module__ = "oxide"
+Device.__module__ = Stream.__module__ = Event.__module__ = "oxide"
