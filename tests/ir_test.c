@@ -740,7 +740,7 @@ static void wgmma_kernel(T *t, int v) {
 
 static void test_wgmma(void) {
   static const char *const want[] = {
-      NULL, "vset (v2): vset: a vf32 with one register replaced by an f32",
+      NULL, "vset (v2): vset: a vf32 (vi32) with one register replaced by an f32 (i32)",
       "shared.addr (v4): shared.addr: u64 address of a shared array's element at a u64 index",
       "wgmma (v6): wgmma: vf32 x N/2 from A (a u64 descriptor or a v4), a u64 descriptor of B",
       "unpack (v8): unpack: a 32-bit scalar from a v4, or an f32 from a vf32"};
