@@ -630,11 +630,15 @@ int main(void) {
     }
     ox_generic_value t256[] = {{"BM", 128}, {"BN", 256}, {"BK", 64}};
     for (int contiguous = 0; contiguous < 2; contiguous++) {
+      /* on contiguous tensors the epilogue is lowered a piece at a time at the store (epilogue.c):
+         beside the 128 x 256 accumulator nothing spills (bias + GELU + residual once spilled 364
+         bytes) */
+      no_spill = contiguous;
       check_ptx_with(ptxas, "mm_bias.oxk", MM_BIAS, contiguous, NULL, t256, 3);
       check_ptx_with(ptxas, "mm_epilogue.oxk", MM_EPILOGUE, contiguous, NULL, t256, 3);
       check_ptx_with(ptxas, "mm_epilogue.oxk", MM_EPILOGUE, contiguous, NULL, t128, 3);
     }
-    hopper_only = 0;
+    hopper_only = no_spill = 0;
   }
   char dir[4200];
   snprintf(dir, sizeof dir, "%s/examples", src_dir ? src_dir : ".");

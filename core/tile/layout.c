@@ -190,6 +190,11 @@ oxi_instr **oxt_unpack_acc(oxt_lowerer *L, oxi_instr *acc) {
   return out;
 }
 
+bool oxt_elementwise(const oxi_instr *in) {
+  return in->tshape && (in->op == OXI_BIN || in->op == OXI_CMP || in->op == OXI_NEG || in->op == OXI_NOT ||
+                        in->op == OXI_CAST || in->op == OXI_SELECT || in->op == OXI_MATH);
+}
+
 /* Whether `old` is held in the mma layout (a splat is in both). */
 bool oxt_is_mma(const oxt_lowerer *L, const oxi_instr *old) {
   return L->mma[old->id] && !L->splat[old->id];

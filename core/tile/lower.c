@@ -52,6 +52,8 @@ static void lower_instr(oxt_lowerer *L, const oxi_instr *in) {
     oxt_serial_instr(L, in);
     return;
   }
+  if (in->id >= 0 && L->defer[in->id])
+    return; /* lowered piecewise at the store that takes it (epilogue.c) */
   switch (in->op) {
   case OXI_T_LOAD:
     if (L->tload[in->id].stages)
@@ -61,7 +63,12 @@ static void lower_instr(oxt_lowerer *L, const oxi_instr *in) {
     else
       oxt_lower_load(L, in);
     return;
-  case OXI_T_STORE: oxt_lower_store(L, in); return;
+  case OXI_T_STORE:
+    if (L->defer[in->ops[0]->id])
+      oxt_lower_epilogue(L, in);
+    else
+      oxt_lower_store(L, in);
+    return;
   case OXI_T_SPLAT: {
     oxi_instr **out = oxt_new_elements(L, in->tshape);
     int a = oxt_count_in(L, in->tshape, false), b = oxt_count_in(L, in->tshape, true);
@@ -110,11 +117,6 @@ static void lower_instr(oxt_lowerer *L, const oxi_instr *in) {
     L->sval[in->id] = c;
 }
 
-static bool is_elementwise(const oxi_instr *in) {
-  return in->tshape && (in->op == OXI_BIN || in->op == OXI_CMP || in->op == OXI_NEG || in->op == OXI_NOT ||
-                        in->op == OXI_CAST || in->op == OXI_SELECT || in->op == OXI_MATH);
-}
-
 /* Whether tile value `x` is made as cheaply in one layout as in the other:
  * a splat, an iota, or an elementwise op of such values (`depth` bounds the
  * search). */
@@ -129,7 +131,7 @@ static bool free_in_any_layout(const oxt_lowerer *L, const oxi_instr *x, int dep
   /* and a load's elements come from global memory to whichever threads hold them (ops.c) */
   if (x->op == OXI_T_LOAD)
     return true;
-  if (!depth || !is_elementwise(x))
+  if (!depth || !oxt_elementwise(x))
     return false;
   for (int i = 0; i < x->nops; i++)
     if (!free_in_any_layout(L, x->ops[i], depth - 1))
@@ -186,7 +188,7 @@ static bool layout_step(oxt_lowerer *L, const oxi_instr *in) {
     mma = L->cuda && oxt_dot_on_tensor_cores(L, in);
   else if (in->op == OXI_VAR_GET && in->tshape)
     mma = L->slot_mma[in->index];
-  else if (is_elementwise(in)) /* with any operand in it (the others move to it) */
+  else if (oxt_elementwise(in)) /* with any operand in it (the others move to it) */
     for (int i = 0; i < in->nops; i++)
       mma |= in->ops[i]->tshape && oxt_is_mma(L, in->ops[i]);
   else if (in->op == OXI_T_REDUCE || in->op == OXI_T_BROADCAST)
@@ -199,7 +201,7 @@ static bool layout_step(oxt_lowerer *L, const oxi_instr *in) {
   /* operands that cost nothing to make in the mma layout (iota, and
      elementwise ops of them and splats: a causal mask's coordinates)
      are made in it, rather than moved to it at every use */
-  for (int i = 0; L->mma[in->id] && is_elementwise(in) && i < in->nops; i++) {
+  for (int i = 0; L->mma[in->id] && oxt_elementwise(in) && i < in->nops; i++) {
     const oxi_instr *x = in->ops[i];
     if (x->tshape && !L->mma[x->id] && !L->splat[x->id] && free_in_any_layout(L, x, 8))
       L->mma[x->id] = changed = true;
@@ -311,7 +313,7 @@ static bool no_barrier(const oxt_lowerer *L, const oxi_instr *in) {
     return L->rel_block[in->id] != 0; /* deferred */
   if (in->op == OXI_T_BROADCAST)
     return along_rows(L, in);
-  if (!is_elementwise(in) || !L->mma[in->id])
+  if (!oxt_elementwise(in) || !L->mma[in->id])
     return false;
   for (int i = 0; i < in->nops; i++)
     if (in->ops[i]->tshape && !L->mma[in->ops[i]->id] && !free_in_any_layout(L, in->ops[i], 4))
@@ -549,6 +551,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   L.rel_block = oxb_calloc(nv, sizeof *L.rel_block);
   L.nb = oxb_calloc((size_t)k->blocks.len, sizeof *L.nb);
   L.buf = oxb_calloc(nv, sizeof *L.buf);
+  L.defer = oxb_calloc(nv, 1);
   if (!L.serial) { /* the CPU has one layout, a buffer, and no tensor cores */
     to_fixed_point(&L, layout_step);
     oxt_choose_direct_loads(&L);
@@ -563,6 +566,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
     }
     oxt_tloads_alloc(&L);
     choose_turns(&L);
+    oxt_plan_epilogues(&L);
   }
   int user_shared = k->shared.len;
   for (int bi = 0; bi < k->blocks.len; bi++)
@@ -644,6 +648,7 @@ ox_status oxt_lower(oxi_module *m, oxi_kernel *k, int sm, int64_t shared_limit) 
   free(L.rel_block);
   free(L.nb);
   free(L.buf);
+  free(L.defer);
   if (st)
     return st;
   /* the scratch arrays, after what the kernel had: the 1024-aligned ones (wgmma's operands) first,

@@ -1,8 +1,8 @@
 /*
  * lower.h - what the files of the tile lowering share (internal to core/tile;
  * tile.h is the layer's interface). lower.c drives the lowering; emit.c,
- * layout.c, ops.c, order.c, tma.c, dot.c, ws.c and serial.c are its parts, each calling only
- * the ones before it in that list. Prefix: oxt_.
+ * layout.c, ops.c, epilogue.c, order.c, tma.c, dot.c, ws.c and serial.c are its parts, each
+ * calling only the ones before it in that list. Prefix: oxt_.
  */
 #ifndef OXIDE_TILE_LOWER_H
 #define OXIDE_TILE_LOWER_H
@@ -102,6 +102,8 @@ typedef struct oxt_lowerer {
   } ws;
   bool split;          /* in the consumer warpgroups' code (ws.c): a block barrier is for L->T
                           threads, not the producer's */
+  char *defer;         /* old value id -> 1: lowered piecewise at the store that takes it, not where
+                          it stands (epilogue.c) */
   int turn_first, turn_last; /* the deferred dots (old ids + 1) that begin and end a warpgroup's
                           turn (lower.c, choose_turns); 0: none */
 } oxt_lowerer;
@@ -222,6 +224,9 @@ int oxt_wg_pending(const oxt_lowerer *L, const oxi_instr *old);
 void oxt_wg_block_end(oxt_lowerer *L);
 oxi_instr **oxt_unpack_acc(oxt_lowerer *L, oxi_instr *acc);
 bool oxt_is_mma(const oxt_lowerer *L, const oxi_instr *old);
+/* Whether `in` is an elementwise tile op (one result element from the same
+ * element of each tile operand). */
+bool oxt_elementwise(const oxi_instr *in);
 oxi_instr **oxt_elements(oxt_lowerer *L, const oxi_instr *old);
 oxi_instr *oxt_position_parts(oxt_lowerer *L, const oxi_tshape *shape, bool mma, int64_t *off);
 oxi_instr *oxt_exists(oxt_lowerer *L, const oxi_tshape *shape, bool mma, oxi_instr *f);
@@ -240,10 +245,22 @@ oxi_instr **oxt_in_layout(oxt_lowerer *L, const oxi_instr *old, bool mma);
 
 /* ------------------------------------- ops.c: tile ops on CUDA */
 
+/* Whether 16-bit tile load `in`, in the mma layout, reads its elements a pair
+ * (two adjacent columns) a 4-byte load where the whole tile is inside. */
+bool oxt_loads_pairs(const oxt_lowerer *L, const oxi_instr *in);
 void oxt_lower_load(oxt_lowerer *L, const oxi_instr *in);
+/* Whether store `in` of an mma-layout tile into a 16-bit contiguous16 output
+ * stores four adjacent elements at once where the tile is wholly inside (a
+ * lane trades a pair with its neighbour: oxt_store_quad). */
+bool oxt_stores_quads(const oxt_lowerer *L, const oxi_instr *in);
+/* The quad stores of the elements ea, ea + 1 (one 8-column piece) and
+ * ea + 4, ea + 5 (the next) of v, at sites es, both lanes of a pair. */
+void oxt_store_quad(oxt_lowerer *L, const oxi_instr *in, const oxt_element_site *es, oxi_instr *const *v, int ea);
 void oxt_lower_store(oxt_lowerer *L, const oxi_instr *in);
 void oxt_lower_elementwise(oxt_lowerer *L, const oxi_instr *in);
 void oxt_lower_broadcast(oxt_lowerer *L, const oxi_instr *in);
+/* Row-major position in broadcast `in`'s operand of the element at position f. */
+oxi_instr *oxt_broadcast_source(oxt_lowerer *L, const oxi_instr *in, oxi_instr *f, oxi_instr *ok);
 void oxt_lower_move(oxt_lowerer *L, const oxi_instr *in);
 void oxt_lower_iota(oxt_lowerer *L, const oxi_instr *in);
 void oxt_lower_gather(oxt_lowerer *L, const oxi_instr *in);
@@ -257,6 +274,15 @@ oxi_instr *oxt_gather_site(oxt_lowerer *L, const oxi_instr *in, oxi_instr *const
 void oxt_lower_reduce(oxt_lowerer *L, const oxi_instr *in);
 void oxt_tile_var(oxt_lowerer *L, const oxi_instr *in);
 void oxt_lower_atomic(oxt_lowerer *L, const oxi_instr *in);
+
+/* ---------------------- epilogue.c: a store's elementwise tail, piecewise */
+
+/* Marks (L->defer) the tail of each store of an mma-layout tile that the
+ * store lowers piece by piece: once the layouts are chosen. */
+void oxt_plan_epilogues(oxt_lowerer *L);
+/* Store `in` whose value is deferred: its tail and the store, eight elements
+ * at a time. */
+void oxt_lower_epilogue(oxt_lowerer *L, const oxi_instr *in);
 
 /* ------------------------ order.c: scans and sorts (and the CPU's network) */
 

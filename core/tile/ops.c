@@ -11,6 +11,15 @@
 
 #include "tile/lower.h"
 
+/* In the mma layout, a thread's elements come in pairs of adjacent columns
+ * (c0, c1 of an m16n8 tile) from an even column. */
+bool oxt_loads_pairs(const oxt_lowerer *L, const oxi_instr *in) {
+  const oxi_param *p = L->k->params.items[in->mem.index];
+  oxt_mma_layout ml;
+  return L->mma[in->id] && p->contiguous16 && (in->type == OX_BF16 || in->type == OX_F16) && in->sub != 1 &&
+         oxt_mma_layout_of(L, in->tshape, &ml) && ml.wn >= 8;
+}
+
 /* A tile load: straight-line loads when the whole tile is inside the tensor
  * (independent loads the GPU keeps in flight together), else one predicated
  * load per element with the padding outside. */
@@ -104,12 +113,9 @@ void oxt_lower_load(oxt_lowerer *L, const oxi_instr *in) {
     L->cur = slow;
   } else if (full) {
     oxt_begin_if(L, full, &slow); /* the fast path: straight-line loads */
-    /* in the mma layout, a thread's elements come in pairs of adjacent columns (c0, c1 of an m16n8
-       tile) from an even column: a pair of 16-bit floats is one 4-byte load where the rows are
-       aligned (a residual added to an accumulator; half the load instructions) */
-    oxt_mma_layout ml;
-    if (mma && p->contiguous16 && (in->type == OX_BF16 || in->type == OX_F16) && in->sub != 1 &&
-        oxt_mma_layout_of(L, in->tshape, &ml) && ml.wn >= 8) {
+    /* a pair of 16-bit floats is one 4-byte load where the rows are aligned (a residual added
+       to an accumulator; half the load instructions) */
+    if (oxt_loads_pairs(L, in)) {
       /* ... and held packed until used, a register a pair: a residual tile beside a 128 x 256
          accumulator costs half the registers */
       pair = oxb_malloc(sizeof *pair * (size_t)n / 2);
@@ -165,43 +171,49 @@ void oxt_lower_load(oxt_lowerer *L, const oxi_instr *in) {
   L->tval[in->id] = out;
 }
 
-/* A tile store into this block's output tile, straight-line or predicated
- * like a load. */
 /* The fast path of a store of a 16-bit mma-layout tile wholly inside a
  * contiguous16 tensor, 8 bytes a store: a lane holds columns 2q, 2q + 1 of
  * each 8 (q = lane % 4), so its own stores would cover 16 bytes of a row a
  * quad, half a 32-byte sector. Lanes q and q ^ 1 trade one pair for each two
  * 8-column pieces, and then hold four adjacent columns each: even q those of
  * the first piece from 2q, odd q those of the second from 2q - 2, and a
- * quad's stores fill a sector. False: not such a store (elements as they are). */
-static bool store_quads(oxt_lowerer *L, const oxi_instr *in, const oxt_element_site *es, oxi_instr **v) {
+ * quad's stores fill a sector. */
+bool oxt_stores_quads(const oxt_lowerer *L, const oxi_instr *in) {
   const oxi_param *p = L->k->params.items[in->mem.index];
-  const oxi_tshape *s = in->ops[0]->tshape;
   oxt_mma_layout ml;
-  if (L->serial || !p->contiguous16 || (p->dtype != OX_BF16 && p->dtype != OX_F16) || !oxt_is_mma(L, in->ops[0]) ||
-      !oxt_mma_layout_of(L, s, &ml) || ml.wn % 16)
-    return false;
+  return !L->serial && p->contiguous16 && (p->dtype == OX_BF16 || p->dtype == OX_F16) && oxt_is_mma(L, in->ops[0]) &&
+         oxt_mma_layout_of(L, in->ops[0]->tshape, &ml) && ml.wn % 16 == 0;
+}
+
+void oxt_store_quad(oxt_lowerer *L, const oxi_instr *in, const oxt_element_site *es, oxi_instr *const *v, int ea) {
   oxi_instr *odd = oxt_bin(L, 100 + OXI_NE, OX_U64, oxt_bin(L, OXI_AND, OX_U64, L->t, oxt_u64(L, 1)), oxt_u64(L, 0));
   oxi_instr *adj = oxt_pick(L, odd, oxt_u64(L, 6), oxt_u64(L, 0)), *one = oxt_emit(L, OXI_CONST, OX_U32);
   one->imm = 1;
+  int eb = ea + 4; /* (row, 8g + 2q), 8 columns on */
+  oxi_instr *a = oxt_emit(L, OXI_PACK2, OX_U32), *b = oxt_emit(L, OXI_PACK2, OX_U32);
+  a->ops[0] = v[ea], a->ops[1] = v[ea + 1], a->nops = 2;
+  b->ops[0] = v[eb], b->ops[1] = v[eb + 1], b->nops = 2;
+  oxi_instr *send = oxt_pick(L, odd, a, b), *sh = oxt_emit(L, OXI_SHFL, OX_U32);
+  sh->sub = 3; /* xor */
+  sh->ops[0] = send;
+  sh->ops[1] = one;
+  sh->nops = 2;
+  oxi_instr *lo = oxt_cast(L, oxt_pick(L, odd, sh, a), OX_U64), *hi = oxt_cast(L, oxt_pick(L, odd, b, sh), OX_U64);
+  oxi_instr *four = oxt_bin(L, OXI_OR, OX_U64, lo, oxt_bin(L, OXI_SHL, OX_U64, hi, oxt_u64(L, 32)));
+  oxt_store_at(L, in, oxt_bin(L, OXI_ADD, OX_U64, es[ea].index, adj), four);
+  L->nk->uses_sync = true;
+}
+
+/* The whole tile's quads; false: not such a store (elements as they are). */
+static bool store_quads(oxt_lowerer *L, const oxi_instr *in, const oxt_element_site *es, oxi_instr **v) {
+  oxt_mma_layout ml;
+  if (!oxt_stores_quads(L, in) || !oxt_mma_layout_of(L, in->ops[0]->tshape, &ml))
+    return false;
   int pieces = (int)(ml.wn / 8);
   for (int64_t mi = 0; mi < ml.wm / 16; mi++)
     for (int g = 0; g < pieces; g += 2)
-      for (int h = 0; h < 2; h++) {
-        int ea = (int)((mi * pieces + g) * 4 + 2 * h), eb = ea + 4; /* (row, 8g + 2q), 8 columns on */
-        oxi_instr *a = oxt_emit(L, OXI_PACK2, OX_U32), *b = oxt_emit(L, OXI_PACK2, OX_U32);
-        a->ops[0] = v[ea], a->ops[1] = v[ea + 1], a->nops = 2;
-        b->ops[0] = v[eb], b->ops[1] = v[eb + 1], b->nops = 2;
-        oxi_instr *send = oxt_pick(L, odd, a, b), *sh = oxt_emit(L, OXI_SHFL, OX_U32);
-        sh->sub = 3; /* xor */
-        sh->ops[0] = send;
-        sh->ops[1] = one;
-        sh->nops = 2;
-        oxi_instr *lo = oxt_cast(L, oxt_pick(L, odd, sh, a), OX_U64), *hi = oxt_cast(L, oxt_pick(L, odd, b, sh), OX_U64);
-        oxi_instr *four = oxt_bin(L, OXI_OR, OX_U64, lo, oxt_bin(L, OXI_SHL, OX_U64, hi, oxt_u64(L, 32)));
-        oxt_store_at(L, in, oxt_bin(L, OXI_ADD, OX_U64, es[ea].index, adj), four);
-      }
-  L->nk->uses_sync = true;
+      for (int h = 0; h < 2; h++)
+        oxt_store_quad(L, in, es, v, (int)((mi * pieces + g) * 4 + 2 * h));
   return true;
 }
 
@@ -240,6 +252,8 @@ static bool store_chunks(oxt_lowerer *L, const oxi_instr *in, bool mma, const ox
   return true;
 }
 
+/* A tile store into this block's output tile, straight-line or predicated
+ * like a load. */
 void oxt_lower_store(oxt_lowerer *L, const oxi_instr *in) {
   const oxi_param *p = L->k->params.items[in->mem.index];
   const oxi_tshape *s = in->ops[0]->tshape;
@@ -347,7 +361,7 @@ static oxi_instr **moved(oxt_lowerer *L, const oxi_instr *in,
 /* A broadcast's operand position of element f: its coordinates with the broadcast
  * dims at 0. A nonexistent element (the layout's guard) reads a position inside the
  * operand all the same (each coordinate is masked to its dim): harmless. */
-static oxi_instr *broadcast_source(oxt_lowerer *L, const oxi_instr *in, oxi_instr *f, oxi_instr *ok) {
+oxi_instr *oxt_broadcast_source(oxt_lowerer *L, const oxi_instr *in, oxi_instr *f, oxi_instr *ok) {
   (void)ok;
   const oxi_tshape *src = in->ops[0]->tshape, *dst = in->tshape;
   int64_t after = oxt_elems(dst), src_after = oxt_elems(src);
@@ -392,7 +406,7 @@ void oxt_lower_broadcast(oxt_lowerer *L, const oxi_instr *in) {
     L->tval[in->id] = out;
     return;
   }
-  L->tval[in->id] = moved(L, in, broadcast_source);
+  L->tval[in->id] = moved(L, in, oxt_broadcast_source);
 }
 
 /* Reshape and permute: the result element at row-major position f reads

@@ -491,6 +491,52 @@ def test_matmul_with_bias_gelu_residual_epilogue(dev, tile):
     assert (np.abs(got - want) <= 2 ** -7 * np.abs(want) + 1e-3).all(), np.abs(got - want).max()
 
 
+TWO_ROWS_EPILOGUE = """\
+#[tile]
+fn mm<const BM: i32, const BN: i32, const BK: i32>(y: &mut Tensor<f32, [BM, BN]>, x: &Tensor<f16, [-1, -1]>, w: &Tensor<f16, [-1, -1]>, r1: &Tensor<f16, [-1, -1]>, r2: &Tensor<f32, [-1, -1]>, bias: &Tensor<f32, [-1]>, rb: &Tensor<f16, [-1]>, s: f32) {
+    let px = x.partition([BM, BK]);
+    let pw = w.partition([BK, BN]);
+    let mut acc = full([BM, BN], 0.0f32);
+    for k in 0..px.num_tiles(1) {
+        acc = mma(px.load([tile_id(0), k]), pw.load([k, tile_id(1)]), acc);
+    }
+    let b1 = reshape(bias.partition([BN]).load([tile_id(1)]), [1, BN]);
+    let b2 = reshape(rb.partition([BN]).load([tile_id(1)]) as f32, [1, BN]);
+    let t = acc + b1 - b2 + r1.partition([BM, BN]).load([tile_id(0), tile_id(1)]) as f32;
+    y.store(max(t, r2.partition([BM, BN]).load([tile_id(0), tile_id(1)])) / s);
+}
+"""
+
+
+@pytest.mark.parametrize("tile", [(128, 256, 64), (128, 128, 64), (64, 256, 64)])
+def test_matmul_epilogue_of_two_rows_and_two_residuals(dev, tile):
+    """An epilogue lowered a piece at a time at its store: two broadcast rows of one dtype
+    (one through shared memory, the other moved whole), residuals of two dtypes, of which
+    the f32 one is smaller than the output (its padding, 0, takes part in the max), and a
+    division by a scalar; on a shape no tile divides, so both the straight-line pieces and
+    the predicated path run."""
+    BM, BN, BK = tile
+    M, N, K = 300, 520, 72
+    rng = np.random.default_rng(9)
+    f16 = lambda a: a.astype(np.float16).astype(np.float64)
+    a, b = f16(rng.standard_normal((M, K))), f16(rng.standard_normal((K, N)) * 0.2)
+    r1 = f16(rng.standard_normal((M, N)))
+    r2 = rng.standard_normal((M - 40, N - 8)).astype(np.float32)
+    bias = rng.standard_normal(N).astype(np.float32)
+    rb = f16(rng.standard_normal(N))
+    k = oxide.compile(TWO_ROWS_EPILOGUE, device=dev, filename="two_rows.oxk").mm
+    k.set_generic("BK", BK)
+    y = oxide.full((M, N), float("nan"), device=dev)
+    t16 = lambda v: oxide.tensor(v.astype(np.float32), dtype="f16", device=dev)
+    k(y.partition((BM, BN)), t16(a), t16(b), t16(r1), oxide.tensor(r2, device=dev), oxide.tensor(bias, device=dev),
+      t16(rb), -1.5)
+    r2p = np.zeros((M, N))
+    r2p[:M - 40, :N - 8] = r2
+    want = np.maximum(a @ b + bias - rb + r1, r2p) / -1.5
+    err = np.abs(y.numpy().astype(np.float64) - want)
+    assert (err <= 1e-5 * ((np.abs(a) @ np.abs(b)) + np.abs(want)) + 1e-5).all(), err.max()
+
+
 ARGMAX = """\
 #[tile]
 fn k<const BM: i32, const BN: i32>(mx: &mut Tensor<i32, [BM, 1]>, mn: &mut Tensor<i32, [1, BN]>, x: &Tensor<f32, [-1, -1]>) {
