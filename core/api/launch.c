@@ -4,6 +4,7 @@
  * This is the hot path of every launch: no allocation, no driver call besides
  * the launch itself (and a context switch only when another context is current). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
@@ -232,13 +233,46 @@ ox_status ox_launch_check(ox_kernel kh, ox_stream sh, const ox_launch_config *cf
   return st ? st : oxa_launch(k, s, cfg, args, nargs, tens, false);
 }
 
+/* The streams of the calling thread's two latest launches, newest first (handles: a stream
+ * destroyed since is not found), for ox_launch_errors. */
+static _Thread_local ox_stream launched[2];
+
+/* OXIDE_LAUNCH_BLOCKING=1: every launch waits for its stream (-1: not read yet). */
+static int blocking = -1;
+
+static bool launch_blocking(void) {
+  int b = __atomic_load_n(&blocking, __ATOMIC_RELAXED);
+  if (b < 0) { /* every thread that races here reads the same environment */
+    const char *e = getenv("OXIDE_LAUNCH_BLOCKING");
+    b = e && strcmp(e, "1") == 0;
+    __atomic_store_n(&blocking, b, __ATOMIC_RELAXED);
+  }
+  return b;
+}
+
 ox_status ox_launch(ox_kernel kh, ox_stream sh, const ox_launch_config *cfg, const ox_arg *args,
                     int nargs) {
   oxa_kernel *k;
   oxr_stream *s;
   oxr_tensor *tens[OXA_MAX_PARAMS];
   ox_status st = resolve(__func__, kh, sh, args, nargs, &k, &s, tens);
-  return st ? st : oxa_launch(k, s, cfg, args, nargs, tens, true);
+  if (st || (st = oxa_launch(k, s, cfg, args, nargs, tens, true)))
+    return st;
+  if (launched[0] != s->handle) {
+    launched[1] = launched[0];
+    launched[0] = s->handle;
+  }
+  return launch_blocking() ? ox_stream_synchronize(s->handle) : OX_OK;
+}
+
+ox_status ox_launch_errors(void) {
+  for (int i = 0; i < 2; i++) {
+    oxr_stream *s = launched[i] ? oxb_handle_get(OXB_H_STREAM, (uint64_t)(uintptr_t)launched[i]) : NULL;
+    ox_status st = s ? oxr_stream_peek_error(s) : OX_OK;
+    if (st)
+      return st;
+  }
+  return OX_OK;
 }
 
 ox_status oxa_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, const ox_arg *args,

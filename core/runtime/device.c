@@ -721,6 +721,21 @@ void oxr_set_error_reporter(oxr_error_reporter fn) {
   __atomic_store_n(&error_reporter, fn, __ATOMIC_RELEASE);
 }
 
+ox_status oxr_stream_peek_error(oxr_stream *s) {
+  assert(s && s->err);
+  if (__atomic_load_n(&s->err->flag, __ATOMIC_ACQUIRE) == 0)
+    return OX_OK;
+  if (s->dev->type == OX_DEVICE_CUDA) {
+    ox_status st = oxr_cuda_make_current(s->dev);
+    if (st != OX_OK)
+      return st;
+    CUresult r = oxr_cu.cuStreamSynchronize(s->cu);
+    if (r != CUDA_SUCCESS)
+      return oxr_cuda_error(r, "cuStreamSynchronize");
+  }
+  return oxr_stream_check_error(s);
+}
+
 ox_status oxr_stream_check_error(oxr_stream *s) {
   assert(s && s->err);
   if (__atomic_load_n(&s->err->flag, __ATOMIC_ACQUIRE) == 0)

@@ -220,6 +220,9 @@ bool oxr_cuda_peer(ox_device to, ox_device from);
 typedef ox_status (*oxr_error_reporter)(const oxr_errrec *rec);
 void oxr_set_error_reporter(oxr_error_reporter fn);
 ox_status oxr_stream_check_error(oxr_stream *s);
+/* The same without waiting for `s` unless its record's flag is set (then the
+ * stream is waited for, on CUDA, so that the rest of the record is written). */
+ox_status oxr_stream_peek_error(oxr_stream *s);
 
 /* ---- the CPU executor. Generated CPU code receives an oxr_cpu_ctx. Its layout
  * is shared with generated code (backend/codegen.c): keep the two in step. */

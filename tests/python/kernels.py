@@ -31,3 +31,19 @@ fn oob(a: &[f32], c: DisjointSlice<f32>) {
     }
 }
 """
+
+
+def bounds_errors(*steps):
+    """Runs each step (a launch, a synchronize, a host read); returns the
+    oxide.BoundsErrors they raised, in order. An out-of-bounds access raises
+    exactly once: at its launch on the CPU (the kernel has run), on CUDA at
+    the launch if the kernel has already recorded it, else at the next
+    synchronize or host read of its stream."""
+    import oxide
+    errors = []
+    for step in steps:
+        try:
+            step()
+        except oxide.BoundsError as e:
+            errors.append(e)
+    return errors

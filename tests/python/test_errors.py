@@ -1,10 +1,13 @@
 """Every failing C call raises an OxideError subclass with Oxide's message."""
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 
 import oxide
-from kernels import OOB, SAXPY, VECADD
+from kernels import OOB, SAXPY, VECADD, bounds_errors
 
 LOCATION = re.compile(r"\w+\.oxk:\d+:\d+")
 
@@ -49,18 +52,65 @@ def test_launch_contract(dev):
         k.check(a, a, c, grid=1, block=256)
 
 
-def test_out_of_bounds_read_reported_at_synchronize(dev):
+def test_out_of_bounds_read_reported_once(dev):
+    """On the CPU the launch itself raises (its kernel has run); on CUDA the launch
+    raises if the kernel has recorded the access by then, else the synchronize."""
     k = oxide.compile(OOB, device=dev, filename="oob.oxk").oob
     a, c = oxide.tensor([1.0, 2.0, 3.0, 4.0], device=dev), oxide.empty(4, device=dev)
-    k(a, c, grid=1, block=4)  # the launch itself succeeds ...
-    with pytest.raises(oxide.BoundsError) as e:
-        dev.default_stream.synchronize()  # ... the access is reported here
-    msg = str(e.value)
+    launched = []
+    errors = bounds_errors(lambda: launched.append(k(a, c, grid=1, block=4)),
+                           dev.default_stream.synchronize)
+    assert len(errors) == 1
+    if dev.type == "cpu":
+        assert not launched, "on the CPU the launch raises"
+    msg = str(errors[0])
     assert "oob.oxk:5:" in msg and "index 4" in msg and "length is 4" in msg, msg
     # the error is consumed: the stream and the kernel keep working
     k(oxide.tensor([1.0, 2.0, 3.0, 4.0, 5.0], device=dev), c, grid=1, block=4)
     dev.default_stream.synchronize()
     assert c.tolist() == [2.0, 3.0, 4.0, 5.0]
+
+
+def test_out_of_bounds_raised_by_a_later_launch(dev):
+    """On CUDA an error the kernel has recorded is raised by this thread's next launch,
+    not only by a synchronize: here the faulting kernel is waited for through an event,
+    which consumes nothing, so the next launch raises it."""
+    k = oxide.compile(OOB, device=dev, filename="oob.oxk").oob
+    a, c = oxide.tensor([1.0, 2.0, 3.0, 4.0], device=dev), oxide.empty(4, device=dev)
+    b = oxide.tensor([1.0, 2.0, 3.0, 4.0, 5.0], device=dev)
+    if dev.type == "cpu":
+        with pytest.raises(oxide.BoundsError, match="index 4"):
+            k(a, c, grid=1, block=4)
+        return
+    try:
+        k(a, c, grid=1, block=4)
+    except oxide.BoundsError:
+        pytest.skip("the kernel finished before its own launch returned (raised there)")
+    dev.default_stream.record_event().synchronize()
+    with pytest.raises(oxide.BoundsError, match="oob.oxk:5:.*index 4"):
+        k(b, c, grid=1, block=4)  # a correct launch: the error is the earlier one's
+    dev.default_stream.synchronize()  # consumed above
+
+
+def test_launch_blocking_raises_at_the_launch(dev, tmp_path):
+    """OXIDE_LAUNCH_BLOCKING=1: every launch waits for its kernel and raises its error."""
+    script = tmp_path / "blocking.py"
+    script.write_text(
+        "import sys, oxide\n"
+        "sys.path.insert(0, %r)\n"
+        "from kernels import OOB\n"
+        "dev = oxide.device(%r)\n"
+        "k = oxide.compile(OOB, device=dev, filename='oob.oxk').oob\n"
+        "a, c = oxide.tensor([1.0, 2.0, 3.0, 4.0], device=dev), oxide.empty(4, device=dev)\n"
+        "try:\n"
+        "    k(a, c, grid=1, block=4)\n"
+        "except oxide.BoundsError as e:\n"
+        "    print('raised at the launch:', e)\n"
+        "dev.synchronize()\n" % (os.path.dirname(os.path.abspath(__file__)), str(dev)))
+    env = dict(os.environ, OXIDE_LAUNCH_BLOCKING="1")
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "raised at the launch: oob.oxk:5:" in out.stdout, out.stdout + out.stderr
 
 
 def test_not_found(dev, tmp_path):

@@ -74,6 +74,36 @@ def test_tile_add(dev):
         assert z.numpy().tolist() == [i + 0.5 for i in range(n)]
 
 
+def test_tiles_keyword_cuts_whole_outputs(dev):
+    """tiles= at the call cuts each output passed whole (a NumPy array on the CPU, an
+    oxide.Tensor) into the partition the kernel needs, in either form: one tile for every
+    output, or a dict by parameter name."""
+    n = 1000
+    k = _add(dev)
+    x, y = oxide.arange(n, dtype="f32", device=dev), oxide.full(n, 0.5, device=dev)
+    want = [i + 0.5 for i in range(n)]
+    for tiles in ((256,), 128, {"z": (512,)}):
+        z = oxide.full(n, float("nan"), device=dev)
+        k(z, x, y, tiles=tiles)
+        dev.synchronize()
+        assert z.numpy().tolist() == want
+        k.check(z, x, y, tiles=tiles)
+    if dev.type == "cpu":  # an array of another library, used in place
+        z = np.full(n, np.nan, dtype=np.float32)
+        k(z, x, y, tiles=(256,))
+        assert z.tolist() == want
+    z = oxide.empty(n, device=dev)
+    with pytest.raises(oxide.InvalidArgumentError, match=r"tiles=.*'w' is not one of its outputs \(z\)"):
+        k(z, x, y, tiles={"w": (128,)})
+    with pytest.raises(oxide.InvalidArgumentError, match=r"output 'z' is already a partition \(tile \[128\]\)"):
+        k(z.partition(128), x, y, tiles=(256,))
+    with pytest.raises(oxide.InvalidArgumentError, match=r"partition: tile \[16, 16\] has 2 sizes"):
+        k(z, x, y, tiles=(16, 16))
+    vk = oxide.compile(VECADD, device=dev).vecadd
+    with pytest.raises(oxide.InvalidArgumentError, match="no `&mut Tensor` output to cut"):
+        vk(x, x, z, grid=1, block=256, tiles=(128,))
+
+
 def test_tile_add_strided_and_broadcast_inputs(dev):
     n = 300
     big = oxide.arange(2 * n, dtype="f32", device=dev)

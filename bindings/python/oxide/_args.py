@@ -165,6 +165,8 @@ def error(sig, code, index, value=None, extra=None):
         given, other = extra, "block" if extra == "grid" else "grid"
         return ValueErr(f"kernel '{k}' is a #[kernel] (SIMT) kernel: pass {other}= with {given}= "
                         f"(a SIMT launch needs both: the threads of a block are never implied)")
+    if code == "tiles":  # extra: what is wrong with tiles=
+        return ValueErr(f"kernel '{k}': tiles={value!r}: {extra}")
     if code == "stream":  # extra: the TypeError or ValueError of _devices.as_stream
         return (ValueErr if isinstance(extra, ValueError) else TypeErr)(f"kernel '{k}': {extra}")
     if code == "bool_for":  # a bool for a number parameter
@@ -529,20 +531,53 @@ def call_stream(sig, values, stream):
     return None
 
 
-def prepare(sig, args, kwargs, grid, block, stream):
+def with_tiles(sig, values, tiles, stream):
+    """The arguments `values` with each output of a tile kernel (a `&mut
+    Tensor` parameter) that is passed whole, an array or an oxide.Tensor,
+    cut into the tiles of `tiles=`: one tile shape for every output (a tuple
+    of ints, or an int for 1-D ones), or a dict {parameter name: tile shape}
+    for some of them. A list. The C extension calls this too."""
+    outs = [i for i, p in enumerate(sig.params) if p.kind == "tile"]
+    if not outs:
+        raise error(sig, "tiles", -1, tiles, "it has no `&mut Tensor` output to cut")
+    if isinstance(tiles, collections.abc.Mapping):
+        names = {sig.params[i].name for i in outs}
+        for name in tiles:
+            if name not in names:
+                raise error(sig, "tiles", -1, tiles,
+                            f"{name!r} is not one of its outputs ({', '.join(sorted(names))})")
+    out = list(values)
+    for i in outs:
+        tile = tiles.get(sig.params[i].name) if isinstance(tiles, collections.abc.Mapping) else tiles
+        if tile is None:
+            continue
+        x = out[i]
+        if not isinstance(x, Tensor):
+            x = convert_other(sig, i, x, stream)
+        if x.tile is not None:
+            raise error(sig, "tiles", i, x, f"output {sig.params[i].name!r} is already a partition "
+                        f"(tile {list(x.tile)}): pass it whole, or leave out tiles=")
+        out[i] = x.partition(tile)
+    return out
+
+
+def prepare(sig, args, kwargs, grid, block, stream, tiles=None):
     """(config, ox_arg array, stream handle, temporaries) of a launch; the
     temporaries (tensors imported for it) are to be dropped once the launch
     is queued."""
     values = bind(sig, args, kwargs)
     cfg = config(sig, grid, block)
     stream = call_stream(sig, values, stream)  # an oxide.Stream, or None
+    temps = []
+    if tiles is not None:
+        values = with_tiles(sig, values, tiles, stream)
+        temps = [x for p, x in zip(sig.params, values) if p.kind == "tile"]  # the partitions made
     sh = None
     if stream is not None:
         sh = _handles.peek(stream)
         if sh is None:
             raise error(sig, "released", -1, stream, "stream")
     argv = (D.ox_arg * max(len(values), 1))()
-    temps = []
     for i, x in enumerate(values):
         a = argv[i]
         if not isinstance(x, (Tensor, Scalar)):

@@ -227,6 +227,7 @@ FUNCTIONS = {
     'ox_kernel_tuned': (C.c_int, [C.c_void_p, C.POINTER(ox_arg), C.c_int, C.POINTER(C.c_int)]),
     'ox_launch_check': (C.c_int, [C.c_void_p, C.c_void_p, C.POINTER(ox_launch_config), C.POINTER(ox_arg), C.c_int]),
     'ox_launch': (C.c_int, [C.c_void_p, C.c_void_p, C.POINTER(ox_launch_config), C.POINTER(ox_arg), C.c_int]),
+    'ox_launch_errors': (C.c_int, []),
     'ox_chain_create': (C.c_int, [C.c_void_p, C.POINTER(C.c_void_p)]),
     'ox_chain_destroy': (None, [C.c_void_p]),
     'ox_chain_launch': (C.c_int, [C.c_void_p, C.c_void_p, C.POINTER(ox_launch_config), C.POINTER(ox_arg), C.c_int]),

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ._lib import lib as _L
 
-ABI = 5  # must equal the extension's FX_ABI (bindings/python/src/fast.h)
+ABI = 6  # must equal the extension's FX_ABI (bindings/python/src/fast.h)
 
 FAST = None  # the extension module, once init() has run
 WHY = "not loaded yet"  # why the pure path is used ("" when the extension is)

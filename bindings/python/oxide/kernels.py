@@ -171,7 +171,7 @@ _ext.load({
     "call_stream": _args.call_stream, "wrapped": _devices.wrapped,
     "stream_getter": _devices.stream_getter, "producer_stream": _devices.producer_stream,
     "array_stream": _devices.array_stream,
-    "type_kind": _args.type_kind,
+    "type_kind": _args.type_kind, "with_tiles": _args.with_tiles,
     "no_ordering": _devices.NO_ORDERING,
 })
 
@@ -228,9 +228,13 @@ class Kernel(_KernelBase):
     Errors in the arguments or the launch contract raise at once
     (ArgumentTypeError, ArgumentRangeError, InvalidArgumentError,
     LaunchError; a tile kernel's first launch with new tile sizes compiles
-    it, and may raise CompileError); an out-of-bounds access of a SIMT
-    kernel raises BoundsError at the next synchronize. On the CPU device
-    the kernel has run when the call returns. `check(...)` checks a launch
+    it, and may raise CompileError). An out-of-bounds access of a SIMT
+    kernel raises BoundsError: on the CPU device, where the kernel has run
+    when the call returns, from the call itself; on CUDA from a later launch
+    of this thread once the kernel has recorded it, or from the stream's
+    synchronize or a host read of what it wrote, whichever comes first
+    (OXIDE_LAUNCH_BLOCKING=1 in the environment makes every launch wait for
+    its kernel and raise its error, for debugging). `check(...)` checks a launch
     the same way without running it."""
 
     __slots__ = ("_kh", "module", "name", "_sig")
@@ -329,8 +333,8 @@ class Kernel(_KernelBase):
         """The pure path: the arguments through _args, then ox_launch (or
         ox_launch_check) through ctypes."""
         h = self._h  # first, as the C extension checks it
-        grid, block, stream = (kwargs.pop(k, None) for k in ("grid", "block", "stream"))
-        cfg, argv, nargs, sh, temps = _args.prepare(self._sig, args, kwargs, grid, block, stream)
+        grid, block, stream, tiles = (kwargs.pop(k, None) for k in ("grid", "block", "stream", "tiles"))
+        cfg, argv, nargs, sh, temps = _args.prepare(self._sig, args, kwargs, grid, block, stream, tiles)
         # Ctrl-C: a CPU launch runs the kernel inside this call, where Python
         # cannot raise KeyboardInterrupt. While it runs, Oxide's SIGINT handler
         # cancels it and then calls Python's own (which records the signal),
@@ -351,6 +355,10 @@ class Kernel(_KernelBase):
                 # Run Python's signal handlers now (main thread): a pending
                 # SIGINT raises KeyboardInterrupt here, not at some later line.
                 C.pythonapi.PyErr_CheckSignals()
+            if status == D.OX_OK and fn is _L.ox_launch:
+                # an out-of-bounds access raises here: this launch's on the CPU (it has
+                # run), on CUDA an earlier one's that its kernel has recorded by now
+                status = _L.ox_launch_errors()
             if status != D.OX_OK:
                 raise _args.failure(self._sig, status,
                                     _L.ox_last_error().decode(errors="replace"), cfg is None)

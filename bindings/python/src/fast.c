@@ -23,6 +23,7 @@ static const struct {
     FN(kernel_param, "ox_kernel_param"),
     FN(launch, "ox_launch"),
     FN(launch_check, "ox_launch_check"),
+    FN(launch_errors, "ox_launch_errors"),
     FN(tensor_from_dlpack, "ox_tensor_from_dlpack"),
     FN(tensor_release, "ox_tensor_release"),
     FN(stream_handle, "ox_stream_handle"),
@@ -172,7 +173,7 @@ static PyObject *init(PyObject *self, PyObject *args) {
       {&fxo.call_stream, "call_stream"},   {&fxo.wrapped, "wrapped"},
       {&fxo.stream_getter, "stream_getter"}, {&fxo.producer_stream, "producer_stream"},
       {&fxo.array_stream, "array_stream"},
-      {&fxo.type_kind, "type_kind"},
+      {&fxo.type_kind, "type_kind"}, {&fxo.with_tiles, "with_tiles"},
   };
   for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++) {
     PyObject *v = item(objects, objs[i].key);

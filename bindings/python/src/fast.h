@@ -35,7 +35,7 @@
 
 /* The version of the contract between this module and the package: the
  * package refuses a module of another (and launches through ctypes). */
-#define FX_ABI 5
+#define FX_ABI 6
 
 /* A kernel has at most this many parameters (the compiler's limit). */
 #define FX_MAX_PARAMS 64
@@ -49,6 +49,7 @@ typedef struct fx_functions {
   __typeof__(&ox_kernel_param) kernel_param;
   __typeof__(&ox_launch) launch;
   __typeof__(&ox_launch_check) launch_check;
+  __typeof__(&ox_launch_errors) launch_errors;
   __typeof__(&ox_tensor_from_dlpack) tensor_from_dlpack;
   __typeof__(&ox_tensor_release) tensor_release;
   __typeof__(&ox_stream_handle) stream_handle;
@@ -78,6 +79,7 @@ typedef struct fx_objects {
   PyObject *array_stream;  /* _streams.array_stream(array) -> (known, Stream | None) on the array's GPU */
   PyObject *stream_getters;  /* {type: stream_getter(type)}, filled as types come */
   PyObject *type_kind;     /* _args.type_kind(type) -> ARRAY, IMMUTABLE or SCALAR */
+  PyObject *with_tiles;    /* _args.with_tiles(sig, values, tiles, stream) -> list */
   PyObject *type_kinds;    /* {type: type_kind(type)}, filled as types come */
   int no_ordering;         /* OXIDE_DEBUG_NO_STREAM_ORDERING: ask producers for none */
   PyObject *typestrs;      /* {"<f4": (code, bits), ...}: array interface element types */

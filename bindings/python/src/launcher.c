@@ -137,10 +137,10 @@ static int param_index(const fx_launcher *L, PyObject *key) {
 
 /* The launch's own keywords, taken out of a call's keywords. */
 typedef struct launch_kw {
-  PyObject *grid, *block, *stream; /* borrowed; Py_None when not given */
+  PyObject *grid, *block, *stream, *tiles; /* borrowed; Py_None when not given */
 } launch_kw;
 
-/* 1 if `key` is grid, block or stream (then set in *kw), 0 if not. */
+/* 1 if `key` is grid, block, stream or tiles (then set in *kw), 0 if not. */
 static int launch_keyword(PyObject *key, PyObject *value, launch_kw *kw) {
   PyObject **slot = NULL;
   if (key == fxo.s_grid)
@@ -156,6 +156,8 @@ static int launch_keyword(PyObject *key, PyObject *value, launch_kw *kw) {
       slot = &kw->block;
     else if (!PyUnicode_CompareWithASCIIString(key, "stream"))
       slot = &kw->stream;
+    else if (!PyUnicode_CompareWithASCIIString(key, "tiles"))
+      slot = &kw->tiles;
   }
   if (slot)
     *slot = value;
@@ -164,7 +166,7 @@ static int launch_keyword(PyObject *key, PyObject *value, launch_kw *kw) {
 
 static int bind(fx_call *c, PyObject *args, PyObject *kwargs, launch_kw *kw) {
   const fx_launcher *L = c->L;
-  kw->grid = kw->block = kw->stream = Py_None;
+  kw->grid = kw->block = kw->stream = kw->tiles = Py_None;
   Py_ssize_t npos = PyTuple_Size(args);
   if (npos < 0)
     return -1;
@@ -435,6 +437,36 @@ static void finish(fx_call *c) {
 
 /* ------------------------------------------------------------ the launch */
 
+/* tiles=: the outputs passed whole cut into partitions (by _args.with_tiles, after the stream
+ * is known, as the pure path does); bound[] takes the new values. */
+static int with_tiles(fx_call *c, PyObject *tiles) {
+  int n = c->L->nparams;
+  PyObject *vals = PyTuple_New(n);
+  if (!vals)
+    return -1;
+  for (int i = 0; i < n; i++) {
+    Py_INCREF(c->bound[i]);
+    PyTuple_SetItem(vals, i, c->bound[i]); /* steals the reference */
+  }
+  PyObject *out = PyObject_CallFunctionObjArgs(fxo.with_tiles, c->L->sig, vals, tiles, c->stream_obj, NULL);
+  Py_DECREF(vals);
+  if (!out)
+    return -1;
+  if (!PyList_Check(out) || PyList_Size(out) != n) {
+    Py_DECREF(out);
+    PyErr_SetString(PyExc_SystemError, "oxide: _args.with_tiles gave no list of the arguments");
+    return -1;
+  }
+  for (int i = 0; i < n; i++) {
+    PyObject *v = PyList_GetItem(out, i);
+    Py_INCREF(v);
+    Py_DECREF(c->bound[i]);
+    c->bound[i] = v;
+  }
+  Py_DECREF(out);
+  return 0;
+}
+
 /* A call's positional arguments and keywords (NULL: none), as
  * Kernel.__call__ gets them. */
 static int prepare(fx_call *c, fx_launcher *L, PyObject *args, PyObject *kwargs,
@@ -455,7 +487,8 @@ static int prepare(fx_call *c, fx_launcher *L, PyObject *args, PyObject *kwargs,
   c->stream_obj = Py_None; /* until fx_launch_stream says which */
   c->cai_stream = NULL;
   c->owns = 1;
-  int bad = config(L, kw.grid, kw.block, cfg, cfg_null) || fx_launch_stream(c, kw.stream);
+  int bad = config(L, kw.grid, kw.block, cfg, cfg_null) || fx_launch_stream(c, kw.stream) ||
+            (kw.tiles != Py_None && with_tiles(c, kw.tiles));
   for (int i = 0; i < L->nparams && !bad; i++)
     bad = convert(c, i);
   if (bad)
@@ -494,6 +527,10 @@ static PyObject *run(fx_launcher *L, PyObject *args, PyObject *kwargs, int check
      * handing it over and taking it back */
     st = fx.launch(L->kernel, c.stream, pc, c.args, L->nparams);
   }
+  /* an out-of-bounds access raises here: this launch's on the CPU (it has run), on CUDA an
+     earlier one's that its kernel has recorded by now */
+  if (!st && !check)
+    st = fx.launch_errors();
   if (st)
     fx_failure(L, st, cfg_null); /* reads ox_last_error before anything else runs */
   finish(&c);

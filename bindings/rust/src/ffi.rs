@@ -252,6 +252,7 @@ extern "C" {
     pub fn ox_kernel_tuned(k: ox_kernel, args: *const ox_arg, nargs: c_int, index: *mut c_int) -> ox_status;
     pub fn ox_launch_check(k: ox_kernel, s: ox_stream, cfg: *const ox_launch_config, args: *const ox_arg, nargs: c_int) -> ox_status;
     pub fn ox_launch(k: ox_kernel, s: ox_stream, cfg: *const ox_launch_config, args: *const ox_arg, nargs: c_int) -> ox_status;
+    pub fn ox_launch_errors() -> ox_status;
     pub fn ox_chain_create(dev: ox_device, out: *mut ox_chain) -> ox_status;
     pub fn ox_chain_destroy(c: ox_chain);
     pub fn ox_chain_launch(c: ox_chain, k: ox_kernel, cfg: *const ox_launch_config, args: *const ox_arg, nargs: c_int) -> ox_status;

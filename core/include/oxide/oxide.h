@@ -571,6 +571,23 @@ OX_API ox_status ox_launch_check(ox_kernel k, ox_stream s, const ox_launch_confi
 OX_API ox_status ox_launch(ox_kernel k, ox_stream s, const ox_launch_config *cfg,
                            const ox_arg *args, int nargs);
 
+/** Reports, without waiting for running work, an out-of-bounds access that a
+ *  kernel has recorded on the streams of the calling thread's two latest
+ *  launches (each stream's, once: as ox_stream_synchronize would, which then
+ *  returns OX_OK). OX_ERR_BOUNDS with the kernel, file:line:col, index and
+ *  length; OX_OK when none is recorded yet. On the CPU a launch's kernel has
+ *  run when ox_launch returns, so this reports that launch's error; on CUDA,
+ *  an error once the faulting kernel has recorded it (the stream is then
+ *  waited for, so that the record is complete). Language bindings call it
+ *  after each launch, so that an error surfaces at the launch (CPU) or at a
+ *  later one (CUDA) rather than only at a synchronize.
+ *
+ *  With the environment variable OXIDE_LAUNCH_BLOCKING=1 (read once), every
+ *  ox_launch waits for its stream and returns its kernel's out-of-bounds
+ *  error itself, as CUDA_LAUNCH_BLOCKING=1 makes CUDA's launches synchronous:
+ *  for debugging, at the cost of all overlap. */
+OX_API ox_status ox_launch_errors(void);
+
 /* ---------------------------------------------------------------- chains */
 
 /** A recorded sequence of launches and copies that runs only when asked: on a
