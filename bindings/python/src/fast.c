@@ -6,9 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-fx_functions fx;
-int fx_ready;
-fx_objects fxo;
 PyTypeObject *fx_launcher_type;
 
 /* The functions init() needs, by name, and where each goes in `fx`. */
@@ -34,32 +31,6 @@ static const struct {
 #undef FN
 };
 #define NFUNCTIONS (sizeof functions / sizeof functions[0])
-
-/* Raises the exception `exc` (an instance), stealing the reference. */
-static void raise_instance(PyObject *exc) {
-  if (!exc)
-    return; /* building it failed: that error stands */
-  PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
-  Py_DECREF(exc);
-}
-
-int fx_error(const fx_launcher *L, const char *code, int index, PyObject *value, PyObject *extra) {
-  raise_instance(PyObject_CallFunction(fxo.error, "OsiOO", L->sig, code, index,
-                                       value ? value : Py_None, extra ? extra : Py_None));
-  return -1;
-}
-
-int fx_failure(const fx_launcher *L, ox_status status, int config_null) {
-  /* ox_last_error is per thread: this is the thread that made the call */
-  const char *msg = fx.last_error();
-  PyObject *text = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace");
-  if (!text)
-    return -1;
-  raise_instance(PyObject_CallFunction(fxo.failure, "OiOO", L->sig, (int)status, text,
-                                       config_null ? Py_True : Py_False));
-  Py_DECREF(text);
-  return -1;
-}
 
 /* ------------------------------------------------------------------ init */
 

@@ -16,10 +16,15 @@
  * the same.
  *
  * Files: fast.c (the module, init), launcher.c (binding, the launch),
+ * common.c (the state every file uses: liboxide's functions, the package's
+ * objects and errors, a call's stream, temporaries and handles),
  * scalars.c (Python numbers to scalar arguments), foreign.c (foreign arrays:
  * __dlpack__ and array interfaces), exchange.c (DLPack's C exchange API),
  * streams.c (the call's stream, and the stream imports go back on),
  * capsule.c (the capsules of Tensor.__dlpack__, whose destructor is C).
+ * Calls run one way, down this list: fast.c (makes the Launcher type),
+ * launcher.c, foreign.c, scalars.c, streams.c, exchange.c, capsule.c,
+ * common.c; each calls only files below it.
  */
 #ifndef OXIDE_PY_FAST_H
 #define OXIDE_PY_FAST_H
@@ -138,16 +143,23 @@ typedef struct fx_call {
   int nkeep;
 } fx_call;
 
-/* fast.c */
+/* common.c: the package's launch errors (_args.error, _args.failure), raised; -1 */
 int fx_error(const fx_launcher *L, const char *code, int index, PyObject *value, PyObject *extra);
 int fx_failure(const fx_launcher *L, ox_status status, int config_null);
-
-/* launcher.c */
-extern PyType_Spec fx_launcher_spec;
-extern PyTypeObject *fx_launcher_type; /* made from the spec at import */
+/* The package's error for released `what` ("tensor", "stream" or "kernel";
+ * index: the argument, or -1), raised; -1. */
+int fx_released(const fx_launcher *L, int index, PyObject *x, const char *what);
 /* The handle of oxide.Tensor (argument i) or oxide.Stream (i = -1) `x` into
  * *h; 0, or -1 with the package's error when it was released. */
 int fx_handle(const fx_launcher *L, int i, PyObject *x, void **h);
+/* Makes the call's tensor `h` (just imported) an argument and a temporary. */
+void fx_adopt(fx_call *c, ox_tensor h, ox_arg *a);
+/* The call's launch stream (the device's default stream for NULL). */
+ox_stream fx_call_stream(const fx_call *c);
+
+/* launcher.c */
+extern PyType_Spec fx_launcher_spec;
+extern PyTypeObject *fx_launcher_type; /* made from the spec at import (fast.c) */
 
 /* scalars.c: a plain bool, int or float for scalar parameter i into *a.
  * Returns 1 when converted, 0 when the value needs the package's slower
@@ -160,10 +172,6 @@ int fx_scalar_object(PyObject *x, ox_dtype dtype, ox_arg *a);
  * tensor of the call (*a). Returns 1 when imported, 0 when x is no array
  * this module imports itself (the package's conversion takes it), -1 on error. */
 int fx_import(fx_call *c, int i, PyObject *x, ox_arg *a);
-/* Makes the call's tensor `h` (just imported) an argument and a temporary. */
-void fx_adopt(fx_call *c, ox_tensor h, ox_arg *a);
-/* The call's launch stream (the device's default stream for NULL). */
-ox_stream fx_call_stream(const fx_call *c);
 
 /* streams.c: the call's stream (c->stream, c->stream_obj) from its
  * stream= argument, or from its arrays' libraries (_streams.call_stream has

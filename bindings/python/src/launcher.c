@@ -286,49 +286,7 @@ static int config(const fx_launcher *L, PyObject *grid, PyObject *block, ox_laun
   return 0;
 }
 
-ox_stream fx_call_stream(const fx_call *c) {
-  return c->stream ? c->stream : c->L->default_stream;
-}
-
 /* ------------------------------------------------------------ arguments */
-
-void fx_adopt(fx_call *c, ox_tensor h, ox_arg *a) {
-  assert(c->ntemps < FX_MAX_PARAMS);
-  c->temps[c->ntemps++] = h;
-  a->kind = OX_ARG_TENSOR;
-  a->dtype = OX_F32;
-  a->v.tensor = h;
-}
-
-/* Raises the package's error for released `what` ("tensor", "stream" or
- * "kernel"; index: the argument, or -1); returns -1. */
-static int released(const fx_launcher *L, int index, PyObject *x, const char *what) {
-  PyObject *w = PyUnicode_FromString(what);
-  if (w) {
-    fx_error(L, "released", index, x, w);
-    Py_DECREF(w);
-  }
-  return -1;
-}
-
-/* The handle (_h) of an oxide.Tensor or oxide.Stream into *h, or the
- * package's error naming argument i (-1: stream=) when it was released
- * (the slot deleted: generic lookup, past the package's __getattr__). */
-int fx_handle(const fx_launcher *L, int i, PyObject *x, void **h) {
-  PyObject *v = PyObject_GenericGetAttr(x, fxo.s_h);
-  if (!v) {
-    if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-      return -1;
-    PyErr_Clear();
-  }
-  if (!v || v == Py_None) {
-    Py_XDECREF(v);
-    return released(L, i, x, i < 0 ? "stream" : "tensor");
-  }
-  *h = PyLong_AsVoidPtr(v);
-  Py_DECREF(v);
-  return PyErr_Occurred() ? -1 : 0;
-}
 
 static int tensor_arg(const fx_launcher *L, int i, PyObject *x, ox_arg *a) {
   void *h;
@@ -476,7 +434,7 @@ static int prepare(fx_call *c, fx_launcher *L, PyObject *args, PyObject *kwargs,
   c->ntemps = c->nkeep = c->owns = 0;
   const fx_launcher *P = L->proto ? (const fx_launcher *)L->proto : L;
   if (!P->kernel) /* its module was released */
-    return released(L, -1, NULL, "kernel");
+    return fx_released(L, -1, NULL, "kernel");
   if (bind(c, args, kwargs, &kw))
     return -1;
   /* a conversion may run Python code (a __dlpack__), which could change a
