@@ -155,11 +155,19 @@ ox_status oxa_entry(ox_device dev, const oxa_code *code, const oxi_kernel *ki, C
   void *fp = oxl_jit_lookup(code->jit, name);
   if (!fp)
     return OX_ERR_INTERNAL;
-  if (ki->uses_sync)
+  if (oxl_cpu_threaded(ki))
     cpu->thread_fn = (oxr_cpu_thread_fn)(uintptr_t)fp;
   else
     cpu->block_fn = (oxr_cpu_block_fn)(uintptr_t)fp;
   cpu->shared_bytes = (uint32_t)ki->shared_bytes;
+  if (ki->uses_sync && !cpu->thread_fn) { /* looped (threads.c): the shared memory it says */
+    snprintf(name, sizeof name, "%s.shared", ki->name);
+    const uint32_t *bytes = oxl_jit_lookup(code->jit, name);
+    if (!bytes)
+      return OX_ERR_INTERNAL;
+    cpu->shared_bytes = bytes[0];
+    cpu->thread_shared_bytes = bytes[1];
+  }
   cpu->stack_bytes = oxl_jit_stack_bytes(code->jit, name);
   cpu->name = ki->name;
   return OX_OK;

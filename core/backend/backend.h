@@ -44,6 +44,9 @@ const char *oxl_target_id(oxl_target t);
 /* Name of the CPU entry points of kernel `k`: "<name>.block" (all threads of a
  * block in turn) or "<name>.thread" (one thread, for kernels that synchronize). */
 void oxl_cpu_entry_name(const oxi_kernel *k, char *buf, size_t n);
+/* Whether kernel k's CPU entry point runs one thread (on a fiber: the
+ * executor's thread_fn), not a whole block (block_fn). */
+bool oxl_cpu_threaded(const oxi_kernel *k);
 
 /* The most stack one GPU thread of a CPU kernel may need (its entry point's
  * frame and the frames of what it calls, as LLVM laid them out). A kernel that

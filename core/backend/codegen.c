@@ -492,7 +492,7 @@ static LLVMBasicBlockRef check(cg_t *C, const oxi_instr *in, LLVMValueRef idx, L
 static LLVMValueRef memop(cg_t *C, const oxi_instr *in) {
   LLVMValueRef idx = val(C, in->ops[0]);
   LLVMBasicBlockRef bad = NULL, good = NULL;
-  bool sync = C->k->uses_sync;
+  bool sync = C->k->uses_sync || C->k->looped; /* a failed check leaves the thread going on */
   if (in->check)
     good = check(C, in, idx, &bad);
   ox_dtype dt = oxi_mem_dtype(C->k, in->mem);
@@ -955,6 +955,10 @@ static void emit_instr(cg_t *C, const oxi_instr *in) {
     ptx_void(C, text);
     break;
   }
+  case OXI_RENDEZVOUS:
+    assert(C->hooks->rendezvous && "only the CPU's looped kernels rendezvous");
+    r = C->hooks->rendezvous(C, (int64_t)in->imm, val(C, in->ops[0]));
+    break;
   case OXI_BR: LLVMBuildBr(C->b, C->bbs[in->target[0]->id]); break;
   case OXI_CONDBR:
     LLVMBuildCondBr(C->b, val(C, in->ops[0]), C->bbs[in->target[0]->id], C->bbs[in->target[1]->id]);

@@ -20,6 +20,8 @@ typedef struct cg_hooks {
   LLVMValueRef (*shared_ptr)(cg_t *C, int64_t offset); /* the block's shared memory */
   LLVMValueRef (*err_ptr)(cg_t *C);               /* the stream's error record */
   LLVMValueRef (*tag)(cg_t *C);                   /* the launch tag (i32) */
+  /* CPU: a looped kernel's rendezvous (OXI_RENDEZVOUS) of n threads at shared byte `offset` */
+  LLVMValueRef (*rendezvous)(cg_t *C, int64_t offset, LLVMValueRef n);
 } cg_hooks;
 
 struct cg_t {
@@ -51,6 +53,7 @@ struct cg_t {
   } *frames;
   int nframes, cap_frames;
   char *diag_error; /* the first error diagnostic LLVM reported, if any */
+  oxb_arena scratch; /* CPU: the looped kernels (threads.c) made for generation */
   bool oom;         /* the diagnostic handler ran out of memory */
 };
 

@@ -307,6 +307,7 @@ ox_status oxl_generate(const oxi_module *m, const oxl_options *opt, oxl_output k
     free(C->frames[i].fn);
   free(C->frames);
   free(C->diag_error);
+  oxb_arena_free(&C->scratch);
   LLVMDisposeBuilder(C->b);
   LLVMDisposeModule(C->mod);
   LLVMContextDispose(C->ctx);

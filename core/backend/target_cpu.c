@@ -3,9 +3,12 @@
  * two entry points the CPU executor calls (runtime.h):
  *   <name>.block(ctx, args)              every thread of a block in turn, for
  *                                        kernels whose threads never wait on
- *                                        each other (LLVM may vectorize the loop);
+ *                                        each other (LLVM may vectorize the loop),
+ *                                        or the block once, for kernels made to
+ *                                        loop over their threads (IR threads.c);
  *   <name>.thread(ctx, args, tx, ty, tz) one thread, run on its own fiber, for
- *                                        kernels with barriers or warp operations.
+ *                                        kernels with barriers or warp operations
+ *                                        that threads.c does not take.
  * `args` points to the flattened argument values, as for cuLaunchKernel.
  *
  * After optimization (oxl_cpu_finish) two things are added that the executor
@@ -21,7 +24,7 @@
 
 /* oxr_cpu_ctx field indices (runtime.h; keep in step). */
 enum { CTX_BLOCK_IDX, CTX_BLOCK_DIM, CTX_GRID_DIM, CTX_TAG, CTX_ERR, CTX_SHARED, CTX_SCHED,
-       CTX_BARRIER, CTX_SHFL, CTX_VOTE, CTX_LANE, CTX_CANCEL, CTX_NFIELDS };
+       CTX_BARRIER, CTX_SHFL, CTX_VOTE, CTX_LANE, CTX_CANCEL, CTX_RENDEZVOUS, CTX_NFIELDS };
 
 static LLVMTypeRef i32t(cg_t *C) { return LLVMInt32TypeInContext(C->ctx); }
 static LLVMTypeRef i64t(cg_t *C) { return LLVMInt64TypeInContext(C->ctx); }
@@ -30,7 +33,7 @@ static LLVMTypeRef ptr(cg_t *C) { return LLVMPointerTypeInContext(C->ctx, 0); }
 static LLVMTypeRef ctx_type(cg_t *C) {
   LLVMTypeRef a3 = LLVMArrayType2(i32t(C), 3);
   LLVMTypeRef f[CTX_NFIELDS] = {a3,     a3,     a3,     i32t(C), ptr(C), ptr(C),
-                                ptr(C), ptr(C), ptr(C), ptr(C),  ptr(C), ptr(C)};
+                                ptr(C), ptr(C), ptr(C), ptr(C),  ptr(C), ptr(C), ptr(C)};
   return LLVMStructTypeInContext(C->ctx, f, CTX_NFIELDS, 0);
 }
 
@@ -106,7 +109,15 @@ static LLVMValueRef shared_ptr(cg_t *C, int64_t offset) {
 static LLVMValueRef err_ptr(cg_t *C) { return field(C, CTX_ERR, -1, ptr(C)); }
 static LLVMValueRef tag(cg_t *C) { return field(C, CTX_TAG, -1, i32t(C)); }
 
-static const cg_hooks cpu_hooks = {sreg, barrier, shfl, vote, shared_ptr, err_ptr, tag};
+static LLVMValueRef rendezvous(cg_t *C, int64_t offset, LLVMValueRef n) {
+  LLVMValueRef fnp = field(C, CTX_RENDEZVOUS, -1, ptr(C));
+  LLVMTypeRef ps[2] = {ptr(C), i32t(C)};
+  LLVMTypeRef fty = LLVMFunctionType(i64t(C), ps, 2, 0);
+  LLVMValueRef args[2] = {shared_ptr(C, offset), n};
+  return LLVMBuildCall2(C->b, fty, fnp, args, 2, "");
+}
+
+static const cg_hooks cpu_hooks = {sreg, barrier, shfl, vote, shared_ptr, err_ptr, tag, rendezvous};
 
 /* Loads the flattened arguments from the `args` array (one pointer per value). */
 static void load_args(cg_t *C, LLVMValueRef args, LLVMTypeRef *types, int n, LLVMValueRef *out) {
@@ -118,12 +129,18 @@ static void load_args(cg_t *C, LLVMValueRef args, LLVMTypeRef *types, int n, LLV
   }
 }
 
+bool oxl_cpu_threaded(const oxi_kernel *k) { return k->uses_sync && !oxi_can_loop_threads(k); }
+
 void oxl_cpu_entry_name(const oxi_kernel *k, char *buf, size_t n) {
-  snprintf(buf, n, "%s.%s", k->name, k->uses_sync ? "thread" : "block");
+  snprintf(buf, n, "%s.%s", k->name, oxl_cpu_threaded(k) ? "thread" : "block");
 }
 
 void oxl_cg_kernel_cpu(cg_t *C) {
   const oxi_kernel *k = C->k;
+  if (k->uses_sync && oxi_can_loop_threads(k)) { /* its threads in loops, not on fibers */
+    oxi_module tmp = {.arena = &C->scratch, .filename = C->m->filename};
+    C->k = k = oxi_loop_threads(&tmp, k);
+  }
   C->hooks = &cpu_hooks;
   /* the body: (ctx, tx, ty, tz, flattened params) */
   LLVMTypeRef ptypes[4 + OXI_MAX_PARAM_VALUES];
@@ -152,7 +169,7 @@ void oxl_cg_kernel_cpu(cg_t *C) {
   /* the entry point */
   oxl_cpu_entry_name(k, name, sizeof name);
   LLVMValueRef call_args[4 + OXI_MAX_PARAM_VALUES];
-  if (k->uses_sync) {
+  if (oxl_cpu_threaded(k)) {
     LLVMTypeRef et[5] = {ptr(C), ptr(C), i32t(C), i32t(C), i32t(C)};
     LLVMValueRef fn = LLVMAddFunction(C->mod, name, LLVMFunctionType(LLVMVoidTypeInContext(C->ctx), et, 5, 0));
     LLVMPositionBuilderAtEnd(C->b, LLVMAppendBasicBlockInContext(C->ctx, fn, "entry"));
@@ -171,6 +188,22 @@ void oxl_cg_kernel_cpu(cg_t *C) {
   C->cpu_ctx = LLVMGetParam(fn, 0);
   call_args[0] = C->cpu_ctx;
   load_args(C, LLVMGetParam(fn, 1), ptypes + 4, np, call_args + 4);
+  if (k->looped) { /* the body loops over the threads itself */
+    /* its shared memory for the executor, <name>.shared: u32 bytes, and u32 bytes more per
+       thread of the block (the threads' state and variables) */
+    char sname[300];
+    snprintf(sname, sizeof sname, "%s.shared", k->name);
+    LLVMValueRef g = LLVMAddGlobal(C->mod, LLVMArrayType2(i32t(C), 2), sname);
+    LLVMValueRef sizes[2] = {LLVMConstInt(i32t(C), (uint64_t)k->shared_bytes, 0),
+                             LLVMConstInt(i32t(C), (uint64_t)k->thread_bytes, 0)};
+    LLVMSetInitializer(g, LLVMConstArray2(i32t(C), sizes, 2));
+    LLVMSetGlobalConstant(g, 1);
+    for (int i = 0; i < 3; i++)
+      call_args[1 + i] = LLVMConstInt(i32t(C), 0, 0);
+    LLVMBuildCall2(C->b, bty, body, call_args, (unsigned)np + 4, "");
+    LLVMBuildRetVoid(C->b);
+    return;
+  }
   LLVMValueRef dim[3];
   for (int i = 0; i < 3; i++)
     dim[i] = field(C, CTX_BLOCK_DIM, i, i32t(C));

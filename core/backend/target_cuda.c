@@ -67,7 +67,7 @@ static LLVMValueRef shared_ptr(cg_t *C, int64_t offset) {
 static LLVMValueRef err_ptr(cg_t *C) { return C->gpu_err; }
 static LLVMValueRef tag(cg_t *C) { return C->gpu_tag; }
 
-static const cg_hooks cuda_hooks = {sreg, barrier, shfl, vote, shared_ptr, err_ptr, tag};
+static const cg_hooks cuda_hooks = {sreg, barrier, shfl, vote, shared_ptr, err_ptr, tag, NULL};
 
 static void annotate(cg_t *C, LLVMValueRef fn, const char *key, int value) {
   LLVMValueRef md[3] = {fn, LLVMMDStringInContext(C->ctx, key, (unsigned)strlen(key)),

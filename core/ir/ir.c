@@ -82,7 +82,7 @@ const char *oxi_op_name(oxi_op op) {
                                       "t.reshape", "t.permute", "t.iota", "t.gather", "t.slice", "t.scan", "t.sort", "t.extract", "t.dot", "t.atomic_add",
                                       "ldmatrix", "mma", "cp.async", "cp.commit", "cp.wait", "pack", "unpack", "pack2",
                                       "vset", "shared.addr", "wgmma", "wgmma.sync", "fence.async", "mbar.init", "mbar.expect",
-                                      "mbar.wait", "tma.load", "named.bar", "setmaxnreg",
+                                      "mbar.wait", "tma.load", "named.bar", "setmaxnreg", "rendezvous",
                                       "br",     "condbr",  "ret"};
   _Static_assert(OXB_COUNT(names) == OXI_OP_COUNT, "op names");
   return (unsigned)op < OXI_OP_COUNT ? names[op] : "?";
@@ -174,6 +174,7 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
   case OXI_UNPACK: case OXI_VSET: oxb_str_addf(o, " %d,", in->index); break;
   case OXI_WGMMA: oxb_str_addf(o, ".m64n%lluk16.%s", (unsigned long long)in->imm, oxi_type_name(in->sub)); break;
   case OXI_SETMAXNREG: oxb_str_addf(o, ".%s %llu", in->sub ? "inc" : "dec", (unsigned long long)in->imm); break;
+  case OXI_RENDEZVOUS: oxb_str_addf(o, " @%llu", (unsigned long long)in->imm); break;
   case OXI_WGMMA_SYNC:
     if (in->sub == 1 || in->sub == 2)
       oxb_str_addf(o, in->sub == 1 ? ".commit.wait %llu%s" : ".wait %llu%s", (unsigned long long)in->imm,
@@ -809,6 +810,10 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
   case OXI_SETMAXNREG:
     if (in->nops || in->type != OXI_VOID || (unsigned)in->sub > 1 || in->imm < 24 || in->imm > 256 || in->imm % 8)
       fail(V, b, in, "setmaxnreg: no operands, dec (0) or inc (1), 24 to 256 registers by 8");
+    break;
+  case OXI_RENDEZVOUS:
+    if (in->nops != 1 || t0 != OX_U32 || in->type != OX_U64 || in->imm % 16 || !k->looped)
+      fail(V, b, in, "rendezvous: a looped kernel's, of a u32 thread count, u64, at 16-byte aligned shared memory");
     break;
   case OXI_TMA_LOAD: {
     const oxi_param *p = in->index >= 0 && in->index < k->params.len ? k->params.items[in->index] : NULL;

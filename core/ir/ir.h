@@ -159,6 +159,11 @@ typedef enum oxi_op {
   OXI_SETMAXNREG,  /* setmaxnreg (sm_90a): sub 0 .dec, 1 .inc; the executing warpgroup's registers
                       a thread become `imm` (24 to 256, a multiple of 8); every thread of the
                       warpgroup executes it (.sync.aligned) */
+  OXI_RENDEZVOUS, /* (CPU, loops over threads: threads.c) u64: the rendezvous of the block's
+                      ops0 (u32) threads through the per-thread state at byte `imm` of shared
+                      memory (threads.c's layout): completes the barriers and warp operations
+                      they wait at; the regions threads are then ready at (a bit each, 63: any
+                      from 63 on), 0 when every thread has returned */
   OXI_BR,      /* to target[0] */
   OXI_CONDBR,  /* ops0 ? target[0] : target[1] */
   OXI_RET,
@@ -340,6 +345,10 @@ typedef struct oxi_kernel {
   int block[3];      /* exact block shape; 0 = free */
   oxb_vec requires;  /* oxi_requires* */
   bool uses_sync;    /* barriers or warp operations: threads must run together */
+  bool looped;       /* (CPU) the body runs once per block, its threads in loops around the code
+                        between rendezvous points (threads.c): made from a uses_sync kernel */
+  int64_t thread_bytes; /* (looped) shared memory per thread of the block, after shared_bytes: its
+                        variables live across rendezvous points */
   bool is_tile;      /* a #[tile] kernel: holds tile ops until the tile lowering */
   bool persistent;   /* (lowered tile kernels) each block loops over the output's tiles, from
                         blockIdx.x in steps of gridDim.x: launch at most the blocks that are
@@ -356,6 +365,13 @@ typedef struct oxi_module {
   const char *filename;
   oxb_vec kernels; /* oxi_kernel* */
 } oxi_module;
+
+/* ---- threads.c: a SIMT kernel with barriers and warp operations as loops over threads (CPU) */
+/* Whether oxi_loop_threads takes kernel `k` (uses_sync; no local arrays). */
+bool oxi_can_loop_threads(const oxi_kernel *k);
+/* `k` (oxi_can_loop_threads) as a looped kernel, built in `m`'s arena (not
+ * added to m's kernels). */
+oxi_kernel *oxi_loop_threads(oxi_module *m, const oxi_kernel *k);
 
 /* ---- building */
 oxi_kernel *oxi_kernel_new(oxi_module *m, const char *name);

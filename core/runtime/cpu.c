@@ -478,6 +478,84 @@ static uint32_t cpu_lane(oxr_cpu_ctx *ctx) {
   return (uint32_t)(s->cur - s->fib) % WARP;
 }
 
+/* ------------------------------------------ looped kernels' rendezvous */
+
+typedef struct loop_area {
+  uint32_t *state, *cont, *kind, *arg;
+  uint64_t *val, *res;
+} loop_area;
+
+/* Completes warp w's ops (its lanes [32w, 32w + 32) of n) when every lane of
+ * it that has not returned waits at one, or (`force`, the deadlock rule) over
+ * the lanes that wait: complete_warp_op's semantics. */
+static void loop_warp(const loop_area *a, uint32_t w, uint32_t n, bool force) {
+  uint32_t base = w * WARP, lanes = n - base < WARP ? n - base : WARP;
+  uint32_t live = 0, present = 0, voters = 0, yes = 0;
+  for (uint32_t l = 0; l < lanes; l++) {
+    uint32_t t = base + l, st = a->state[t];
+    if (st == OXR_LOOP_DONE) continue;
+    live |= 1u << l;
+    if (st == OXR_LOOP_WAIT && a->kind[t] >= 1) {
+      present |= 1u << l;
+      if (a->kind[t] >= 5) {
+        voters |= 1u << l;
+        if ((uint8_t)a->val[t]) yes |= 1u << l;
+      }
+    }
+  }
+  if (!present || (!force && present != live)) return;
+  for (uint32_t m = present; m; m &= m - 1) {
+    uint32_t l = (uint32_t)__builtin_ctz(m), t = base + l, src = l;
+    uint32_t d = a->arg[t] & (WARP - 1); /* as PTX shfl.sync: bits 4:0 */
+    switch (a->kind[t]) {
+    case 1: src = d; break;
+    case 2: src = l >= d ? l - d : l; break;
+    case 3: src = l + d < WARP ? l + d : l; break;
+    case 4: src = l ^ d; break;
+    case 5: a->res[t] = yes == voters; break;
+    case 6: a->res[t] = yes != 0; break;
+    case 7: a->res[t] = yes; break;
+    default: assert(!"bad warp op");
+    }
+    if (a->kind[t] < 5) a->res[t] = (present >> src & 1) ? a->val[base + src] : a->val[t];
+  }
+  for (uint32_t m = present; m; m &= m - 1) { /* after every result is read */
+    uint32_t t = base + (uint32_t)__builtin_ctz(m);
+    a->state[t] = a->cont[t];
+  }
+}
+
+static uint64_t loop_ready(const loop_area *a, uint32_t n) {
+  uint64_t mask = 0;
+  for (uint32_t t = 0; t < n; t++)
+    if (a->state[t] < OXR_LOOP_DONE) mask |= UINT64_C(1) << (a->state[t] < 63 ? a->state[t] : 63);
+  return mask;
+}
+
+static uint64_t cpu_rendezvous(void *area, uint32_t n) {
+  assert(n >= 1 && n <= OXR_LOOP_THREADS);
+  uint32_t *u = area;
+  loop_area a = {u, u + OXR_LOOP_THREADS, u + 2 * OXR_LOOP_THREADS, u + 3 * OXR_LOOP_THREADS,
+                 (uint64_t *)(u + 4 * OXR_LOOP_THREADS), (uint64_t *)(u + 4 * OXR_LOOP_THREADS) + OXR_LOOP_THREADS};
+  uint32_t nwarps = (n + WARP - 1) / WARP, live = 0, at_barrier = 0;
+  for (uint32_t w = 0; w < nwarps; w++) loop_warp(&a, w, n, false);
+  for (uint32_t t = 0; t < n; t++) {
+    live += a.state[t] != OXR_LOOP_DONE;
+    at_barrier += a.state[t] == OXR_LOOP_WAIT && a.kind[t] == 0;
+  }
+  /* a barrier completes when every thread that has not returned has arrived */
+  if (live && at_barrier == live)
+    for (uint32_t t = 0; t < n; t++)
+      if (a.state[t] == OXR_LOOP_WAIT) a.state[t] = a.cont[t];
+  uint64_t mask = loop_ready(&a, n);
+  if (!mask && live) { /* deadlock: the fibers' rule (top of the file) */
+    for (uint32_t w = 0; w < nwarps; w++) loop_warp(&a, w, n, true);
+    mask = loop_ready(&a, n);
+    assert(mask);
+  }
+  return mask;
+}
+
 /* ------------------------------------------------------------ the pool */
 
 typedef struct worker {
@@ -564,7 +642,8 @@ static size_t fiber_stack(const oxr_cpu_kernel *k) {
 
 /* Makes `w` ready for blocks of job `j`. */
 static bool worker_prepare(worker *w, const job *j) {
-  size_t need = j->k->shared_bytes ? j->k->shared_bytes : 16;
+  size_t need = j->k->shared_bytes + (size_t)j->nthreads * j->k->thread_shared_bytes;
+  if (!need) need = 16;
   if (need > w->shared_cap) {
     void *p;
     if (posix_memalign(&p, 64, need) != 0) return false;
@@ -589,7 +668,8 @@ static void run_blocks(worker *w, job *j, bool pool, uint64_t opened) {
                      .shfl = cpu_shfl,
                      .vote = cpu_vote,
                      .lane = cpu_lane,
-                     .cancel = &j->state};
+                     .cancel = &j->state,
+                     .rendezvous = cpu_rendezvous};
   w->s.ctx = c, w->s.k = j->k, w->s.args = j->args;
   uint32_t nfibers = j->k->thread_fn ? j->nthreads : 1;
   for (;;) {
@@ -775,9 +855,9 @@ ox_status oxr_cpu_launch(const oxr_cpu_kernel *k, const uint32_t grid[3], const 
 
   if (!ok)
     return oxb_set_error(OX_ERR_OUT_OF_MEMORY,
-                         "CPU launch of kernel '%s': cannot allocate %zu KiB fiber stacks or %u "
+                         "CPU launch of kernel '%s': cannot allocate %zu KiB fiber stacks or %zu "
                          "bytes of shared memory",
-                         name, j->stack >> 10, k->shared_bytes);
+                         name, j->stack >> 10, k->shared_bytes + (size_t)j->nthreads * k->thread_shared_bytes);
   if (st & ST_CANCEL)
     return oxb_set_error(OX_ERR_CANCELLED,
                          "CPU launch of kernel '%s' was cancelled (ox_stream_cancel, or SIGINT "

@@ -269,7 +269,25 @@ struct oxr_cpu_ctx {
    * Generated code reads it (relaxed) at every loop back-edge and returns when
    * the bit is set. */
   const _Atomic uint64_t *cancel;
+  /* A looped kernel's rendezvous (backend: the IR's threads.c): the n threads'
+   * state at `area` in shared memory, laid out as OXR_LOOP_* says; completes
+   * the barriers and warp operations that can complete (the fibers' rules,
+   * cpu.c) and returns the regions threads are ready at (bit min(r, 63)), 0
+   * when every thread has returned. */
+  uint64_t (*rendezvous)(void *area, uint32_t n);
 };
+
+/* The per-thread state of a looped kernel (threads.c), at a 16-byte aligned
+ * offset of its shared memory: u32 arrays state, cont, kind and arg of
+ * OXR_LOOP_THREADS each, then 8-byte arrays val and res. state[t]: the region
+ * t is ready at, or OXR_LOOP_WAIT (at a rendezvous: kind[t] 0 a barrier, 1 + m
+ * shuffle mode m (arg[t] its lane, delta or mask, val[t] its value), 5 + m
+ * vote mode m (val[t]'s first byte its predicate); then ready at cont[t]), or
+ * OXR_LOOP_DONE (returned). A completed warp op leaves its result in res[t]. */
+#define OXR_LOOP_THREADS 1024
+#define OXR_LOOP_WAIT 0xFFFFFFFFu
+#define OXR_LOOP_DONE 0xFFFFFFFEu
+#define OXR_LOOP_BYTES (OXR_LOOP_THREADS * (4 * 4 + 2 * 8))
 
 /* Runs every thread of one block, one after the other (kernels that use no
  * barrier or warp operation). */
@@ -287,6 +305,7 @@ typedef struct oxr_cpu_kernel {
   oxr_cpu_block_fn block_fn;   /* set when the kernel needs no fibers */
   oxr_cpu_thread_fn thread_fn; /* set when it does */
   uint32_t shared_bytes;       /* static shared memory per block */
+  uint32_t thread_shared_bytes; /* and this much more per thread of the block */
   /* Stack the entry point needs (its frame and its callees', measured when it
    * was compiled; the executor adds a margin for itself). 0: unknown, taken
    * to be small (hand-written kernels). */
