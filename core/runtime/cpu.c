@@ -532,22 +532,39 @@ static uint64_t loop_ready(const loop_area *a, uint32_t n) {
   return mask;
 }
 
+/* One pass over the threads in the common cases (every thread at one barrier, or
+ * ready); warps are looked at only where a lane waits at a warp op. */
 static uint64_t cpu_rendezvous(void *area, uint32_t n) {
   assert(n >= 1 && n <= OXR_LOOP_THREADS);
   uint32_t *u = area;
   loop_area a = {u, u + OXR_LOOP_THREADS, u + 2 * OXR_LOOP_THREADS, u + 3 * OXR_LOOP_THREADS,
                  (uint64_t *)(u + 4 * OXR_LOOP_THREADS), (uint64_t *)(u + 4 * OXR_LOOP_THREADS) + OXR_LOOP_THREADS};
   uint32_t nwarps = (n + WARP - 1) / WARP, live = 0, at_barrier = 0;
-  for (uint32_t w = 0; w < nwarps; w++) loop_warp(&a, w, n, false);
+  uint64_t mask = 0, warp_ops = 0; /* warps (bit min(w, 63)) with a lane at a warp op */
   for (uint32_t t = 0; t < n; t++) {
-    live += a.state[t] != OXR_LOOP_DONE;
-    at_barrier += a.state[t] == OXR_LOOP_WAIT && a.kind[t] == 0;
+    uint32_t st = a.state[t];
+    if (st == OXR_LOOP_DONE) continue;
+    live++;
+    if (st != OXR_LOOP_WAIT)
+      mask |= UINT64_C(1) << (st < 63 ? st : 63);
+    else if (a.kind[t] == 0)
+      at_barrier++;
+    else
+      warp_ops |= UINT64_C(1) << (t / WARP < 63 ? t / WARP : 63);
+  }
+  if (warp_ops) {
+    for (uint32_t w = 0; w < nwarps; w++)
+      if (warp_ops >> (w < 63 ? w : 63) & 1) loop_warp(&a, w, n, false);
+    mask = loop_ready(&a, n);
   }
   /* a barrier completes when every thread that has not returned has arrived */
-  if (live && at_barrier == live)
+  if (live && at_barrier == live) {
     for (uint32_t t = 0; t < n; t++)
-      if (a.state[t] == OXR_LOOP_WAIT) a.state[t] = a.cont[t];
-  uint64_t mask = loop_ready(&a, n);
+      if (a.state[t] == OXR_LOOP_WAIT) {
+        uint32_t c = a.state[t] = a.cont[t];
+        mask |= UINT64_C(1) << (c < 63 ? c : 63);
+      }
+  }
   if (!mask && live) { /* deadlock: the fibers' rule (top of the file) */
     for (uint32_t w = 0; w < nwarps; w++) loop_warp(&a, w, n, true);
     mask = loop_ready(&a, n);
