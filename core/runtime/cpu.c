@@ -488,7 +488,7 @@ typedef struct loop_area {
 /* Completes warp w's ops (its lanes [32w, 32w + 32) of n) when every lane of
  * it that has not returned waits at one, or (`force`, the deadlock rule) over
  * the lanes that wait: complete_warp_op's semantics. */
-static void loop_warp(const loop_area *a, uint32_t w, uint32_t n, bool force) {
+static uint64_t loop_warp(const loop_area *a, uint32_t w, uint32_t n, bool force) {
   uint32_t base = w * WARP, lanes = n - base < WARP ? n - base : WARP;
   uint32_t live = 0, present = 0, voters = 0, yes = 0;
   for (uint32_t l = 0; l < lanes; l++) {
@@ -503,7 +503,8 @@ static void loop_warp(const loop_area *a, uint32_t w, uint32_t n, bool force) {
       }
     }
   }
-  if (!present || (!force && present != live)) return;
+  if (!present || (!force && present != live)) return 0;
+  uint64_t ready = 0; /* the regions the lanes go on to */
   for (uint32_t m = present; m; m &= m - 1) {
     uint32_t l = (uint32_t)__builtin_ctz(m), t = base + l, src = l;
     uint32_t d = a->arg[t] & (WARP - 1); /* as PTX shfl.sync: bits 4:0 */
@@ -518,18 +519,10 @@ static void loop_warp(const loop_area *a, uint32_t w, uint32_t n, bool force) {
     default: assert(!"bad warp op");
     }
     if (a->kind[t] < 5) a->res[t] = (present >> src & 1) ? a->val[base + src] : a->val[t];
+    uint32_t c = a->state[t] = a->cont[t]; /* (val, which the others read, stays) */
+    ready |= UINT64_C(1) << (c < 63 ? c : 63);
   }
-  for (uint32_t m = present; m; m &= m - 1) { /* after every result is read */
-    uint32_t t = base + (uint32_t)__builtin_ctz(m);
-    a->state[t] = a->cont[t];
-  }
-}
-
-static uint64_t loop_ready(const loop_area *a, uint32_t n) {
-  uint64_t mask = 0;
-  for (uint32_t t = 0; t < n; t++)
-    if (a->state[t] < OXR_LOOP_DONE) mask |= UINT64_C(1) << (a->state[t] < 63 ? a->state[t] : 63);
-  return mask;
+  return ready;
 }
 
 /* One pass over the threads in the common cases (every thread at one barrier, or
@@ -552,11 +545,8 @@ static uint64_t cpu_rendezvous(void *area, uint32_t n) {
     else
       warp_ops |= UINT64_C(1) << (t / WARP < 63 ? t / WARP : 63);
   }
-  if (warp_ops) {
-    for (uint32_t w = 0; w < nwarps; w++)
-      if (warp_ops >> (w < 63 ? w : 63) & 1) loop_warp(&a, w, n, false);
-    mask = loop_ready(&a, n);
-  }
+  for (uint32_t w = 0; warp_ops && w < nwarps; w++)
+    if (warp_ops >> (w < 63 ? w : 63) & 1) mask |= loop_warp(&a, w, n, false);
   /* a barrier completes when every thread that has not returned has arrived */
   if (live && at_barrier == live) {
     for (uint32_t t = 0; t < n; t++)
@@ -566,8 +556,7 @@ static uint64_t cpu_rendezvous(void *area, uint32_t n) {
       }
   }
   if (!mask && live) { /* deadlock: the fibers' rule (top of the file) */
-    for (uint32_t w = 0; w < nwarps; w++) loop_warp(&a, w, n, true);
-    mask = loop_ready(&a, n);
+    for (uint32_t w = 0; w < nwarps; w++) mask |= loop_warp(&a, w, n, true);
     assert(mask);
   }
   return mask;
