@@ -12,9 +12,9 @@
  *   repeat:
  *     for each region r that some thread is ready at:
  *       for each thread t with state[t] == r: run r's code for t, up to the
- *         rendezvous it reaches (state[t] = waiting; kind[t], and what it
- *         gives the others: its shuffle value, its vote) or its return
- *         (state[t] = done)
+ *         rendezvous it reaches (state[t] = waiting at it, and what it gives
+ *         the others: its shuffle value, its vote) or its return (state[t] =
+ *         done)
  *     the rendezvous (OXI_RENDEZVOUS, the executor's cpu_rendezvous):
  *       completes a barrier when every thread not done waits at one, a warp
  *       op when every lane of the warp not done waits at one (res[t]); those
@@ -39,8 +39,10 @@
 #include <string.h>
 
 /* runtime.h's OXR_LOOP_* (the IR layer does not include the runtime's header) */
-enum { MAXT = 1024, WAIT = 0xFFFFFFFFu, DONE = 0xFFFFFFFEu, AREA = MAXT * (4 * 4 + 2 * 8) };
-enum { A_STATE, A_CONT, A_KIND, A_ARG }; /* the u32 arrays, in order; then val and res */
+enum { MAXT = 1024, DONE = 0xFFFFFFFEu, AREA = MAXT * (2 * 4 + 2 * 8) };
+enum { A_STATE, A_ARG }; /* the u32 arrays, in order; then val and res */
+/* state[t] of a thread waiting at a rendezvous of kind k that goes on at region c */
+#define WAITING(k, c) (0x80000000u | (uint32_t)(k) << 24 | (uint32_t)(c))
 
 bool oxi_can_loop_threads(const oxi_kernel *k) { return k->uses_sync && !k->is_tile && !k->locals.len; }
 
@@ -70,10 +72,12 @@ typedef struct lt {
   int *region_of; /* piece -> the region it starts (sync pieces and piece 0) + 1 */
   int nregions;
   int64_t area;   /* byte offset of the threads' state */
-  int u32arr[4];  /* state, cont, kind, arg: shared arrays */
+  int u32arr[2];  /* state, arg: shared arrays */
   int view[2][OX_DTYPE_COUNT]; /* val (0) and res (1) as arrays of a dtype, + 1 */
   int tslot, nslot, mslot; /* the thread in the loop, the block's thread count, the ready mask */
   int tid[3];     /* the loop thread's index along x, y, z (u32), counted with it: no division */
+  int sreg[OXI_SREG_LANEID]; /* slots of the block's own special registers (block index, sizes),
+                     read once at the entry */
   oxi_instr **nv; /* old value id -> its copy in the piece being copied */
   oxi_block ***blk; /* [region][piece] -> its copy; [region][np + piece]: the exit at rendezvous piece */
   int *work, nwork;  /* pieces of the region being built, to copy */
@@ -165,7 +169,7 @@ static oxi_instr *slot_index(lt *X, int which, oxi_type t, int *arr) {
   size_t size = ox_dtype_size((ox_dtype)t);
   if (!X->view[which][t])
     X->view[which][t] = 1 + shared_new(X, (ox_dtype)t, MAXT * (int64_t)(8 / size),
-                                       X->area + 16 * MAXT + which * 8 * MAXT);
+                                       X->area + 8 * MAXT + which * 8 * MAXT);
   *arr = X->view[which][t] - 1;
   return bin(X, OXI_MUL, thread(X), cnst(X, OX_U64, 8 / size));
 }
@@ -357,11 +361,7 @@ static oxi_block *target(lt *X, int r, int s) {
   return *at;
 }
 
-static oxi_instr *ntid(lt *X, int d) {
-  oxi_instr *n = emit(X, OXI_SREG, OX_U32);
-  n->sub = OXI_SREG_NTID_X + d;
-  return n;
-}
+static oxi_instr *ntid(lt *X, int d) { return get(X, X->sreg[OXI_SREG_NTID_X + d]); }
 
 static oxi_instr *pick(lt *X, oxi_instr *c, oxi_instr *a, oxi_instr *b) {
   oxi_instr *r = emit(X, OXI_SELECT, a->type);
@@ -403,9 +403,7 @@ static void fill_exit(lt *X, int r, int s) {
     if (in->op == OXI_SHFL)
       store(X, X->u32arr[A_ARG], thread(X), use(X, in->ops[1], s));
   }
-  store(X, X->u32arr[A_KIND], thread(X), cnst(X, OX_U32, kind));
-  store(X, X->u32arr[A_CONT], thread(X), cnst(X, OX_U32, (uint64_t)X->region_of[s] - 1));
-  leave(X, r, WAIT);
+  leave(X, r, WAITING(kind, X->region_of[s] - 1));
 }
 
 /* Piece s's copy in region r. */
@@ -425,6 +423,8 @@ static void fill(lt *X, int r, int s) {
       n = slot_get(X, in->index);
     } else if (in->op == OXI_VAR_SET) {
       slot_set(X, in->index, use(X, in->ops[0], s));
+    } else if (in->op == OXI_SREG && in->sub > OXI_SREG_TID_Z && in->sub < OXI_SREG_LANEID) {
+      n = get(X, X->sreg[in->sub]);
     } else if (in->op == OXI_SREG && (in->sub <= OXI_SREG_TID_Z || in->sub == OXI_SREG_LANEID)) {
       n = in->sub == OXI_SREG_LANEID ? cast(X, bin(X, OXI_AND, thread(X), cnst(X, OX_U64, 31)), OX_U32)
                                      : get(X, X->tid[in->sub - OXI_SREG_TID_X]);
@@ -521,7 +521,7 @@ oxi_kernel *oxi_loop_threads(oxi_module *m, const oxi_kernel *k) {
     oxb_vec_push(m->arena, &nk->slots, k->slots.items[i]);
   lt X = {.m = m, .k = k, .nk = nk};
   X.area = (k->shared_bytes + 15) & ~(int64_t)15;
-  for (int a = 0; a < 4; a++)
+  for (int a = 0; a < 2; a++)
     X.u32arr[a] = shared_new(&X, OX_U32, MAXT, X.area + a * 4 * MAXT);
   cut(&X);
   demote(&X);
@@ -537,6 +537,8 @@ oxi_kernel *oxi_loop_threads(oxi_module *m, const oxi_kernel *k) {
   X.mslot = oxi_slot_new(m, nk, OX_U64);
   for (int d = 0; d < 3; d++)
     X.tid[d] = oxi_slot_new(m, nk, OX_U32);
+  for (int r = OXI_SREG_TID_Z + 1; r < OXI_SREG_LANEID; r++)
+    X.sreg[r] = oxi_slot_new(m, nk, OX_U32);
   X.nv = oxb_calloc((size_t)k->next_id + 1, sizeof *X.nv);
   X.blk = oxb_malloc(sizeof *X.blk * (size_t)X.nregions);
   X.next = oxb_calloc((size_t)X.nregions, sizeof *X.next);
@@ -553,6 +555,11 @@ oxi_kernel *oxi_loop_threads(oxi_module *m, const oxi_kernel *k) {
     nt = nt ? bin(&X, OXI_MUL, nt, n) : n;
   }
   set(&X, X.nslot, cast(&X, nt, OX_U64));
+  for (int r = OXI_SREG_TID_Z + 1; r < OXI_SREG_LANEID; r++) {
+    oxi_instr *v = emit(&X, OXI_SREG, OX_U32);
+    v->sub = r;
+    set(&X, X.sreg[r], v);
+  }
   set(&X, X.tslot, cnst(&X, OX_U64, 0));
   set(&X, X.mslot, cnst(&X, OX_U64, 1)); /* region 0 is ready */
   oxi_block *icond = oxi_block_new(m, nk), *ibody = oxi_block_new(m, nk);

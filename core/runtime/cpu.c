@@ -481,13 +481,18 @@ static uint32_t cpu_lane(oxr_cpu_ctx *ctx) {
 /* ------------------------------------------ looped kernels' rendezvous */
 
 typedef struct loop_area {
-  uint32_t *state, *cont, *kind, *arg;
+  uint32_t *state, *arg;
   uint64_t *val, *res;
 } loop_area;
 
+static bool waiting(uint32_t st) { return st >= 0x80000000u && st != OXR_LOOP_DONE; }
+static uint32_t wait_kind(uint32_t st) { return st >> 24 & 0x7F; }
+static uint64_t region_bit(uint32_t r) { return UINT64_C(1) << (r < 63 ? r : 63); }
+
 /* Completes warp w's ops (its lanes [32w, 32w + 32) of n) when every lane of
  * it that has not returned waits at one, or (`force`, the deadlock rule) over
- * the lanes that wait: complete_warp_op's semantics. */
+ * the lanes that wait: complete_warp_op's semantics. Returns the regions the
+ * lanes go on to. */
 static uint64_t loop_warp(const loop_area *a, uint32_t w, uint32_t n, bool force) {
   uint32_t base = w * WARP, lanes = n - base < WARP ? n - base : WARP;
   uint32_t live = 0, present = 0, voters = 0, yes = 0;
@@ -495,20 +500,20 @@ static uint64_t loop_warp(const loop_area *a, uint32_t w, uint32_t n, bool force
     uint32_t t = base + l, st = a->state[t];
     if (st == OXR_LOOP_DONE) continue;
     live |= 1u << l;
-    if (st == OXR_LOOP_WAIT && a->kind[t] >= 1) {
+    if (waiting(st) && wait_kind(st) >= 1) {
       present |= 1u << l;
-      if (a->kind[t] >= 5) {
+      if (wait_kind(st) >= 5) {
         voters |= 1u << l;
         if ((uint8_t)a->val[t]) yes |= 1u << l;
       }
     }
   }
   if (!present || (!force && present != live)) return 0;
-  uint64_t ready = 0; /* the regions the lanes go on to */
+  uint64_t ready = 0;
   for (uint32_t m = present; m; m &= m - 1) {
-    uint32_t l = (uint32_t)__builtin_ctz(m), t = base + l, src = l;
+    uint32_t l = (uint32_t)__builtin_ctz(m), t = base + l, src = l, kind = wait_kind(a->state[t]);
     uint32_t d = a->arg[t] & (WARP - 1); /* as PTX shfl.sync: bits 4:0 */
-    switch (a->kind[t]) {
+    switch (kind) {
     case 1: src = d; break;
     case 2: src = l >= d ? l - d : l; break;
     case 3: src = l + d < WARP ? l + d : l; break;
@@ -518,9 +523,12 @@ static uint64_t loop_warp(const loop_area *a, uint32_t w, uint32_t n, bool force
     case 7: a->res[t] = yes; break;
     default: assert(!"bad warp op");
     }
-    if (a->kind[t] < 5) a->res[t] = (present >> src & 1) ? a->val[base + src] : a->val[t];
-    uint32_t c = a->state[t] = a->cont[t]; /* (val, which the others read, stays) */
-    ready |= UINT64_C(1) << (c < 63 ? c : 63);
+    if (kind < 5) a->res[t] = (present >> src & 1) ? a->val[base + src] : a->val[t];
+  }
+  for (uint32_t m = present; m; m &= m - 1) { /* once every result is made (they read the states) */
+    uint32_t t = base + (uint32_t)__builtin_ctz(m), c = a->state[t] & 0xFFFFFF;
+    a->state[t] = c;
+    ready |= region_bit(c);
   }
   return ready;
 }
@@ -530,17 +538,17 @@ static uint64_t loop_warp(const loop_area *a, uint32_t w, uint32_t n, bool force
 static uint64_t cpu_rendezvous(void *area, uint32_t n) {
   assert(n >= 1 && n <= OXR_LOOP_THREADS);
   uint32_t *u = area;
-  loop_area a = {u, u + OXR_LOOP_THREADS, u + 2 * OXR_LOOP_THREADS, u + 3 * OXR_LOOP_THREADS,
-                 (uint64_t *)(u + 4 * OXR_LOOP_THREADS), (uint64_t *)(u + 4 * OXR_LOOP_THREADS) + OXR_LOOP_THREADS};
+  loop_area a = {u, u + OXR_LOOP_THREADS, (uint64_t *)(u + 2 * OXR_LOOP_THREADS),
+                 (uint64_t *)(u + 2 * OXR_LOOP_THREADS) + OXR_LOOP_THREADS};
   uint32_t nwarps = (n + WARP - 1) / WARP, live = 0, at_barrier = 0;
   uint64_t mask = 0, warp_ops = 0; /* warps (bit min(w, 63)) with a lane at a warp op */
   for (uint32_t t = 0; t < n; t++) {
     uint32_t st = a.state[t];
     if (st == OXR_LOOP_DONE) continue;
     live++;
-    if (st != OXR_LOOP_WAIT)
-      mask |= UINT64_C(1) << (st < 63 ? st : 63);
-    else if (a.kind[t] == 0)
+    if (!waiting(st))
+      mask |= region_bit(st);
+    else if (wait_kind(st) == 0)
       at_barrier++;
     else
       warp_ops |= UINT64_C(1) << (t / WARP < 63 ? t / WARP : 63);
@@ -548,13 +556,12 @@ static uint64_t cpu_rendezvous(void *area, uint32_t n) {
   for (uint32_t w = 0; warp_ops && w < nwarps; w++)
     if (warp_ops >> (w < 63 ? w : 63) & 1) mask |= loop_warp(&a, w, n, false);
   /* a barrier completes when every thread that has not returned has arrived */
-  if (live && at_barrier == live) {
+  if (live && at_barrier == live)
     for (uint32_t t = 0; t < n; t++)
-      if (a.state[t] == OXR_LOOP_WAIT) {
-        uint32_t c = a.state[t] = a.cont[t];
-        mask |= UINT64_C(1) << (c < 63 ? c : 63);
+      if (waiting(a.state[t])) {
+        uint32_t c = a.state[t] = a.state[t] & 0xFFFFFF;
+        mask |= region_bit(c);
       }
-  }
   if (!mask && live) { /* deadlock: the fibers' rule (top of the file) */
     for (uint32_t w = 0; w < nwarps; w++) mask |= loop_warp(&a, w, n, true);
     assert(mask);

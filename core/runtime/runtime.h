@@ -278,16 +278,17 @@ struct oxr_cpu_ctx {
 };
 
 /* The per-thread state of a looped kernel (threads.c), at a 16-byte aligned
- * offset of its shared memory: u32 arrays state, cont, kind and arg of
- * OXR_LOOP_THREADS each, then 8-byte arrays val and res. state[t]: the region
- * t is ready at, or OXR_LOOP_WAIT (at a rendezvous: kind[t] 0 a barrier, 1 + m
- * shuffle mode m (arg[t] its lane, delta or mask, val[t] its value), 5 + m
- * vote mode m (val[t]'s first byte its predicate); then ready at cont[t]), or
- * OXR_LOOP_DONE (returned). A completed warp op leaves its result in res[t]. */
+ * offset of its shared memory: u32 arrays state and arg of OXR_LOOP_THREADS
+ * each, then 8-byte arrays val and res. state[t]: the region t is ready at
+ * (below 2^24); OXR_LOOP_DONE (returned); or, waiting at a rendezvous,
+ * OXR_LOOP_WAITING(kind, cont): kind 0 a barrier, 1 + m shuffle mode m
+ * (arg[t] its lane, delta or mask, val[t] its value), 5 + m vote mode m
+ * (val[t]'s first byte its predicate); then ready at region cont. A completed
+ * warp op leaves its result in res[t]. */
 #define OXR_LOOP_THREADS 1024
-#define OXR_LOOP_WAIT 0xFFFFFFFFu
 #define OXR_LOOP_DONE 0xFFFFFFFEu
-#define OXR_LOOP_BYTES (OXR_LOOP_THREADS * (4 * 4 + 2 * 8))
+#define OXR_LOOP_WAITING(kind, cont) (0x80000000u | (uint32_t)(kind) << 24 | (uint32_t)(cont))
+#define OXR_LOOP_BYTES (OXR_LOOP_THREADS * (2 * 4 + 2 * 8))
 
 /* Runs every thread of one block, one after the other (kernels that use no
  * barrier or warp operation). */
