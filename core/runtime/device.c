@@ -513,10 +513,8 @@ ox_status ox_device_stream(ox_device dev, ox_stream *out) {
   return OX_OK;
 }
 
-ox_status ox_stream_synchronize(ox_stream h) {
-  oxr_stream *s = oxr_stream_get(__func__, h);
-  if (!s)
-    return ox_last_status();
+/* Waits for `s`'s work (the CPU's is done when queued), then reports its error record. */
+static ox_status wait_and_check(oxr_stream *s) {
   if (s->dev->type == OX_DEVICE_CUDA) {
     ox_status st = oxr_cuda_make_current(s->dev);
     if (st != OX_OK)
@@ -526,6 +524,11 @@ ox_status ox_stream_synchronize(ox_stream h) {
       return oxr_cuda_error(r, "cuStreamSynchronize");
   }
   return oxr_stream_check_error(s);
+}
+
+ox_status ox_stream_synchronize(ox_stream h) {
+  oxr_stream *s = oxr_stream_get(__func__, h);
+  return s ? wait_and_check(s) : ox_last_status();
 }
 
 /* Waits for `s`'s work (when `wait`) and retires it (its handle ends; the
@@ -723,17 +726,7 @@ void oxr_set_error_reporter(oxr_error_reporter fn) {
 
 ox_status oxr_stream_peek_error(oxr_stream *s) {
   assert(s && s->err);
-  if (__atomic_load_n(&s->err->flag, __ATOMIC_ACQUIRE) == 0)
-    return OX_OK;
-  if (s->dev->type == OX_DEVICE_CUDA) {
-    ox_status st = oxr_cuda_make_current(s->dev);
-    if (st != OX_OK)
-      return st;
-    CUresult r = oxr_cu.cuStreamSynchronize(s->cu);
-    if (r != CUDA_SUCCESS)
-      return oxr_cuda_error(r, "cuStreamSynchronize");
-  }
-  return oxr_stream_check_error(s);
+  return __atomic_load_n(&s->err->flag, __ATOMIC_ACQUIRE) == 0 ? OX_OK : wait_and_check(s);
 }
 
 ox_status oxr_stream_check_error(oxr_stream *s) {
