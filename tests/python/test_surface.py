@@ -7,7 +7,6 @@ import inspect
 import os
 import re
 import struct
-import sys
 
 import pytest
 
