@@ -39,7 +39,7 @@ def _stmt(rng, depth, warp_uniform_only, alive="thread::block_dim_x()"):
         return f"v = v + warp::{f};"
     if c == "vote":
         f = rng.choice([f"warp::ballot(v % {k + 1}u32 == 0)", f"warp::any(v % {k + 1}u32 == 0) as u32",
-                        f"warp::all(v % 2u32 == 0) as u32"])
+                        "warp::all(v % 2u32 == 0) as u32"])
         return f"v = v ^ {f};"
     if c == "barrier":
         return (f"s[t as usize] = v; sync_threads(); v = v + s[((t + {k}u32) % {alive}) as usize] / 3u32;"
