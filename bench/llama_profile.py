@@ -3,12 +3,17 @@
 GPU time: each kernel's total over a few steps, from torch.profiler (CUPTI
 sees every kernel of the process, Oxide's included), at one configuration.
 
-  python3 bench/llama_profile.py [--8b] [--batch B] [--ctx C] [--bm BM]
+  python3 bench/llama_profile.py [--8b] [--batch B] [--ctx C] [--bm BM] [--graph]
+
+--graph also times the step as one CUDA graph (Llama.decode_chain, captured),
+replayed back to back: what a token costs when the host only replays
+(OXIDE_PDL=0 in the environment turns off the launches' overlap, to compare).
 
 Random bf16 weights (no checkpoint here); needs torch, not transformers."""
 import argparse
 import os
 import sys
+import time
 
 import numpy as np
 import torch
@@ -50,6 +55,7 @@ def main():
     ap.add_argument("--ctx", type=int, default=1024)
     ap.add_argument("--bm", type=int, default=None, help="the linear kernels' tile rows (default: the model's)")
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--graph", action="store_true", help="time the step replayed as one CUDA graph")
     a = ap.parse_args()
     c = CONFIGS["8b" if a.big else "1b"]
     model = Llama(c, weights(c), device="cuda", dtype="bf16", max_batch=a.batch, max_len=a.ctx + 64)
@@ -74,6 +80,28 @@ def main():
           f"{step:.1f} us of kernels a step ({1e6 / step * a.batch:.0f} tok/s if back to back)")
     for name, (n, t) in sorted(totals.items(), key=lambda kv: -kv[1][1]):
         print(f"  {t / a.steps:10.1f} us/step  {n // a.steps:4d} launches/step  {t / n:8.1f} us each  {name[:60]}")
+    if a.graph:
+        step_graph(model, nid, a)
+
+
+def step_graph(model, nid, a):
+    """The step as one CUDA graph, replayed: median of 7 samples of 20 replays."""
+    logits = model.decode(nid)
+    st = model.decode_chain(logits).capture()
+    for _ in range(3):
+        st.run()
+    st.synchronize()
+    samples = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        for _ in range(20):
+            st.run()
+        st.synchronize()
+        samples.append((time.perf_counter() - t0) / 20)
+    us = sorted(samples)[3] * 1e6
+    pdl = os.environ.get("OXIDE_PDL", "1") != "0"
+    print(f"graph replay: {us:.1f} us a step, {1e6 / us * a.batch:.0f} tok/s "
+          f"(launch overlap {'on' if pdl else 'off (OXIDE_PDL=0)'})")
 
 
 if __name__ == "__main__":

@@ -266,10 +266,18 @@ static void check_ptx_with(const char *ptxas, const char *name, const char *text
     /* a kernel that calls a function gets its wgmmas serialized (C7509), which the driver's
        compiler does and this ptxas does not report; a 64-bit division is such a call, and so is
        f32 division's slow path (div.rn.f32) */
-    if (strstr(ptx, "wgmma.mma_async"))
-      CHECK(!strstr(ptx, "call") && !strstr(ptx, "div.u64") && !strstr(ptx, "rem.u64") &&
-                !strstr(ptx, "div.s64") && !strstr(ptx, "rem.s64") && !strstr(ptx, "div.rn.f32"),
-            "%s: a call, a 64-bit division or an f32 division beside wgmmas", name);
+    for (const char *at = strstr(ptx, ".entry "); at;) { /* each kernel of the module */
+      const char *next = strstr(at + 1, ".entry ");
+      size_t len = next ? (size_t)(next - at) : strlen(at);
+      char *fn = strndup(at, len);
+      CHECK(fn != NULL, "strndup");
+      if (fn && strstr(fn, "wgmma.mma_async"))
+        CHECK(!strstr(fn, "call") && !strstr(fn, "div.u64") && !strstr(fn, "rem.u64") && !strstr(fn, "div.s64") &&
+                  !strstr(fn, "rem.s64") && !strstr(fn, "div.rn.f32"),
+              "%s: a call, a 64-bit division or an f32 division beside wgmmas in %.60s", name, fn);
+      free(fn);
+      at = next;
+    }
     char tmp[] = "/tmp/oxide-ptx-XXXXXX";
     int fd = mkstemp(tmp);
     CHECK(fd >= 0, "mkstemp");
@@ -639,6 +647,20 @@ int main(void) {
       check_ptx_with(ptxas, "mm_epilogue.oxk", MM_EPILOGUE, contiguous, NULL, t128, 3);
     }
     hopper_only = no_spill = 0;
+    /* models/llama/llama.oxk at the model's GPU tiles (64-row projections, 64 query rows of
+       decode attention, whose [64, 1] log-sum-exp store once overran the epilogue's pieces),
+       for head dims 64 (1B) and 128 (8B) */
+    snprintf(path, sizeof path, "%s/models/llama/llama.oxk", src_dir ? src_dir : ".");
+    text = slurp(path);
+    CHECK(text != NULL, "cannot read %s", path);
+    hopper_only = 1;
+    for (int dh = 64; text && dh <= 128; dh *= 2)
+      for (int contiguous = 0; contiguous < 2; contiguous++) {
+        ox_generic_value llama[] = {{"T", OX_BF16}, {"G", 64}, {"BN", 64}, {"D", dh}, {"BM", 64}, {"BK", 64}};
+        check_ptx_with(ptxas, "llama.oxk", text, contiguous, NULL, llama, 6);
+      }
+    hopper_only = 0;
+    free(text);
   }
   char dir[4200];
   snprintf(dir, sizeof dir, "%s/examples", src_dir ? src_dir : ".");

@@ -347,7 +347,7 @@ ox_status oxa_launch(oxa_kernel *k, oxr_stream *s, const ox_launch_config *cfg, 
   if ((st = oxr_cuda_make_current(s->dev)))
     return st;
   unsigned dyn = oxa_dynamic_shared(ki);
-  CUresult r = oxr_cu.cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn, s->cu,
-                                     ptrs, NULL);
+  int sm = sp ? sp->sm : k->mod->opts.sm ? k->mod->opts.sm : s->dev->cc; /* what the code was built for */
+  CUresult r = oxr_cuda_launch(f, grid, block, dyn, s->cu, ptrs, sm >= 90);
   return r ? oxr_cuda_launch_error(r, f, ki->name, block, dyn) : OX_OK;
 }

@@ -353,8 +353,7 @@ static ox_status launch_with(oxa_kernel *k, oxr_stream *s, const ox_launch_confi
     return st;
   unsigned dyn = oxa_dynamic_shared(sp->ir);
   CUfunction f = sp->cu_fn[oxa_slot(s->dev)];
-  CUresult cr = oxr_cu.cuLaunchKernel(f, g32[0], g32[1], g32[2], block[0], block[1], block[2], dyn, s->cu, ptrs,
-                                      NULL);
+  CUresult cr = oxr_cuda_launch(f, g32, block, dyn, s->cu, ptrs, sp->sm >= 90);
   return cr ? oxr_cuda_launch_error(cr, f, sp->ir->name, block, dyn) : OX_OK;
 }
 

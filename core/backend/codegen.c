@@ -135,6 +135,82 @@ static LLVMValueRef narrow_result(cg_t *C, LLVMValueRef r, oxi_type t) {
 
 /* -------------------------------------------------------- arithmetic */
 
+/* Whether the kernel being generated issues wgmma. */
+static bool has_wgmma(const oxi_kernel *k) {
+  for (int bi = 0; bi < k->blocks.len; bi++) {
+    const oxi_block *b = k->blocks.items[bi];
+    for (int i = 0; i < b->instrs.len; i++)
+      if (((const oxi_instr *)b->instrs.items[i])->op == OXI_WGMMA)
+        return true;
+  }
+  return false;
+}
+
+/* a / d or a % d of u64 (d != 0) without a call. ptxas makes div.u64 and rem.u64 a
+ * subroutine call, and a call anywhere in a kernel makes the driver serialize every wgmma of
+ * it (C7509): a kernel on wgmma that divides a usize index (`bh / heads`) would lose its
+ * overlapped products. Operands below 2^32 (an index) take one 32-bit division; others a
+ * loop of shifts and subtractions, one quotient bit a turn. */
+static LLVMValueRef udiv64_inline(cg_t *C, LLVMValueRef a, LLVMValueRef d, bool rem) {
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(C->ctx), i32 = LLVMInt32TypeInContext(C->ctx);
+  LLVMValueRef k0 = LLVMConstInt(i64, 0, 0), k1 = LLVMConstInt(i64, 1, 0);
+  LLVMBasicBlockRef here = LLVMGetInsertBlock(C->b);
+  LLVMBasicBlockRef small = LLVMAppendBasicBlockInContext(C->ctx, C->fn, "div32");
+  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(C->ctx, C->fn, "div64");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(C->ctx, C->fn, "divided");
+  LLVMValueRef wide = LLVMBuildLShr(C->b, LLVMBuildOr(C->b, a, d, ""), LLVMConstInt(i64, 32, 0), "");
+  LLVMBuildCondBr(C->b, LLVMBuildICmp(C->b, LLVMIntEQ, wide, k0, ""), small, loop);
+  LLVMPositionBuilderAtEnd(C->b, small);
+  LLVMValueRef a32 = LLVMBuildTrunc(C->b, a, i32, ""), d32 = LLVMBuildTrunc(C->b, d, i32, "");
+  LLVMValueRef r32 = LLVMBuildZExt(C->b, rem ? LLVMBuildURem(C->b, a32, d32, "") : LLVMBuildUDiv(C->b, a32, d32, ""),
+                                   i64, "");
+  LLVMBuildBr(C->b, done);
+  /* loop: bit i from 63 down to 0; r = 2 r + bit i of a; r >= d: r -= d, q |= 1 << i */
+  LLVMPositionBuilderAtEnd(C->b, loop);
+  LLVMValueRef i = LLVMBuildPhi(C->b, i64, "i"), q = LLVMBuildPhi(C->b, i64, "q"), r = LLVMBuildPhi(C->b, i64, "r");
+  LLVMValueRef bit = LLVMBuildAnd(C->b, LLVMBuildLShr(C->b, a, i, ""), k1, "");
+  LLVMValueRef r2 = LLVMBuildOr(C->b, LLVMBuildShl(C->b, r, k1, ""), bit, "");
+  /* r's top bit before the shift: 2 r overflows, and then exceeds d as well */
+  LLVMValueRef over = LLVMBuildICmp(C->b, LLVMIntSLT, r, k0, "");
+  LLVMValueRef ge = LLVMBuildOr(C->b, over, LLVMBuildICmp(C->b, LLVMIntUGE, r2, d, ""), "");
+  LLVMValueRef rn = LLVMBuildSelect(C->b, ge, LLVMBuildSub(C->b, r2, d, ""), r2, "");
+  LLVMValueRef qn = LLVMBuildOr(C->b, q, LLVMBuildShl(C->b, LLVMBuildZExt(C->b, ge, i64, ""), i, ""), "");
+  LLVMValueRef in = LLVMBuildSub(C->b, i, k1, "");
+  LLVMBuildCondBr(C->b, LLVMBuildICmp(C->b, LLVMIntEQ, i, k0, ""), done, loop);
+  LLVMValueRef iv[2] = {LLVMConstInt(i64, 63, 0), in}, qv[2] = {k0, qn}, rv[2] = {k0, rn};
+  LLVMBasicBlockRef from[2] = {here, loop};
+  LLVMAddIncoming(i, iv, from, 2);
+  LLVMAddIncoming(q, qv, from, 2);
+  LLVMAddIncoming(r, rv, from, 2);
+  LLVMPositionBuilderAtEnd(C->b, done);
+  LLVMValueRef out = LLVMBuildPhi(C->b, i64, "");
+  LLVMValueRef ov[2] = {r32, rem ? rn : qn};
+  LLVMBasicBlockRef ob[2] = {small, loop};
+  LLVMAddIncoming(out, ov, ob, 2);
+  return out;
+}
+
+/* The division or remainder of integers of type ty (d != 0), as LLVM's; 64-bit ones without
+ * a call in a CUDA kernel on wgmma (udiv64_inline; signed through magnitudes: the quotient
+ * truncates toward zero and the remainder takes a's sign, as Rust's). */
+static LLVMValueRef int_divide(cg_t *C, LLVMValueRef a, LLVMValueRef d, bool s, bool rem) {
+  LLVMTypeRef ty = LLVMTypeOf(a);
+  if (C->opt->target != OXL_CUDA || LLVMGetIntTypeWidth(ty) != 64 || !has_wgmma(C->k)) {
+    if (s)
+      return rem ? LLVMBuildSRem(C->b, a, d, "") : LLVMBuildSDiv(C->b, a, d, "");
+    return rem ? LLVMBuildURem(C->b, a, d, "") : LLVMBuildUDiv(C->b, a, d, "");
+  }
+  if (!s)
+    return udiv64_inline(C, a, d, rem);
+  LLVMValueRef zero = LLVMConstInt(ty, 0, 0);
+  LLVMValueRef na = LLVMBuildICmp(C->b, LLVMIntSLT, a, zero, ""), nd = LLVMBuildICmp(C->b, LLVMIntSLT, d, zero, "");
+  LLVMValueRef ma = LLVMBuildSelect(C->b, na, LLVMBuildNeg(C->b, a, ""), a, "");
+  LLVMValueRef md = LLVMBuildSelect(C->b, nd, LLVMBuildNeg(C->b, d, ""), d, "");
+  LLVMValueRef m = udiv64_inline(C, ma, md, rem); /* MIN's magnitude 2^63 is right as u64 */
+  LLVMValueRef neg = rem ? na : LLVMBuildXor(C->b, na, nd, "");
+  return LLVMBuildSelect(C->b, neg, LLVMBuildNeg(C->b, m, ""), m, "");
+}
+
 static LLVMValueRef binop(cg_t *C, const oxi_instr *in) {
   LLVMValueRef a = val(C, in->ops[0]), b = val(C, in->ops[1]);
   oxi_type t = in->type;
@@ -188,13 +264,13 @@ static LLVMValueRef binop(cg_t *C, const oxi_instr *in) {
       /* MIN / -1 = MIN (wrapping), MIN % -1 = 0: dividing by 1 and negating gives
        * MIN for the quotient; the remainder by 1 is 0 */
       LLVMValueRef d = LLVMBuildSelect(C->b, bad, one, b, "");
-      LLVMValueRef q = in->sub == OXI_DIV ? LLVMBuildSDiv(C->b, a, d, "") : LLVMBuildSRem(C->b, a, d, "");
+      LLVMValueRef q = int_divide(C, a, d, true, in->sub == OXI_REM);
       if (in->sub == OXI_DIV)
         q = LLVMBuildSelect(C->b, ovf, LLVMBuildNeg(C->b, q, ""), q, "");
       return q;
     }
     LLVMValueRef d = LLVMBuildSelect(C->b, bad, one, b, "");
-    return in->sub == OXI_DIV ? LLVMBuildUDiv(C->b, a, d, "") : LLVMBuildURem(C->b, a, d, "");
+    return int_divide(C, a, d, false, in->sub == OXI_REM);
   }
   default: assert(!"int binop"); return NULL;
   }

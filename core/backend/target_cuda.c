@@ -75,6 +75,14 @@ static void annotate(cg_t *C, LLVMValueRef fn, const char *key, int value) {
   LLVMAddNamedMetadataOperand(C->mod, "nvvm.annotations", LLVMMDNodeInContext(C->ctx, md, 3));
 }
 
+/* A PTX statement without operands that stays where it is ("memory"). */
+static void ptx_stmt(cg_t *C, const char *text) {
+  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(C->ctx), NULL, 0, 0);
+  LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), "~{memory}", 9, 1, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+  LLVMBuildCall2(C->b, fty, asmv, NULL, 0, "");
+}
+
 /* The kernel entry: user parameters flattened, then the error record and the tag. */
 void oxl_cg_kernel_cuda(cg_t *C) {
   const oxi_kernel *k = C->k;
@@ -135,6 +143,16 @@ void oxl_cg_kernel_cuda(cg_t *C) {
   }
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(C->ctx, fn, "entry");
   LLVMPositionBuilderAtEnd(C->b, entry);
+  if (C->opt->sm >= 90) {
+    /* Programmatic dependent launch (the runtime launches code for sm_90 and newer with
+       programmatic stream serialization, oxr_cuda_launch): this grid may start while the
+       kernel before it on the stream finishes, so before touching memory it waits for that
+       grid to complete and its writes to be visible (a no-op when launched without the
+       attribute). Then it lets the next kernel launch: its blocks take the SMs this grid's
+       tail leaves idle and wait there, so the launch's latency is hidden. */
+    ptx_stmt(C, "griddepcontrol.wait;");
+    ptx_stmt(C, "griddepcontrol.launch_dependents;");
+  }
   oxl_cg_map_params(C, ps);
   oxl_cg_body(C);
 }

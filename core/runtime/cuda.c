@@ -73,6 +73,7 @@ static const cu_sym cu_syms[] = {
     SYM(cuFuncSetAttribute, "cuFuncSetAttribute"),
     SYM_OPT(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
     SYM(cuLaunchKernel, "cuLaunchKernel"),
+    SYM_OPT(cuLaunchKernelEx, "cuLaunchKernelEx"),
     SYM(cuLinkCreate, "cuLinkCreate_v2"),
     SYM(cuLinkAddData, "cuLinkAddData_v2"),
     SYM(cuLinkComplete, "cuLinkComplete"),
@@ -179,6 +180,39 @@ ox_status oxr_cuda_launch_error(CUresult r, CUfunction f, const char *name, cons
                        "shared memory; the kernel uses %d registers a thread, allows blocks of %d threads "
                        "and %d bytes of dynamic shared memory)",
                        name, why, block[0], block[1], block[2], shared, regs, most, dyn);
+}
+
+/* Whether launches may overlap the kernel before them (OXIDE_PDL=0: never), and
+ * whether the driver took such a launch (cleared by the first it refuses). */
+static _Atomic int pdl_state = -1; /* -1: not read yet, 0: off, 1: on */
+
+static bool pdl_on(void) {
+  int st = pdl_state;
+  if (st < 0) {
+    const char *e = getenv("OXIDE_PDL");
+    st = oxr_cu.cuLaunchKernelEx && !(e && !strcmp(e, "0"));
+    pdl_state = st;
+  }
+  return st == 1;
+}
+
+CUresult oxr_cuda_launch(CUfunction f, const uint32_t grid[3], const uint32_t block[3], unsigned shared,
+                         CUstream s, void **params, bool overlap) {
+  if (overlap && pdl_on()) {
+    CUlaunchAttribute a = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
+    a.value.programmatic_stream_serialization_allowed = 1;
+    CUlaunchConfig c = {grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, s, &a, 1};
+    CUresult r = oxr_cu.cuLaunchKernelEx(&c, f, params, NULL);
+    if (r == CUDA_SUCCESS)
+      return r;
+    /* the same launch without the attribute: if that works, the attribute was the trouble
+       (a driver or a capture that does not take it), and later launches leave it out */
+    r = oxr_cu.cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, s, params, NULL);
+    if (r == CUDA_SUCCESS)
+      pdl_state = 0;
+    return r;
+  }
+  return oxr_cu.cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, s, params, NULL);
 }
 
 int oxr_cuda_driver_version(void) {

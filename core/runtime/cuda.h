@@ -56,6 +56,23 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
+/* cuLaunchKernelEx's configuration (cuda.h's layout): an attribute is an id
+ * padded to 8 bytes and a 64-byte value */
+#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
+typedef struct CUlaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmatic_stream_serialization_allowed;
+  } value;
+} CUlaunchAttribute;
+typedef struct CUlaunchConfig {
+  unsigned int grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+  CUstream stream;
+  CUlaunchAttribute *attrs;
+  unsigned int num_attrs;
+} CUlaunchConfig;
 typedef struct CUevent_st *CUevent;
 typedef struct CUlinkState_st *CUlinkState;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
@@ -191,6 +208,8 @@ typedef struct oxr_cu_api {
   CUresult (*cuLaunchKernel)(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
                              unsigned int bx, unsigned int by, unsigned int bz,
                              unsigned int shared_bytes, CUstream s, void **params, void **extra);
+  /* CUDA 12.0+: a launch with attributes (programmatic stream serialization); optional */
+  CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *config, CUfunction f, void **params, void **extra);
   CUresult (*cuLinkCreate)(unsigned int nopts, CUjit_option *opts, void **values,
                            CUlinkState *state);
   CUresult (*cuLinkAddData)(CUlinkState state, CUjitInputType type, void *data, size_t size,

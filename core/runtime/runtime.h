@@ -336,6 +336,12 @@ ox_status oxr_cuda_get_function(CUmodule m, const char *name, CUfunction *out);
 /* The driver version as major*1000+minor*10 (13000 for 13.0), 0 without a driver. */
 int oxr_cuda_driver_version(void);
 
+/* Launches f on stream s. With `overlap` (code built for sm_90 and newer, whose kernels
+ * begin with griddepcontrol.wait), the launch allows programmatic stream serialization: it
+ * may start while the kernel before it on s finishes, and waits for it on the device.
+ * OXIDE_PDL=0 turns that off. */
+CUresult oxr_cuda_launch(CUfunction f, const uint32_t grid[3], const uint32_t block[3], unsigned shared,
+                         CUstream s, void **params, bool overlap);
 /* Turns a CUresult into an Oxide error naming `what` ("cuLaunchKernel"). */
 ox_status oxr_cuda_error(CUresult r, const char *what);
 /* The error of a failed cuLaunchKernel of `f` (kernel `name`), with what

@@ -267,7 +267,10 @@ void oxt_lower_epilogue(oxt_lowerer *L, const oxi_instr *in) {
     oxt_begin_if(L, E.full, &slow); /* every tile inside: a piece at a time, straight-line */
     E.fast = true;
     bool quads = oxt_stores_quads(L, in);
-    int piece = E.n % 8 ? 4 : 8; /* two 8-column pieces of an m16n8 tile row (quads pair them) */
+    /* two 8-column pieces of an m16n8 tile row (quads pair them); a tile of a row's values (a
+       [64, 1] one holds two a thread) is one piece */
+    int piece = E.n % 8 == 0 ? 8 : E.n % 4 == 0 ? 4 : E.n;
+    assert(!quads || piece % 4 == 0);
     for (int e0 = 0; e0 < E.n; e0 += piece) {
       for (int e = e0; e < e0 + piece; e++)
         v[e] = element(&E, val, e);
