@@ -4,8 +4,9 @@
  * written here once, so that both targets compute the same thing: tanh, erf,
  * sigmoid, atan2 and atan of f32. f64 transcendentals are libm's on the CPU;
  * on the GPU, exp and log (and what is made of them: exp2, log2, pow, tanh,
- * sigmoid) are Oxide's, and the others missing (oxl_math_gpu_lacks). Calls
- * only values.c. */
+ * sigmoid) are Oxide's, and the others missing (oxl_math_gpu_lacks). On the
+ * CPU, f32 exp, exp2, log and log2 are Oxide's inline code too, which the
+ * loop vectorizer widens (libm's are calls). Calls only values.c. */
 #include "backend/codegen.h"
 
 #include <assert.h>
@@ -133,16 +134,116 @@ static LLVMValueRef log64(cg_t *C, LLVMValueRef x) {
   return nan_passes(C, x, r);
 }
 
+/* ---- f32 exp, exp2, log and log2 on the CPU: the same reductions in f32,
+ * inline, so that a loop of them vectorizes (libm's expf is a call the
+ * vectorizer cannot widen: a tile softmax ran at libm's scalar speed).
+ * Measured against float64 (test_cpu_math.py): within 1 ulp. */
+
+static const float ln2_hi32 = 0.693145751953125f, ln2_lo32 = 1.428606765330187e-06f; /* hi: 16 bits */
+
+static LLVMTypeRef i32t(cg_t *C) { return LLVMInt32TypeInContext(C->ctx); }
+static LLVMValueRef i32c(cg_t *C, int32_t v) { return LLVMConstInt(i32t(C), (unsigned long long)(int64_t)v, 1); }
+
+/* p * 2^kf for an integer-valued kf in [-152, 130], as scale64 */
+static LLVMValueRef scale32(cg_t *C, LLVMValueRef p, LLVMValueRef kf) {
+  LLVMValueRef i = LLVMBuildFPToSI(C->b, kf, i32t(C), "");
+  LLVMValueRef h = LLVMBuildAShr(C->b, i, i32c(C, 1), ""), j = LLVMBuildSub(C->b, i, h, "");
+  LLVMTypeRef f32 = LLVMTypeOf(p);
+  LLVMValueRef s1 = LLVMBuildBitCast(C->b, LLVMBuildShl(C->b, LLVMBuildAdd(C->b, h, i32c(C, 127), ""), i32c(C, 23), ""), f32, "");
+  LLVMValueRef s2 = LLVMBuildBitCast(C->b, LLVMBuildShl(C->b, LLVMBuildAdd(C->b, j, i32c(C, 127), ""), i32c(C, 23), ""), f32, "");
+  return mul(C, mul(C, p, s1), s2);
+}
+
+/* e^(u c) for |u c| <= ln(2) / 2: the Taylor series of e^x to x^7 / 7!, in u
+ * with the powers of c folded into the coefficients (c = 1 or ln 2) */
+static LLVMValueRef exp_small32(cg_t *C, LLVMValueRef u, double c) {
+  double q[8];
+  q[0] = 1.0;
+  for (int i = 1; i < 8; i++)
+    q[i] = q[i - 1] * c / i;
+  return poly(C, OX_F32, u, q, 8);
+}
+
+/* e^x = 2^k e^r, k = rint(x log2 e), r = x - k ln 2 in two parts (Cody and Waite) */
+static LLVMValueRef exp32(cg_t *C, LLVMValueRef x) {
+  LLVMValueRef xc = oxl_intrinsic2(C, "minnum", oxl_intrinsic2(C, "maxnum", x, k(C, OX_F32, -104.0)), k(C, OX_F32, 89.0));
+  LLVMValueRef kf = oxl_intrinsic1(C, "rint", mul(C, xc, k(C, OX_F32, LOG2E)));
+  LLVMValueRef nk = LLVMBuildFNeg(C->b, kf, "");
+  LLVMValueRef r = muladd(C, nk, k(C, OX_F32, ln2_lo32), muladd(C, nk, k(C, OX_F32, ln2_hi32), xc));
+  return nan_passes(C, x, scale32(C, exp_small32(C, r, 1.0), kf));
+}
+
+/* 2^x = 2^k e^(f ln 2), k = rint(x), f = x - k (exact) */
+static LLVMValueRef exp2_32(cg_t *C, LLVMValueRef x) {
+  LLVMValueRef xc = oxl_intrinsic2(C, "minnum", oxl_intrinsic2(C, "maxnum", x, k(C, OX_F32, -151.0)), k(C, OX_F32, 129.0));
+  LLVMValueRef kf = oxl_intrinsic1(C, "rint", xc);
+  return nan_passes(C, x, scale32(C, exp_small32(C, LLVMBuildFSub(C->b, xc, kf, ""), LN2), kf));
+}
+
+/* x = m 2^e, m in [sqrt(1/2), sqrt(2)) (subnormals scaled by 2^23 first), and
+ * ln m = ln(1 + f) = f - f^2/2 + f^3 P(f), f = m - 1 (exact, the leading term), P
+ * fitted for Oxide by weighted least squares on [sqrt(1/2) - 1, sqrt(2) - 1]
+ * (relative error 7e-9): no division, so a scalar loop is fast too. Gives e; 0,
+ * negatives, inf and NaN are the caller's. */
+static LLVMValueRef log_parts32(cg_t *C, LLVMValueRef x, LLVMValueRef *ef) {
+  LLVMTypeRef f32 = LLVMTypeOf(x);
+  LLVMValueRef tiny = LLVMBuildFCmp(C->b, LLVMRealOLT, x, k(C, OX_F32, 1.1754943508222875e-38), "");
+  LLVMValueRef xs = LLVMBuildSelect(C->b, tiny, mul(C, x, k(C, OX_F32, 8388608.0)), x, ""); /* 2^23 */
+  LLVMValueRef bits = LLVMBuildBitCast(C->b, xs, i32t(C), "");
+  LLVMValueRef e = LLVMBuildSub(C->b, LLVMBuildAnd(C->b, LLVMBuildLShr(C->b, bits, i32c(C, 23), ""), i32c(C, 0xff), ""),
+                                i32c(C, 127), "");
+  e = LLVMBuildSelect(C->b, tiny, LLVMBuildSub(C->b, e, i32c(C, 23), ""), e, "");
+  LLVMValueRef mb = LLVMBuildOr(C->b, LLVMBuildAnd(C->b, bits, i32c(C, 0x007fffff), ""), i32c(C, 0x3f800000), "");
+  LLVMValueRef m = LLVMBuildBitCast(C->b, mb, f32, "");
+  LLVMValueRef big = LLVMBuildFCmp(C->b, LLVMRealOGT, m, k(C, OX_F32, 1.4142135623730951), "");
+  m = LLVMBuildSelect(C->b, big, mul(C, m, k(C, OX_F32, 0.5)), m, "");
+  e = LLVMBuildSelect(C->b, big, LLVMBuildAdd(C->b, e, i32c(C, 1), ""), e, "");
+  LLVMValueRef f = LLVMBuildFSub(C->b, m, k(C, OX_F32, 1.0), "");
+  static const double c[8] = {0.33333354047279135,  -0.25000851943542957, 0.1999982657295808,
+                              -0.16621369910242287, 0.14227114035855115,  -0.13202104208883586,
+                              0.12620327488971073,  -0.0736286787148653};
+  *ef = LLVMBuildSIToFP(C->b, e, f32, "");
+  return muladd(C, mul(C, f, f), muladd(C, f, poly(C, OX_F32, f, c, 8), k(C, OX_F32, -0.5)), f);
+}
+
+/* log's special values: +inf for +inf, -inf for 0, NaN for negatives and NaN */
+static LLVMValueRef log_special32(cg_t *C, LLVMValueRef x, LLVMValueRef r) {
+  LLVMValueRef inf = k(C, OX_F32, __builtin_inf());
+  r = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOEQ, x, inf, ""), inf, r, "");
+  r = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOEQ, x, k(C, OX_F32, 0.0), ""), LLVMBuildFNeg(C->b, inf, ""), r, "");
+  r = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOLT, x, k(C, OX_F32, 0.0), ""), k(C, OX_F32, __builtin_nan("")), r, "");
+  return nan_passes(C, x, r);
+}
+
+static LLVMValueRef log32(cg_t *C, LLVMValueRef x) {
+  LLVMValueRef ef, lm = log_parts32(C, x, &ef);
+  return log_special32(C, x, muladd(C, ef, k(C, OX_F32, ln2_hi32), muladd(C, ef, k(C, OX_F32, ln2_lo32), lm)));
+}
+
+/* log2 x = e + ln m log2 e, the constant in two parts */
+static LLVMValueRef log2_32(cg_t *C, LLVMValueRef x) {
+  LLVMValueRef ef, lm = log_parts32(C, x, &ef);
+  const float hi = 1.44269502162933349609375f; /* log2 e rounded to f32 */
+  LLVMValueRef l2 = muladd(C, lm, k(C, OX_F32, hi), mul(C, lm, k(C, OX_F32, LOG2E - hi)));
+  return log_special32(C, x, add(C, l2, ef));
+}
+
+static bool cpu_f32(cg_t *C, oxi_type t) { return C->opt->target == OXL_CPU && t == OX_F32; }
+
 /* 2^x: ex2.approx on the GPU for f32 (relative error about 2^-22), Oxide's
- * for f64 there, else exact. */
+ * elsewhere but for f64 on the CPU (libm's). */
 static LLVMValueRef exp2_of(cg_t *C, oxi_type t, LLVMValueRef x) {
-  return gpu_f32(C, t) ? oxl_ptx_f32(C, "ex2.approx.ftz.f32", x) : gpu_f64(C, t) ? exp2_64(C, x) : oxl_intrinsic1(C, "exp2", x);
+  return gpu_f32(C, t)   ? oxl_ptx_f32(C, "ex2.approx.ftz.f32", x)
+         : gpu_f64(C, t) ? exp2_64(C, x)
+         : cpu_f32(C, t) ? exp2_32(C, x)
+                         : oxl_intrinsic1(C, "exp2", x);
 }
 
 /* log2 x, as exp2_of. */
 static LLVMValueRef log2_of(cg_t *C, oxi_type t, LLVMValueRef x) {
   return gpu_f32(C, t)   ? oxl_ptx_f32(C, "lg2.approx.f32", x)
          : gpu_f64(C, t) ? mul(C, log64(C, x), k(C, OX_F64, LOG2E))
+         : cpu_f32(C, t) ? log2_32(C, x)
                          : oxl_intrinsic1(C, "log2", x);
 }
 
@@ -245,9 +346,9 @@ LLVMValueRef oxl_math_float(cg_t *C, int fn, oxi_type t, LLVMValueRef *a) {
   switch (fn) {
   case OXI_M_SQRT: return oxl_intrinsic1(C, "sqrt", a[0]);
   case OXI_M_RSQRT: return LLVMBuildFDiv(C->b, k(C, t, 1.0), oxl_intrinsic1(C, "sqrt", a[0]), "");
-  case OXI_M_EXP: return gpu_f64(C, t) ? exp64(C, a[0]) : oxl_intrinsic1(C, "exp", a[0]);
+  case OXI_M_EXP: return gpu_f64(C, t) ? exp64(C, a[0]) : cpu_f32(C, t) ? exp32(C, a[0]) : oxl_intrinsic1(C, "exp", a[0]);
   case OXI_M_EXP2: return exp2_of(C, t, a[0]);
-  case OXI_M_LOG: return gpu_f64(C, t) ? log64(C, a[0]) : oxl_intrinsic1(C, "log", a[0]);
+  case OXI_M_LOG: return gpu_f64(C, t) ? log64(C, a[0]) : cpu_f32(C, t) ? log32(C, a[0]) : oxl_intrinsic1(C, "log", a[0]);
   case OXI_M_LOG2: return log2_of(C, t, a[0]);
   case OXI_M_SIN: return oxl_intrinsic1(C, "sin", a[0]);
   case OXI_M_COS: return oxl_intrinsic1(C, "cos", a[0]);

@@ -157,9 +157,10 @@ def test_overlapped_launches_keep_order(tmp_path):
         "    ch.launch(m.add1, a, b, grid=n // 256, block=256)\n"
         "    ch.launch(m.add1, b, a, grid=n // 256, block=256)\n"
         "ch.capture()\n"
+        "s = dev.stream()\n"
         "for r in range(3):\n"
-        "    ch.run()\n"
-        "dev.synchronize()\n"
+        "    ch.run(stream=s)\n"
+        "s.synchronize()\n"
         "assert (a.numpy() == 700).all(), 'graph'\n"
         "print('in order')\n" % ADD1)
     env = dict(os.environ, OXIDE_PDL="1")
