@@ -401,6 +401,15 @@ static void prev_handler(int sig) {
   g_prev_called++;
 }
 
+/* a handler that passes SIGINT on to the one it replaced (Oxide's) */
+static struct sigaction g_chained_to;
+static _Atomic int g_chaining_called;
+static void chaining_handler(int sig, siginfo_t *info, void *uc) {
+  g_chaining_called++;
+  if (g_chaining_called < 100) /* a guard for the test itself: a loop fails the check below */
+    g_chained_to.sa_sigaction(sig, info, uc);
+}
+
 static void *send_sigint(void *p) {
   launch_job *j = p;
   wait_running(j->s, j);
@@ -456,6 +465,26 @@ static void test_sigint(void) {
   CHECK_OK(ox_cancel_on_sigint(0));
   sigaction(SIGINT, NULL, &cur);
   CHECK(!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL, "a later handler was replaced");
+
+  /* replaced while enabled: the next enabling call puts Oxide's back in front, and a
+     replacement that passes the signal on to Oxide's (which then calls it) runs once,
+     without the two calling each other for ever */
+  sa.sa_handler = prev_handler;
+  sigaction(SIGINT, &sa, NULL);
+  CHECK_OK(ox_cancel_on_sigint(1));
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = chaining_handler;
+  sa.sa_flags = SA_SIGINFO;
+  sigaction(SIGINT, &sa, &g_chained_to);
+  CHECK((g_chained_to.sa_flags & SA_SIGINFO) && g_chained_to.sa_sigaction != chaining_handler, "not Oxide's");
+  CHECK_OK(ox_cancel_on_sigint(1));
+  sigaction(SIGINT, NULL, &cur);
+  CHECK(cur.sa_sigaction == g_chained_to.sa_sigaction, "Oxide's handler not put back in front");
+  g_chaining_called = 0;
+  raise(SIGINT);
+  CHECK(g_chaining_called == 1, "the replacement ran %d times", g_chaining_called);
+  CHECK_OK(ox_cancel_on_sigint(0));
+  CHECK_OK(ox_cancel_on_sigint(0));
   sigaction(SIGINT, &old, NULL);
 }
 

@@ -909,9 +909,18 @@ static struct {
 } SIG; /* under g_sig_mu */
 
 static void on_sigint(int sig, siginfo_t *info, void *uc) {
+  /* A handler installed after ours that passes the signal on to ours, and that
+     ours was then put in front of again (ox_cancel_on_sigint re-installs it),
+     would call us back: the second time in, only cancel. */
+  static volatile sig_atomic_t inside;
   int saved = errno;
   uint32_t n = atomic_load(&P.nslots);
   for (uint32_t i = 0; i < n; i++) cancel_slot(i, true, 0);
+  if (inside) {
+    errno = saved;
+    return;
+  }
+  inside = 1;
   /* Pass it on, as if ours were not there. SIG.prev is not written while ours
    * is installed. */
   if (SIG.prev.sa_flags & SA_SIGINFO) {
@@ -924,6 +933,7 @@ static void on_sigint(int sig, siginfo_t *info, void *uc) {
   } else if (SIG.prev.sa_handler != SIG_IGN) {
     SIG.prev.sa_handler(sig);
   }
+  inside = 0;
   errno = saved;
 }
 
@@ -938,7 +948,9 @@ ox_status ox_cancel_on_sigint(int enable) {
   if (!enable && SIG.count == 0) {
     st = oxb_set_error(OX_ERR_INVALID_ARGUMENT,
                        "ox_cancel_on_sigint(0) without a matching ox_cancel_on_sigint(1)");
-  } else if (enable ? SIG.count++ == 0 : --SIG.count == 0) {
+  } else if (enable ? (SIG.count++, true) : --SIG.count == 0) {
+    /* every enabling call checks that ours is still installed (one query): a
+       handler set since (Python's signal.signal) goes under ours again */
     struct sigaction cur;
     if (sigaction(SIGINT, NULL, &cur) != 0) {
       st = oxb_set_error(OX_ERR_INTERNAL, "sigaction(SIGINT): %s", strerror(errno));

@@ -52,6 +52,9 @@ for name in sys.argv[1:]:
         print("KeyboardInterrupt", flush=True)
     mod.fill(out, oxide.f32(2.0), grid=2, block=128)
     print("after", out.tolist()[255], flush=True)
+    # a handler set after launches (over Oxide's, which the binding keeps installed): the next
+    # launch puts Oxide's back in front of it, so Ctrl-C still stops that launch
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 '''
 
 

@@ -22,6 +22,10 @@ from .dtypes import Scalar, _CODE, _SCALARS
 from .info import _take_string
 from .tensors import Tensor
 
+# the pure path's kept ox_cancel_on_sigint(1), from its first CPU launch on (Kernel.__call__)
+_sigint_kept = False
+
+
 def _options(filename, arch, opt_level, no_cache):
     o = D.ox_compile_options(size=C.sizeof(D.ox_compile_options))
     if filename is not None:
@@ -339,11 +343,17 @@ class Kernel(_KernelBase):
         # cannot raise KeyboardInterrupt. While it runs, Oxide's SIGINT handler
         # cancels it and then calls Python's own (which records the signal),
         # so the call returns OX_ERR_CANCELLED and KeyboardInterrupt is raised
-        # below. Installed only around the call: Python's handler is back
-        # afterwards. (A GPU launch only queues, and returns at once.) The C
-        # launch path does the same.
+        # below. From the first CPU launch on one enabling call is kept for
+        # the process's life, so that each launch's own costs one sigaction
+        # query (ours is put back in front of a handler set since). (A GPU
+        # launch only queues, and returns at once.) The C launch path does
+        # the same.
         ctrl_c = fn is _L.ox_launch and self.module.device.type == "cpu"
         if ctrl_c:
+            global _sigint_kept
+            if not _sigint_kept:
+                _check(_L.ox_cancel_on_sigint(1))
+                _sigint_kept = True
             _check(_L.ox_cancel_on_sigint(1))
         try:
             try:

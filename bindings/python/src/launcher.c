@@ -6,6 +6,10 @@
  * the stream, then each argument in parameter order, then ox_launch. */
 #include "fast.h"
 
+/* the C extension holds one ox_cancel_on_sigint(1) from its first CPU launch on
+   (under the GIL) */
+static int sigint_kept;
+
 #include <assert.h>
 #include <string.h>
 #include <time.h>
@@ -470,7 +474,11 @@ static PyObject *run(fx_launcher *L, PyObject *args, PyObject *kwargs, int check
      * Ctrl-C: while it runs, Oxide's SIGINT handler cancels it and then calls
      * Python's (which records the signal); the launch returns
      * OX_ERR_CANCELLED and the pending signal raises KeyboardInterrupt here.
-     * Installed only around the launch, as the pure path does. */
+     * The first CPU launch keeps one enabling call for good (sigint_kept), as
+     * the pure path does: each launch then costs one sigaction query, not
+     * four system calls. */
+    if (!sigint_kept && fx.cancel_on_sigint(1) == OX_OK)
+      sigint_kept = 1;
     fx.cancel_on_sigint(1);
     Py_BEGIN_ALLOW_THREADS
     st = fx.launch(L->kernel, c.stream, pc, c.args, L->nparams);

@@ -183,17 +183,21 @@ OX_API void *ox_stream_handle(ox_stream s);
  *  cannot be stopped; see docs/c-api.md). */
 OX_API ox_status ox_stream_cancel(ox_stream s);
 
-/** Ctrl-C for CPU launches. `enable` != 0 installs (the first time; later
- *  calls count) a SIGINT handler that cancels every running CPU launch, as
- *  ox_stream_cancel would, and then passes the signal on to the handler that
- *  was installed before (a handler function is called; the default action is
- *  taken by restoring and re-raising it). If SIGINT was ignored, nothing is
+/** Ctrl-C for CPU launches. `enable` != 0 installs a SIGINT handler that
+ *  cancels every running CPU launch, as ox_stream_cancel would, and then
+ *  passes the signal on to the handler that was installed before (a handler
+ *  function is called; the default action is taken by restoring and
+ *  re-raising it). Calls count; each enabling call checks (one sigaction
+ *  query) that Oxide's handler is still the one installed, and puts it back
+ *  in front of one installed since. If SIGINT is ignored, nothing is
  *  installed. `enable` == 0 undoes one enabling call; the last one puts the
  *  previous handler back, unless someone replaced Oxide's handler meanwhile
  *  (theirs then stays). Language bindings call this around CPU launches
  *  (Python does, so that Ctrl-C stops a long CPU kernel and raises
- *  KeyboardInterrupt). Fails with OX_ERR_INVALID_ARGUMENT for a 0 without a
- *  matching 1, with OX_ERR_INTERNAL if sigaction fails. */
+ *  KeyboardInterrupt; from its first CPU launch on it keeps one enabling call
+ *  for the process's life, so that a launch costs one query, not four system
+ *  calls). Fails with OX_ERR_INVALID_ARGUMENT for a 0 without a matching 1,
+ *  with OX_ERR_INTERNAL if sigaction fails. */
 OX_API ox_status ox_cancel_on_sigint(int enable);
 
 /* ---------------------------------------------------------------- events */
