@@ -42,6 +42,15 @@ env -i "$work/app_pc" # as documented: the .pc's rpath finds liboxide, no enviro
 echo "== add_subdirectory(oxide)"
 cmake -S "$root/tests/package" -B "$work/sub" -DOXIDE_FROM=source -DOXIDE_SOURCE="$root" \
   -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$work/sub" -j"$(nproc)" --target app_c app_cpp >/dev/null
+cmake --build "$work/sub" -j"$(nproc)" >/dev/null # the default target: the user's programs and what they link
 "$work/sub/app_c" && "$work/sub/app_cpp"
+# as a subproject Oxide builds only what the user's targets link, and installs nothing of its own
+for f in oxide/oxide oxide/bundle/liboxide.a; do
+  if [ -e "$work/sub/$f" ]; then echo "add_subdirectory(oxide) built $f"; exit 1; fi
+done
+if ls "$work/sub/oxide/"_fast*.so >/dev/null 2>&1; then echo "add_subdirectory(oxide) built the Python extension"; exit 1; fi
+cmake --install "$work/sub" --prefix "$work/sub-prefix" >/dev/null
+if [ -n "$(find "$work/sub-prefix" -type f 2>/dev/null)" ]; then
+  echo "add_subdirectory(oxide) installed files:"; find "$work/sub-prefix" -type f; exit 1
+fi
 echo "package tests passed"
