@@ -25,8 +25,9 @@
 //! process. What makes that hold:
 //!
 //! - **Kernels.** A safe Oxide kernel checks or proves every access (bounds
-//!   checks report [`ErrorKind::Bounds`] at the next synchronization instead
-//!   of touching memory) and writes each output element from one thread
+//!   checks report [`ErrorKind::Bounds`] instead of touching memory: on the
+//!   CPU from the launch itself, on CUDA from a later launch of the same
+//!   thread, a synchronization or a host read, whichever comes first) and writes each output element from one thread
 //!   (`DisjointSlice`, tile partitions). A kernel that is not safe in that
 //!   sense, an `unsafe fn` kernel or one that runs an `unsafe { }` block (see
 //!   [`Kernel::is_unsafe`]), is refused by [`Kernel::launch`] and
@@ -60,6 +61,9 @@
 pub mod build;
 mod chain;
 pub use chain::Chain;
+mod event;
+pub use event::Event;
+mod tensor_ops;
 pub mod kernel_macro;
 
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -433,6 +437,18 @@ impl Device {
     pub fn default_stream(self) -> Result<Stream> {
         let mut s = ptr::null_mut();
         check(unsafe { ffi::ox_device_stream(self.0, &mut s) })?;
+        Ok(Stream {
+            raw: s,
+            owned: false,
+        })
+    }
+
+    /// The calling thread's per-thread default stream (CUDA's
+    /// `CU_STREAM_PER_THREAD`; on the CPU the default stream), borrowed:
+    /// dropping it does nothing.
+    pub fn per_thread_stream(self) -> Result<Stream> {
+        let mut s = ptr::null_mut();
+        check(unsafe { ffi::ox_device_per_thread_stream(self.0, &mut s) })?;
         Ok(Stream {
             raw: s,
             owned: false,
@@ -1242,7 +1258,11 @@ impl Kernel<'_> {
                 args.as_ptr() as *const ffi::ox_arg,
                 args.len() as i32,
             )
-        })
+        })?;
+        // an out-of-bounds access is reported here: this launch's on the CPU (it
+        // has run), on CUDA an earlier one's of this thread that its kernel has
+        // recorded by now (without waiting), as Python does
+        check(unsafe { ffi::ox_launch_errors() })
     }
 
     /// Checks a launch like [`Kernel::launch_on`] would, without running it.
