@@ -689,15 +689,19 @@ public:
   // An empty kernel (to assign one to later); launching it fails.
   Kernel() = default;
   explicit operator bool() const { return h_ != nullptr; }
-  // Queues a launch; argument, contract and limit errors fail at once, an
-  // out-of-bounds access at the next Stream::synchronize(). A tensor the
-  // kernel writes may not be passed as a const Tensor.
+  // Queues a launch; argument, contract and limit errors fail at once. An
+  // out-of-bounds access is reported once: on the CPU by the launch itself
+  // (its kernel has run), on CUDA by a later launch of the same thread
+  // (ox_launch_errors, which does not wait), Stream::synchronize() or a host
+  // read, whichever comes first. A tensor the kernel writes may not be passed
+  // as a const Tensor.
   template <class... Args> void launch(const LaunchConfig &cfg, Args &&...args) const {
     ox_kernel k = live();
     ox_arg a[sizeof...(Args) + 1] = {detail::arg(args)...};
     check_const({detail::const_tensor<Args>()...});
     ox_launch_config c = cfg.c();
     detail::check(ox_launch(k, detail::stream_of(cfg.stream), &c, a, static_cast<int>(sizeof...(Args))));
+    detail::check(ox_launch_errors());
   }
   // Checks a launch without running it.
   template <class... Args> void check(const LaunchConfig &cfg, Args &&...args) const {
