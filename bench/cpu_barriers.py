@@ -7,8 +7,6 @@ median of 5 launches after a warm-up, 2^20 f32 elements in blocks of 256.
 
 With paths to several liboxide.so builds, each is timed in a subprocess of
 its own (OXIDE_LIBRARY), the rows side by side: a before/after comparison."""
-import os
-import subprocess
 import sys
 import time
 
@@ -72,18 +70,11 @@ def measure():
 
 
 def main():
-    libs = sys.argv[1:]
-    if not libs:
+    if len(sys.argv) > 1:
+        from libs import side_by_side  # bench/libs.py, beside this script
+        side_by_side(__file__, sys.argv[1:], "ns an element", ' ')
+    else:
         measure()
-        return
-    cols = []
-    for lib in libs:
-        env = dict(os.environ, OXIDE_LIBRARY=lib)
-        r = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True, check=True)
-        cols.append(dict(line.rsplit(" ", 1) for line in r.stdout.strip().splitlines()))
-    print(f"{'ns an element':<12} " + " ".join(f"{os.path.basename(os.path.dirname(l)):>14}" for l in libs))
-    for k in cols[0]:
-        print(f"{k:<12} " + " ".join(f"{float(c[k]):14.2f}" for c in cols))
 
 
 if __name__ == "__main__":

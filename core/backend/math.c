@@ -60,15 +60,19 @@ static LLVMValueRef fma64(cg_t *C, LLVMValueRef a, LLVMValueRef b, LLVMValueRef 
   return oxl_cg_call(C, "llvm.fma.f64", LLVMTypeOf(a), x, 3);
 }
 
-/* p * 2^kf for an integer-valued kf in [-1100, 1100]: two factors 2^h and
- * 2^(k - h), h = k / 2, each a normal double, so that results that overflow
- * or go subnormal come out right (inf, or gradually to 0). */
-static LLVMValueRef scale64(cg_t *C, LLVMValueRef p, LLVMValueRef kf) {
-  LLVMValueRef i = LLVMBuildFPToSI(C->b, kf, i64t(C), "");
-  LLVMValueRef h = LLVMBuildAShr(C->b, i, i64c(C, 1), ""), j = LLVMBuildSub(C->b, i, h, "");
-  LLVMTypeRef f64 = LLVMTypeOf(p);
-  LLVMValueRef s1 = LLVMBuildBitCast(C->b, LLVMBuildShl(C->b, LLVMBuildAdd(C->b, h, i64c(C, 1023), ""), i64c(C, 52), ""), f64, "");
-  LLVMValueRef s2 = LLVMBuildBitCast(C->b, LLVMBuildShl(C->b, LLVMBuildAdd(C->b, j, i64c(C, 1023), ""), i64c(C, 52), ""), f64, "");
+/* p * 2^kf for an integer-valued kf (f64: in [-1100, 1100]; f32: [-152,
+ * 130]): two factors 2^h and 2^(k - h), h = k / 2, each a normal number, so
+ * that results that overflow or go subnormal come out right (inf, or
+ * gradually to 0). The factors are made by bits: exponent bias, mantissa bits. */
+static LLVMValueRef scale(cg_t *C, LLVMValueRef p, LLVMValueRef kf) {
+  LLVMTypeRef ft = LLVMTypeOf(p);
+  bool dbl = LLVMGetTypeKind(ft) == LLVMDoubleTypeKind;
+  LLVMTypeRef it = dbl ? LLVMInt64TypeInContext(C->ctx) : LLVMInt32TypeInContext(C->ctx);
+  LLVMValueRef bias = LLVMConstInt(it, dbl ? 1023 : 127, 0), bits = LLVMConstInt(it, dbl ? 52 : 23, 0);
+  LLVMValueRef i = LLVMBuildFPToSI(C->b, kf, it, "");
+  LLVMValueRef h = LLVMBuildAShr(C->b, i, LLVMConstInt(it, 1, 0), ""), j = LLVMBuildSub(C->b, i, h, "");
+  LLVMValueRef s1 = LLVMBuildBitCast(C->b, LLVMBuildShl(C->b, LLVMBuildAdd(C->b, h, bias, ""), bits, ""), ft, "");
+  LLVMValueRef s2 = LLVMBuildBitCast(C->b, LLVMBuildShl(C->b, LLVMBuildAdd(C->b, j, bias, ""), bits, ""), ft, "");
   return mul(C, mul(C, p, s1), s2);
 }
 
@@ -92,7 +96,7 @@ static LLVMValueRef exp64(cg_t *C, LLVMValueRef x) {
   LLVMValueRef kf = oxl_intrinsic1(C, "rint", mul(C, xc, k(C, OX_F64, LOG2E)));
   LLVMValueRef nk = LLVMBuildFNeg(C->b, kf, "");
   LLVMValueRef r = fma64(C, nk, k(C, OX_F64, ln2_lo), fma64(C, nk, k(C, OX_F64, ln2_hi), xc));
-  return nan_passes(C, x, scale64(C, exp_small64(C, r), kf));
+  return nan_passes(C, x, scale(C, exp_small64(C, r), kf));
 }
 
 /* 2^x = 2^k e^(f ln 2), k = rint(x), f = x - k (exact). */
@@ -100,7 +104,7 @@ static LLVMValueRef exp2_64(cg_t *C, LLVMValueRef x) {
   LLVMValueRef xc = oxl_intrinsic2(C, "minnum", oxl_intrinsic2(C, "maxnum", x, k(C, OX_F64, -1100.0)), k(C, OX_F64, 1100.0));
   LLVMValueRef kf = oxl_intrinsic1(C, "rint", xc);
   LLVMValueRef f = LLVMBuildFSub(C->b, xc, kf, "");
-  return nan_passes(C, x, scale64(C, exp_small64(C, mul(C, f, k(C, OX_F64, LN2))), kf));
+  return nan_passes(C, x, scale(C, exp_small64(C, mul(C, f, k(C, OX_F64, LN2))), kf));
 }
 
 /* ln x = e ln 2 + ln m for x = m 2^e, m in [sqrt(1/2), sqrt(2)); ln m =
@@ -144,16 +148,6 @@ static const float ln2_hi32 = 0.693145751953125f, ln2_lo32 = 1.428606765330187e-
 static LLVMTypeRef i32t(cg_t *C) { return LLVMInt32TypeInContext(C->ctx); }
 static LLVMValueRef i32c(cg_t *C, int32_t v) { return LLVMConstInt(i32t(C), (unsigned long long)(int64_t)v, 1); }
 
-/* p * 2^kf for an integer-valued kf in [-152, 130], as scale64 */
-static LLVMValueRef scale32(cg_t *C, LLVMValueRef p, LLVMValueRef kf) {
-  LLVMValueRef i = LLVMBuildFPToSI(C->b, kf, i32t(C), "");
-  LLVMValueRef h = LLVMBuildAShr(C->b, i, i32c(C, 1), ""), j = LLVMBuildSub(C->b, i, h, "");
-  LLVMTypeRef f32 = LLVMTypeOf(p);
-  LLVMValueRef s1 = LLVMBuildBitCast(C->b, LLVMBuildShl(C->b, LLVMBuildAdd(C->b, h, i32c(C, 127), ""), i32c(C, 23), ""), f32, "");
-  LLVMValueRef s2 = LLVMBuildBitCast(C->b, LLVMBuildShl(C->b, LLVMBuildAdd(C->b, j, i32c(C, 127), ""), i32c(C, 23), ""), f32, "");
-  return mul(C, mul(C, p, s1), s2);
-}
-
 /* e^(u c) for |u c| <= ln(2) / 2: the Taylor series of e^x to x^7 / 7!, in u
  * with the powers of c folded into the coefficients (c = 1 or ln 2) */
 static LLVMValueRef exp_small32(cg_t *C, LLVMValueRef u, double c) {
@@ -170,14 +164,14 @@ static LLVMValueRef exp32(cg_t *C, LLVMValueRef x) {
   LLVMValueRef kf = oxl_intrinsic1(C, "rint", mul(C, xc, k(C, OX_F32, LOG2E)));
   LLVMValueRef nk = LLVMBuildFNeg(C->b, kf, "");
   LLVMValueRef r = muladd(C, nk, k(C, OX_F32, ln2_lo32), muladd(C, nk, k(C, OX_F32, ln2_hi32), xc));
-  return nan_passes(C, x, scale32(C, exp_small32(C, r, 1.0), kf));
+  return nan_passes(C, x, scale(C, exp_small32(C, r, 1.0), kf));
 }
 
 /* 2^x = 2^k e^(f ln 2), k = rint(x), f = x - k (exact) */
 static LLVMValueRef exp2_32(cg_t *C, LLVMValueRef x) {
   LLVMValueRef xc = oxl_intrinsic2(C, "minnum", oxl_intrinsic2(C, "maxnum", x, k(C, OX_F32, -151.0)), k(C, OX_F32, 129.0));
   LLVMValueRef kf = oxl_intrinsic1(C, "rint", xc);
-  return nan_passes(C, x, scale32(C, exp_small32(C, LLVMBuildFSub(C->b, xc, kf, ""), LN2), kf));
+  return nan_passes(C, x, scale(C, exp_small32(C, LLVMBuildFSub(C->b, xc, kf, ""), LN2), kf));
 }
 
 /* x = m 2^e, m in [sqrt(1/2), sqrt(2)) (subnormals scaled by 2^23 first), and
