@@ -1,15 +1,19 @@
 """f32 exp, exp2, ln and log2 on the CPU are Oxide's own inline code (so that
 loops of them vectorize; core/backend/math.c): their accuracy against float64
 over the whole range, subnormal results and inputs included, and their special
-values."""
+values; and that a kernel with bounds checks, whose loop stays scalar, takes
+libm's logf instead."""
 import numpy as np
 import pytest
 
 import oxide
 
 FNS = ("exp", "exp2", "ln", "log2")
+# a launch contract proves the reads in bounds: without checks the inline code is
+# used for ln and log2 too (a kernel with checks takes libm's, math.c says why)
 SRC = "".join(f"""
 #[kernel]
+#[launch_contract(block = (256, 1, 1), requires = (x.len() >= y.len()))]
 fn k_{f}(x: &[f32], y: DisjointSlice<f32>) {{
     let i = thread::index_1d();
     if let Some(o) = y.get_mut(i) {{ *o = {f}(x[i]); }}
@@ -60,3 +64,13 @@ def test_special_values():
             want = REF[f](x.astype(np.float64)).astype(np.float32)
             got = run(m, f, x)
             assert ((got == want) | (np.isnan(got) & np.isnan(want))).all(), (f, got, want)
+
+
+def test_checked_kernels_take_libm_log():
+    """With bounds checks the thread loop cannot vectorize, and libm's logf is cheaper
+    there: the CPU code calls it (and still calls no expf)."""
+    checked = SRC.replace("#[launch_contract(block = (256, 1, 1), requires = (x.len() >= y.len()))]\n", "")
+    asm_checked = oxide.emit(checked, "asm", target="cpu")
+    asm_inline = oxide.emit(SRC, "asm", target="cpu")
+    assert "logf" in asm_checked and "expf" not in asm_checked
+    assert "logf" not in asm_inline and "expf" not in asm_inline
