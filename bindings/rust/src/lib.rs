@@ -1201,8 +1201,9 @@ impl Kernel<'_> {
     }
 
     /// Queues a launch on the device's default stream. Argument, contract and
-    /// limit errors return at once; an out-of-bounds access is reported by the
-    /// next synchronization of the stream. An unsafe kernel
+    /// limit errors return at once; an out-of-bounds access is reported once:
+    /// by this launch on the CPU, on CUDA by a later launch of this thread, a
+    /// synchronization or a host read. An unsafe kernel
     /// ([`Kernel::is_unsafe`]) is refused: see [`Kernel::launch_unchecked`].
     pub fn launch(&self, cfg: &LaunchConfig, args: &[Arg<'_>]) -> Result<()> {
         self.launch_on(None, cfg, args)
