@@ -1031,8 +1031,25 @@ impl LaunchConfig {
     }
 
     /// A 1-D launch with enough blocks of `block` threads for `n` threads.
+    ///
+    /// # Panics
+    ///
+    /// If `block` is 0, or if `n` needs more than 2^31 - 1 blocks (a grid's
+    /// most along x on CUDA), which a `u32` grid size would silently cut
+    /// short: such sizes need a grid-stride loop in the kernel.
+    ///
+    /// ```should_panic
+    /// oxide::LaunchConfig::for_elements(1 << 40, 256); // 2^32 blocks
+    /// ```
     pub fn for_elements(n: usize, block: u32) -> LaunchConfig {
-        LaunchConfig::linear(n.div_ceil(block as usize) as u32, block)
+        assert!(block > 0, "LaunchConfig::for_elements: a block of 0 threads");
+        let blocks = n.div_ceil(block as usize);
+        assert!(
+            blocks <= i32::MAX as usize,
+            "LaunchConfig::for_elements: {n} elements need {blocks} blocks of {block} threads, more than \
+             a grid holds along x (2^31 - 1); loop over the elements in the kernel (a grid-stride loop)"
+        );
+        LaunchConfig::linear(blocks as u32, block)
     }
 
     fn raw(&self) -> ffi::ox_launch_config {
