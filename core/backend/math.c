@@ -53,8 +53,6 @@ static LLVMValueRef poly(cg_t *C, oxi_type t, LLVMValueRef u, const double *c, i
  * exact for the k of any f64 (Cody and Waite) */
 static const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
 
-static LLVMTypeRef i64t(cg_t *C) { return LLVMInt64TypeInContext(C->ctx); }
-static LLVMValueRef i64c(cg_t *C, int64_t v) { return LLVMConstInt(i64t(C), (unsigned long long)v, 1); }
 static LLVMValueRef fma64(cg_t *C, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
   LLVMValueRef x[3] = {a, b, c};
   return oxl_cg_call(C, "llvm.fma.f64", LLVMTypeOf(a), x, 3);
@@ -107,35 +105,52 @@ static LLVMValueRef exp2_64(cg_t *C, LLVMValueRef x) {
   return nan_passes(C, x, scale(C, exp_small64(C, mul(C, f, k(C, OX_F64, LN2))), kf));
 }
 
+/* log's special values: +inf for +inf, -inf for 0, NaN for negatives and NaN */
+static LLVMValueRef log_special(cg_t *C, oxi_type t, LLVMValueRef x, LLVMValueRef r) {
+  LLVMValueRef inf = k(C, t, __builtin_inf());
+  r = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOEQ, x, inf, ""), inf, r, "");
+  r = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOEQ, x, k(C, t, 0.0), ""), LLVMBuildFNeg(C->b, inf, ""), r, "");
+  r = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOLT, x, k(C, t, 0.0), ""), k(C, t, __builtin_nan("")), r, "");
+  return nan_passes(C, x, r);
+}
+
+/* x = m 2^e with m in [sqrt(1/2), sqrt(2)), from x's bits (subnormals scaled
+ * into the normals first, by 2^54 for f64 and 2^23 for f32): returns m, and e
+ * as a float of x's type. Positive finite x only; the callers handle the rest. */
+static LLVMValueRef split_log(cg_t *C, LLVMValueRef x, LLVMValueRef *ef) {
+  LLVMTypeRef ft = LLVMTypeOf(x);
+  bool dbl = LLVMGetTypeKind(ft) == LLVMDoubleTypeKind;
+  oxi_type t = dbl ? OX_F64 : OX_F32;
+  LLVMTypeRef it = dbl ? LLVMInt64TypeInContext(C->ctx) : LLVMInt32TypeInContext(C->ctx);
+  int mbits = dbl ? 52 : 23, bias = dbl ? 1023 : 127, pre = dbl ? 54 : 23;
+  unsigned long long emask = dbl ? 0x7ff : 0xff, mmask = (1ULL << mbits) - 1, one = (unsigned long long)bias << mbits;
+  LLVMValueRef tiny = LLVMBuildFCmp(C->b, LLVMRealOLT, x, k(C, t, dbl ? 2.2250738585072014e-308 : 1.1754943508222875e-38), "");
+  LLVMValueRef xs = LLVMBuildSelect(C->b, tiny, mul(C, x, k(C, t, (double)(1ULL << pre))), x, "");
+  LLVMValueRef bits = LLVMBuildBitCast(C->b, xs, it, "");
+  LLVMValueRef e = LLVMBuildSub(C->b, LLVMBuildAnd(C->b, LLVMBuildLShr(C->b, bits, LLVMConstInt(it, (unsigned)mbits, 0), ""),
+                                                   LLVMConstInt(it, emask, 0), ""),
+                                LLVMConstInt(it, (unsigned)bias, 0), "");
+  e = LLVMBuildSelect(C->b, tiny, LLVMBuildSub(C->b, e, LLVMConstInt(it, (unsigned)pre, 0), ""), e, "");
+  LLVMValueRef mb = LLVMBuildOr(C->b, LLVMBuildAnd(C->b, bits, LLVMConstInt(it, mmask, 0), ""), LLVMConstInt(it, one, 0), "");
+  LLVMValueRef m = LLVMBuildBitCast(C->b, mb, ft, "");
+  LLVMValueRef big = LLVMBuildFCmp(C->b, LLVMRealOGT, m, k(C, t, 1.4142135623730951), "");
+  m = LLVMBuildSelect(C->b, big, mul(C, m, k(C, t, 0.5)), m, "");
+  e = LLVMBuildSelect(C->b, big, LLVMBuildAdd(C->b, e, LLVMConstInt(it, 1, 0), ""), e, "");
+  *ef = LLVMBuildSIToFP(C->b, e, ft, "");
+  return m;
+}
+
 /* ln x = e ln 2 + ln m for x = m 2^e, m in [sqrt(1/2), sqrt(2)); ln m =
  * 2 atanh(s) = 2 (s + s^3/3 + ... + s^23/23), s = (m - 1) / (m + 1), |s| <=
  * 0.172. Subnormals are scaled by 2^54 first; 0 gives -inf, negatives NaN. */
 static LLVMValueRef log64(cg_t *C, LLVMValueRef x) {
-  LLVMTypeRef f64 = LLVMTypeOf(x);
-  LLVMValueRef tiny = LLVMBuildFCmp(C->b, LLVMRealOLT, x, k(C, OX_F64, 2.2250738585072014e-308), "");
-  LLVMValueRef xs = LLVMBuildSelect(C->b, tiny, mul(C, x, k(C, OX_F64, 18014398509481984.0)), x, ""); /* 2^54 */
-  LLVMValueRef bits = LLVMBuildBitCast(C->b, xs, i64t(C), "");
-  LLVMValueRef e = LLVMBuildSub(C->b, LLVMBuildAnd(C->b, LLVMBuildLShr(C->b, bits, i64c(C, 52), ""), i64c(C, 0x7ff), ""),
-                                i64c(C, 1023), "");
-  e = LLVMBuildSelect(C->b, tiny, LLVMBuildSub(C->b, e, i64c(C, 54), ""), e, "");
-  LLVMValueRef mb = LLVMBuildOr(C->b, LLVMBuildAnd(C->b, bits, i64c(C, 0x000fffffffffffffLL), ""),
-                                i64c(C, 0x3ff0000000000000LL), "");
-  LLVMValueRef m = LLVMBuildBitCast(C->b, mb, f64, "");
-  LLVMValueRef big = LLVMBuildFCmp(C->b, LLVMRealOGT, m, k(C, OX_F64, 1.4142135623730951), "");
-  m = LLVMBuildSelect(C->b, big, mul(C, m, k(C, OX_F64, 0.5)), m, "");
-  e = LLVMBuildSelect(C->b, big, LLVMBuildAdd(C->b, e, i64c(C, 1), ""), e, "");
+  LLVMValueRef ef, m = split_log(C, x, &ef);
   LLVMValueRef s = LLVMBuildFDiv(C->b, LLVMBuildFSub(C->b, m, k(C, OX_F64, 1.0), ""), add(C, m, k(C, OX_F64, 1.0)), "");
   double c[12];
   for (int i = 0; i < 12; i++)
     c[i] = 1.0 / (2 * i + 1);
   LLVMValueRef lm = mul(C, mul(C, k(C, OX_F64, 2.0), s), poly(C, OX_F64, mul(C, s, s), c, 12));
-  LLVMValueRef ef = LLVMBuildSIToFP(C->b, e, f64, "");
-  LLVMValueRef r = fma64(C, ef, k(C, OX_F64, ln2_hi), fma64(C, ef, k(C, OX_F64, ln2_lo), lm));
-  LLVMValueRef inf = k(C, OX_F64, __builtin_inf());
-  r = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOEQ, x, inf, ""), inf, r, "");
-  r = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOEQ, x, k(C, OX_F64, 0.0), ""), LLVMBuildFNeg(C->b, inf, ""), r, "");
-  r = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOLT, x, k(C, OX_F64, 0.0), ""), k(C, OX_F64, __builtin_nan("")), r, "");
-  return nan_passes(C, x, r);
+  return log_special(C, OX_F64, x, fma64(C, ef, k(C, OX_F64, ln2_hi), fma64(C, ef, k(C, OX_F64, ln2_lo), lm)));
 }
 
 /* ---- f32 exp, exp2, log and log2 on the CPU: the same reductions in f32,
@@ -145,8 +160,6 @@ static LLVMValueRef log64(cg_t *C, LLVMValueRef x) {
 
 static const float ln2_hi32 = 0.693145751953125f, ln2_lo32 = 1.428606765330187e-06f; /* hi: 16 bits */
 
-static LLVMTypeRef i32t(cg_t *C) { return LLVMInt32TypeInContext(C->ctx); }
-static LLVMValueRef i32c(cg_t *C, int32_t v) { return LLVMConstInt(i32t(C), (unsigned long long)(int64_t)v, 1); }
 
 /* e^(u c) for |u c| <= ln(2) / 2: the Taylor series of e^x to x^7 / 7!, in u
  * with the powers of c folded into the coefficients (c = 1 or ln 2) */
@@ -174,44 +187,23 @@ static LLVMValueRef exp2_32(cg_t *C, LLVMValueRef x) {
   return nan_passes(C, x, scale(C, exp_small32(C, LLVMBuildFSub(C->b, xc, kf, ""), LN2), kf));
 }
 
-/* x = m 2^e, m in [sqrt(1/2), sqrt(2)) (subnormals scaled by 2^23 first), and
- * ln m = ln(1 + f) = f - f^2/2 + f^3 P(f), f = m - 1 (exact, the leading term), P
+/* x = m 2^e (split_log), and ln m = ln(1 + f) = f - f^2/2 + f^3 P(f), f = m - 1 (exact, the leading term), P
  * fitted for Oxide by weighted least squares on [sqrt(1/2) - 1, sqrt(2) - 1]
  * (relative error 7e-9): no division, so a scalar loop is fast too. Gives e; 0,
  * negatives, inf and NaN are the caller's. */
 static LLVMValueRef log_parts32(cg_t *C, LLVMValueRef x, LLVMValueRef *ef) {
-  LLVMTypeRef f32 = LLVMTypeOf(x);
-  LLVMValueRef tiny = LLVMBuildFCmp(C->b, LLVMRealOLT, x, k(C, OX_F32, 1.1754943508222875e-38), "");
-  LLVMValueRef xs = LLVMBuildSelect(C->b, tiny, mul(C, x, k(C, OX_F32, 8388608.0)), x, ""); /* 2^23 */
-  LLVMValueRef bits = LLVMBuildBitCast(C->b, xs, i32t(C), "");
-  LLVMValueRef e = LLVMBuildSub(C->b, LLVMBuildAnd(C->b, LLVMBuildLShr(C->b, bits, i32c(C, 23), ""), i32c(C, 0xff), ""),
-                                i32c(C, 127), "");
-  e = LLVMBuildSelect(C->b, tiny, LLVMBuildSub(C->b, e, i32c(C, 23), ""), e, "");
-  LLVMValueRef mb = LLVMBuildOr(C->b, LLVMBuildAnd(C->b, bits, i32c(C, 0x007fffff), ""), i32c(C, 0x3f800000), "");
-  LLVMValueRef m = LLVMBuildBitCast(C->b, mb, f32, "");
-  LLVMValueRef big = LLVMBuildFCmp(C->b, LLVMRealOGT, m, k(C, OX_F32, 1.4142135623730951), "");
-  m = LLVMBuildSelect(C->b, big, mul(C, m, k(C, OX_F32, 0.5)), m, "");
-  e = LLVMBuildSelect(C->b, big, LLVMBuildAdd(C->b, e, i32c(C, 1), ""), e, "");
+  LLVMValueRef m = split_log(C, x, ef);
   LLVMValueRef f = LLVMBuildFSub(C->b, m, k(C, OX_F32, 1.0), "");
   static const double c[8] = {0.33333354047279135,  -0.25000851943542957, 0.1999982657295808,
                               -0.16621369910242287, 0.14227114035855115,  -0.13202104208883586,
                               0.12620327488971073,  -0.0736286787148653};
-  *ef = LLVMBuildSIToFP(C->b, e, f32, "");
   return muladd(C, mul(C, f, f), muladd(C, f, poly(C, OX_F32, f, c, 8), k(C, OX_F32, -0.5)), f);
 }
 
-/* log's special values: +inf for +inf, -inf for 0, NaN for negatives and NaN */
-static LLVMValueRef log_special32(cg_t *C, LLVMValueRef x, LLVMValueRef r) {
-  LLVMValueRef inf = k(C, OX_F32, __builtin_inf());
-  r = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOEQ, x, inf, ""), inf, r, "");
-  r = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOEQ, x, k(C, OX_F32, 0.0), ""), LLVMBuildFNeg(C->b, inf, ""), r, "");
-  r = LLVMBuildSelect(C->b, LLVMBuildFCmp(C->b, LLVMRealOLT, x, k(C, OX_F32, 0.0), ""), k(C, OX_F32, __builtin_nan("")), r, "");
-  return nan_passes(C, x, r);
-}
 
 static LLVMValueRef log32(cg_t *C, LLVMValueRef x) {
   LLVMValueRef ef, lm = log_parts32(C, x, &ef);
-  return log_special32(C, x, muladd(C, ef, k(C, OX_F32, ln2_hi32), muladd(C, ef, k(C, OX_F32, ln2_lo32), lm)));
+  return log_special(C, OX_F32, x, muladd(C, ef, k(C, OX_F32, ln2_hi32), muladd(C, ef, k(C, OX_F32, ln2_lo32), lm)));
 }
 
 /* log2 x = e + ln m log2 e, the constant in two parts */
@@ -219,7 +211,7 @@ static LLVMValueRef log2_32(cg_t *C, LLVMValueRef x) {
   LLVMValueRef ef, lm = log_parts32(C, x, &ef);
   const float hi = 1.44269502162933349609375f; /* log2 e rounded to f32 */
   LLVMValueRef l2 = muladd(C, lm, k(C, OX_F32, hi), mul(C, lm, k(C, OX_F32, LOG2E - hi)));
-  return log_special32(C, x, add(C, l2, ef));
+  return log_special(C, OX_F32, x, add(C, l2, ef));
 }
 
 static bool cpu_f32(cg_t *C, oxi_type t) { return C->opt->target == OXL_CPU && t == OX_F32; }
