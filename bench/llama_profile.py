@@ -7,7 +7,7 @@ sees every kernel of the process, Oxide's included), at one configuration.
 
 --graph also times the step as one CUDA graph (Llama.decode_chain, captured),
 replayed back to back: what a token costs when the host only replays
-(OXIDE_PDL=1 in the environment lets launches overlap the kernel before them, to compare).
+(launches overlap the kernel before them unless OXIDE_PDL=0 is in the environment, to compare).
 
 Random bf16 weights (no checkpoint here); needs torch, not transformers."""
 import argparse
@@ -101,9 +101,9 @@ def step_graph(model, nid, a):
         st.synchronize()
         samples.append((time.perf_counter() - t0) / 12)
     us = sorted(samples)[3] * 1e6
-    pdl = os.environ.get("OXIDE_PDL") == "1"
+    pdl = os.environ.get("OXIDE_PDL") != "0"
     print(f"graph replay: {us:.1f} us a step, {1e6 / us * a.batch:.0f} tok/s "
-          f"(launch overlap {'on (OXIDE_PDL=1)' if pdl else 'off'})")
+          f"(launch overlap {'on' if pdl else 'off (OXIDE_PDL=0)'})")
 
 
 if __name__ == "__main__":

@@ -541,6 +541,38 @@ static void look_int8(const char *name, int sm, const char *ptx) {
   CHECK(strstr(ptx, "cvt.rn.f16") == NULL && strstr(ptx, "f32.f16.f16") == NULL, "%s: widened to f16", name);
 }
 
+/* The Llama kernels on sm_90: each waits for the grid before it (griddepcontrol.wait) before
+ * its first global memory access, and those that prefetch their first weight or cache
+ * tiles (linear_part, decode_attention) do so before the wait (target_cuda.c: the wait
+ * follows the prefetches), so that with launch overlap they stream while the kernel before
+ * finishes. Positions in the text: each kernel's blocks are laid out in order here. */
+static int llama_prefetchers;
+static void look_llama(const char *name, int sm, const char *ptx) {
+  static const char *const touch[] = {"ld.global", "st.global", "atom.global", "red.global", "cp.async.bulk.tensor",
+                                      "cp.async.cg"};
+  for (const char *at = strstr(ptx, ".entry "); at;) {
+    const char *next = strstr(at + 1, ".entry ");
+    size_t len = next ? (size_t)(next - at) : strlen(at);
+    char *fn = strndup(at, len);
+    CHECK(fn != NULL, "strndup");
+    if (!fn)
+      return;
+    const char *body = strchr(fn, '{'), *wait = body ? strstr(body, "griddepcontrol.wait") : NULL;
+    const char *pf = body ? strstr(body, "prefetch.global.L2") : NULL;
+    CHECK(wait != NULL, "%s sm_%d: no griddepcontrol.wait in %.40s", name, sm, fn);
+    for (size_t i = 0; wait && i < sizeof touch / sizeof *touch; i++) {
+      const char *first = strstr(body, touch[i]);
+      CHECK(!first || first > wait, "%s sm_%d: %s before griddepcontrol.wait in %.40s", name, sm, touch[i], fn);
+    }
+    if (!strncmp(fn, ".entry linear_part(", 19) || !strncmp(fn, ".entry decode_attention(", 24)) {
+      llama_prefetchers++;
+      CHECK(pf && wait && pf < wait, "%s sm_%d: %.40s does not prefetch before its wait", name, sm, fn);
+    }
+    free(fn);
+    at = next;
+  }
+}
+
 int main(void) {
   const char *src_dir = getenv("OXIDE_SOURCE_DIR");
   char ptxas[4096] = "ptxas";
@@ -657,8 +689,9 @@ int main(void) {
     for (int dh = 64; text && dh <= 128; dh *= 2)
       for (int contiguous = 0; contiguous < 2; contiguous++) {
         ox_generic_value llama[] = {{"T", OX_BF16}, {"G", 64}, {"BN", 64}, {"D", dh}, {"BM", 64}, {"BK", 64}};
-        check_ptx_with(ptxas, "llama.oxk", text, contiguous, NULL, llama, 6);
+        check_ptx_with(ptxas, "llama.oxk", text, contiguous, look_llama, llama, 6);
       }
+    CHECK(!text || llama_prefetchers == 8, "llama.oxk: %d prefetching kernels checked, not 8", llama_prefetchers);
     hopper_only = 0;
     free(text);
   }

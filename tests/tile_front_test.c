@@ -148,6 +148,10 @@ static const good goods[] = {
         "v2: u64 = t.id %z.0", "v3: f32[128] = t.load %y v2", "v4: f32[128] = bin.add v1, v3",
         "t.store %z v4", "ret"}},
     {"add, placeholder generics", add_src, {0}, {"f32[16] = t.load %x", "t.store %z"}},
+    {"prefetch: a hint of the partition's tile shape, no value", T(
+        "let p = x.partition([B]);\n"
+        "p.prefetch([tile_id(0) + 1]);\n"
+        "z.store(p.load([tile_id(0)]));"), {64}, {"t.prefetch %x", "t.load %x", "t.store %z"}},
     {"saxpy", saxpy_src, {256}, {
         "v0: f32 = param %a", "v1: u64 = t.id %y.0", "v2: f32[256] = t.load %x v1",
         "v3: f32[256] = t.splat v0", "v4: f32[256] = bin.mul v3, v2", "v5: u64 = t.id %y.0",
@@ -527,8 +531,16 @@ static const bad bads[] = {
       "7:28 error: the padding value must be a constant of the tensor's dtype f32: a literal, "
       "f32::INFINITY, f32::NEG_INFINITY, f32::MAX or f32::MIN",
       "8:28 error: the padding value must be a constant of the tensor's dtype f32",
-      "9:10 error: a partition has methods load([..]), load_padded([..], value) and num_tiles(axis), not 'store'",
+      "9:10 error: a partition has methods load([..]), load_padded([..], value), prefetch([..]) and num_tiles(axis), not 'store'",
       "10:9 error: 'p' cannot be copied into another variable"}},
+    {"prefetch's index rank", T("let p = x.partition([B]);\np.prefetch([0, 0]);"), 1,
+     {"4:12 error: the partition has rank 1, but prefetch gives 2 indexes"}},
+    {"prefetch's index as an array", T("let p = x.partition([B]);\np.prefetch(0);"), 1,
+     {"4:12 error: prefetch takes the tile's index as an array, one usize per dim: '.prefetch([i])'"}},
+    {"prefetch's index type", T("x.partition([B]).prefetch([n]);"), 1,
+     {"3:28 error: a tile index must be usize, found u32; convert it with 'as usize'"}},
+    {"prefetch has no value", T("let p = x.partition([B]);\nz.store(p.prefetch([0]));"), 1,
+     {"4:10 error: 'z.store' takes a tile (or a scalar for every element), found ()"}},
     {"tile sizes as expressions of generics", T(
         "let a = full([B / 2, B * 4], 1.0f32);\n"
         "let b = x.partition([B + 1]);\n"

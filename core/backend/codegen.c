@@ -971,6 +971,19 @@ static void emit_instr(cg_t *C, const oxi_instr *in) {
     oxl_cg_call(C, "llvm.nvvm.cp.async.cg.shared.global.16.s", voidt(C), args, 3);
     break;
   }
+  case OXI_PREFETCH: {
+    assert(C->opt->target == OXL_CUDA && "the tile lowering gives prefetches to the CUDA target only");
+    LLVMValueRef ptr = elem_ptr(C, in->mem, val(C, in->ops[0]));
+    /* the global window's address where the pointer is global, else a generic one */
+    bool global = LLVMGetPointerAddressSpace(LLVMTypeOf(ptr)) == 1;
+    const char *text = global ? "prefetch.global.L2 [$0];" : "prefetch.L2 [$0];";
+    LLVMValueRef a = LLVMBuildPtrToInt(C->b, ptr, i64t(C), "");
+    LLVMTypeRef at = i64t(C);
+    LLVMTypeRef fty = LLVMFunctionType(voidt(C), &at, 1, 0);
+    LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), "l", 1, 1, 0, LLVMInlineAsmDialectATT, 0);
+    LLVMBuildCall2(C->b, fty, asmv, &a, 1, "");
+    break;
+  }
   case OXI_CP_COMMIT: oxl_cg_call(C, "llvm.nvvm.cp.async.commit.group", voidt(C), NULL, 0); break;
   case OXI_CP_WAIT: {
     LLVMValueRef n = ci32(C, in->imm);

@@ -2,6 +2,7 @@
  * barriers and warp intrinsics, shared memory in address space 3, the
  * kernel entry with its hidden error-record and tag parameters, and, after
  * optimization, the shape ptxas needs to keep wgmma groups in flight. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,6 +254,176 @@ static void split_wait(cg_t *C, LLVMBasicBlockRef bb, LLVMValueRef w) {
   free(args);
 }
 
+/* ---- the grid dependency wait after a kernel's prefetches */
+
+/* The text of inline-asm call `in`, or NULL (n: its length). */
+static const char *asm_text(LLVMValueRef in, size_t *n) {
+  if (!LLVMIsACallInst(in) || !LLVMIsAInlineAsm(LLVMGetCalledValue(in)))
+    return NULL;
+  return LLVMGetInlineAsmAsmString(LLVMGetCalledValue(in), n);
+}
+
+static bool starts(const char *s, size_t n, const char *prefix) {
+  size_t p = strlen(prefix);
+  return s && n >= p && !strncmp(s, prefix, p);
+}
+
+/* Whether instruction `in` may touch global memory (or leave the kernel) and
+ * so must follow griddepcontrol.wait: the memory the grid before writes is
+ * only visible after it. Shared, local and parameter memory, arithmetic,
+ * special registers, block barriers and L2 prefetches (hints, which read
+ * nothing into the kernel) need not. Unknown calls and asm count as touching. */
+static bool touches_global(LLVMValueRef in) {
+  LLVMOpcode op = LLVMGetInstructionOpcode(in);
+  if (op == LLVMLoad || op == LLVMStore || op == LLVMAtomicRMW || op == LLVMAtomicCmpXchg) {
+    LLVMValueRef ptr = LLVMGetOperand(in, op == LLVMStore ? 1 : 0);
+    unsigned as = LLVMGetPointerAddressSpace(LLVMTypeOf(ptr));
+    return as != 3 && as != 4 && as != 5 && as != 101;
+  }
+  if (op == LLVMRet || op == LLVMFence)
+    return true;
+  if (op != LLVMCall)
+    return false;
+  size_t n;
+  const char *text = asm_text(in, &n);
+  if (text)
+    return !starts(text, n, "prefetch.") && !starts(text, n, "griddepcontrol.") && !starts(text, n, "mbarrier.init") &&
+           !starts(text, n, "fence.mbarrier_init") && !starts(text, n, "setmaxnreg");
+  LLVMValueRef f = LLVMGetCalledValue(in);
+  size_t fl = 0;
+  const char *name = LLVMIsAFunction(f) ? LLVMGetValueName2(f, &fl) : NULL;
+  static const char *const pure[] = {"llvm.nvvm.read.ptx.sreg.", "llvm.nvvm.barrier", "llvm.assume", "llvm.fma",
+                                     "llvm.umin", "llvm.umax", "llvm.smin", "llvm.smax", "llvm.ctlz", "llvm.cttz",
+                                     "llvm.abs", "llvm.nvvm.mul.hi", "llvm.lifetime."};
+  for (size_t i = 0; name && i < sizeof pure / sizeof *pure; i++)
+    if (starts(name, fl, pure[i]))
+      return false;
+  return true;
+}
+
+static int block_index(LLVMBasicBlockRef *bbs, int n, LLVMBasicBlockRef b) {
+  for (int i = 0; i < n; i++)
+    if (bbs[i] == b)
+      return i;
+  return -1;
+}
+
+/* Moves kernel fn's griddepcontrol.wait (at its entry, oxl_cg_kernel_cuda)
+ * down past its L2 prefetches, when it has any: to the deepest block that
+ * dominates every instruction touching global memory and every return, out
+ * of any loop, before the first such instruction there. With programmatic
+ * dependent launch the prefetches of weights (which the kernel before does
+ * not write) then run while that kernel finishes. Every path out of the
+ * kernel still passes the wait. */
+static void place_grid_wait(cg_t *C, LLVMValueRef fn) {
+  LLVMBasicBlockRef entry = LLVMGetFirstBasicBlock(fn);
+  if (!entry)
+    return;
+  LLVMValueRef wait = NULL;
+  bool prefetches = false;
+  for (LLVMValueRef in = LLVMGetFirstInstruction(entry); in && !wait; in = LLVMGetNextInstruction(in)) {
+    size_t n;
+    const char *text = asm_text(in, &n);
+    if (starts(text, n, "griddepcontrol.wait"))
+      wait = in;
+  }
+  int nb = (int)LLVMCountBasicBlocks(fn);
+  LLVMBasicBlockRef *bbs = oxb_malloc(sizeof *bbs * (size_t)nb);
+  LLVMGetBasicBlocks(fn, bbs);
+  for (int i = 0; wait && i < nb && !prefetches; i++)
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bbs[i]); in && !prefetches; in = LLVMGetNextInstruction(in)) {
+      size_t n;
+      prefetches = starts(asm_text(in, &n), n, "prefetch.");
+    }
+  if (!prefetches) {
+    free(bbs);
+    return;
+  }
+  /* dominators: dom[b] a bit set over blocks, by iteration to the fixed point (in layout
+     order, which LLVM keeps close to a reverse postorder) */
+  int words = (nb + 63) / 64;
+  uint64_t *dom = oxb_malloc(sizeof *dom * (size_t)nb * (size_t)words), *t = oxb_malloc(sizeof *t * (size_t)words);
+  int **preds = oxb_malloc(sizeof *preds * (size_t)nb), *npred = oxb_malloc(sizeof *npred * (size_t)nb);
+  for (int i = 0; i < nb; i++) {
+    preds[i] = NULL;
+    npred[i] = 0;
+  }
+  for (int i = 0; i < nb; i++) {
+    LLVMValueRef term = LLVMGetBasicBlockTerminator(bbs[i]);
+    for (unsigned s = 0; term && s < LLVMGetNumSuccessors(term); s++) {
+      int j = block_index(bbs, nb, LLVMGetSuccessor(term, s));
+      preds[j] = realloc(preds[j], sizeof **preds * (size_t)(npred[j] + 1));
+      assert(preds[j]);
+      preds[j][npred[j]++] = i;
+    }
+  }
+  for (int i = 0; i < nb; i++)
+    for (int w = 0; w < words; w++)
+      dom[(size_t)i * words + w] = i ? ~(uint64_t)0 : 0;
+  dom[0] = 1;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int i = 1; i < nb; i++) {
+      for (int w = 0; w < words; w++)
+        t[w] = npred[i] ? ~(uint64_t)0 : 0;
+      for (int p = 0; p < npred[i]; p++)
+        for (int w = 0; w < words; w++)
+          t[w] &= dom[(size_t)preds[i][p] * words + w];
+      t[i / 64] |= (uint64_t)1 << (i % 64);
+      for (int w = 0; w < words; w++)
+        if (t[w] != dom[(size_t)i * words + w]) {
+          dom[(size_t)i * words + w] = t[w];
+          changed = true;
+        }
+    }
+  }
+  /* the blocks that dominate every touching block; the deepest of them has the most dominators */
+  for (int w = 0; w < words; w++)
+    t[w] = ~(uint64_t)0;
+  for (int i = 0; i < nb; i++) {
+    bool touching = false;
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bbs[i]); in && !touching; in = LLVMGetNextInstruction(in))
+      touching = in != wait && touches_global(in);
+    for (int w = 0; touching && w < words; w++)
+      t[w] &= dom[(size_t)i * words + w];
+  }
+  int best = 0, best_n = -1;
+  for (int i = 0; i < nb; i++) {
+    if (!(t[i / 64] >> (i % 64) & 1))
+      continue;
+    /* out of loops: a block that reaches itself is in one */
+    bool in_loop = false;
+    for (int j = 0; j < nb && !in_loop; j++)
+      for (int p = 0; p < npred[j] && !in_loop; p++) /* an edge p -> j back to a dominator of p */
+        in_loop = (dom[(size_t)preds[j][p] * words + j / 64] >> (j % 64) & 1) &&
+                  (dom[(size_t)preds[j][p] * words + i / 64] >> (i % 64) & 1) &&
+                  (dom[(size_t)i * words + j / 64] >> (j % 64) & 1);
+    int count = 0;
+    for (int w = 0; w < words; w++)
+      count += __builtin_popcountll(dom[(size_t)i * words + w]);
+    if (!in_loop && count > best_n) {
+      best = i;
+      best_n = count;
+    }
+  }
+  LLVMValueRef at = NULL;
+  for (LLVMValueRef in = LLVMGetFirstInstruction(bbs[best]); in && !at; in = LLVMGetNextInstruction(in))
+    if (in != wait && (touches_global(in) || in == LLVMGetBasicBlockTerminator(bbs[best])))
+      at = in;
+  if (at && at != LLVMGetNextInstruction(wait)) {
+    LLVMInstructionRemoveFromParent(wait);
+    LLVMPositionBuilderBefore(C->b, at);
+    LLVMInsertIntoBuilder(C->b, wait);
+  }
+  for (int i = 0; i < nb; i++)
+    free(preds[i]);
+  free(preds);
+  free(npred);
+  free(dom);
+  free(t);
+  free(bbs);
+}
+
 /* ptxas serializes every wgmma of a kernel (its info C7514: each HGMMA then
  * waits for the one before) when a wait that retires wgmma groups follows a
  * join of a path with groups pending and one without: a K loop's exit, which
@@ -260,6 +431,8 @@ static void split_wait(cg_t *C, LLVMBasicBlockRef bb, LLVMValueRef w) {
  * incoming edge its own copy of the wait keeps the groups of the loop's
  * path pending across its iterations (seen with ptxas -v and in the SASS). */
 void oxl_cuda_finish(cg_t *C) {
+  for (LLVMValueRef fn = LLVMGetFirstFunction(C->mod); fn; fn = LLVMGetNextFunction(fn))
+    place_grid_wait(C, fn);
   for (LLVMValueRef fn = LLVMGetFirstFunction(C->mod); fn; fn = LLVMGetNextFunction(fn))
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb)) {
       LLVMValueRef w = LLVMGetFirstInstruction(bb);

@@ -725,7 +725,7 @@ static val partition(sema *S, const oxf_node *n, binding *x) {
   return (val){V_PART, NULL, p, NULL};
 }
 
-/* p.load([i, j, ..]) and p.load_padded([i, j, ..], value) of partition p. */
+/* p.load([i, j, ..]), p.load_padded([i, j, ..], value) and p.prefetch([i, j, ..]) of partition p. */
 static val part_load(sema *S, const oxf_node *n, binding *p) {
   static const val err = {V_ERR, NULL, NULL, NULL};
   if (!strcmp(n->name, "num_tiles")) { /* ceil(dim / tile) along an axis */
@@ -740,10 +740,10 @@ static val part_load(sema *S, const oxf_node *n, binding *p) {
       sh++;
     return oxs_value(oxs_op2(S, OXI_BIN, OXI_SHR, OX_U64, up, oxs_const_int(S, OX_U64, (uint64_t)sh)));
   }
-  bool padded = !strcmp(n->name, "load_padded");
-  if (!padded && strcmp(n->name, "load")) {
-    ERR(S, n->loc, "a partition has methods load([..]), load_padded([..], value) and num_tiles(axis), "
-                   "not '%s'", n->name);
+  bool padded = !strcmp(n->name, "load_padded"), prefetch = !strcmp(n->name, "prefetch");
+  if (!padded && !prefetch && strcmp(n->name, "load")) {
+    ERR(S, n->loc, "a partition has methods load([..]), load_padded([..], value), prefetch([..]) and "
+                   "num_tiles(axis), not '%s'", n->name);
     return err;
   }
   if (!nargs(S, n, padded ? 2 : 1, n->name))
@@ -778,6 +778,18 @@ static val part_load(sema *S, const oxf_node *n, binding *p) {
     ok &= padding(S, arg(n, 1), p->type, &imm, &fimm);
   if (!ok)
     return err;
+  if (prefetch) { /* a hint: nothing is read into the kernel, so nothing is checked */
+    if (rank > MAX_LOAD_RANK) {
+      ERR(S, n->loc, "tile prefetches of rank %d are not supported (at most %d dims)", rank, MAX_LOAD_RANK);
+      return err;
+    }
+    oxi_instr *in = about(S, OXI_T_PREFETCH, OXI_VOID, p, 0);
+    for (int d = 0; d < rank; d++)
+      in->ops[d] = coords[d];
+    in->nops = rank;
+    in->tshape = p->tile;
+    return (val){V_UNIT, NULL, NULL, NULL};
+  }
   return tile_load(S, n->loc, p, coords, rank, p->tile, imm, fimm);
 }
 

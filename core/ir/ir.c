@@ -79,8 +79,8 @@ const char *oxi_op_name(oxi_op op) {
                                       "barrier", "shfl",   "vote",    "math",   "assume", "aligned",
                                       "dim",    "stride",  "t.load",  "t.store", "t.splat",
                                       "t.id",   "t.count", "t.reduce", "t.broadcast",
-                                      "t.reshape", "t.permute", "t.iota", "t.gather", "t.slice", "t.scan", "t.sort", "t.extract", "t.dot", "t.atomic_add",
-                                      "ldmatrix", "mma", "cp.async", "cp.commit", "cp.wait", "pack", "unpack", "pack2",
+                                      "t.reshape", "t.permute", "t.iota", "t.gather", "t.slice", "t.scan", "t.sort", "t.extract", "t.dot", "t.prefetch", "t.atomic_add",
+                                      "ldmatrix", "mma", "cp.async", "cp.commit", "cp.wait", "prefetch", "pack", "unpack", "pack2",
                                       "vset", "shared.addr", "wgmma", "wgmma.sync", "fence.async", "mbar.init", "mbar.expect",
                                       "mbar.wait", "tma.load", "named.bar", "setmaxnreg", "rendezvous",
                                       "br",     "condbr",  "ret"};
@@ -187,7 +187,8 @@ static void print_instr(const oxi_kernel *k, const oxi_instr *in, oxb_str *o) {
   if (in->op == OXI_LEN || in->op == OXI_LOAD || in->op == OXI_STORE || in->op == OXI_ATOMIC ||
       in->op == OXI_ALIGNED || in->op == OXI_DIM || in->op == OXI_STRIDE || in->op == OXI_T_LOAD ||
       in->op == OXI_T_STORE || in->op == OXI_T_ID || in->op == OXI_T_COUNT || in->op == OXI_LDMATRIX ||
-      in->op == OXI_CP_ASYNC || in->op == OXI_T_ATOMIC_ADD || in->op == OXI_SHARED_ADDR || in->op == OXI_T_GATHER) {
+      in->op == OXI_CP_ASYNC || in->op == OXI_T_ATOMIC_ADD || in->op == OXI_SHARED_ADDR || in->op == OXI_T_GATHER ||
+      in->op == OXI_T_PREFETCH || in->op == OXI_PREFETCH) {
     oxb_str_add(o, " ", 1);
     print_mem(k, in->mem, o);
   }
@@ -734,6 +735,22 @@ static void verify_instr(verifier *V, const oxi_block *b, int pos, const oxi_ins
         in->ops[2]->type != OX_U32 || in->index < 0 || in->index >= k->shared.len)
       fail(V, b, in, "cp.async: from a tensor parameter at a u64 index to a shared array at a u64 "
                      "index, u32 bytes");
+    break;
+  }
+  case OXI_PREFETCH:
+  case OXI_T_PREFETCH: {
+    const oxi_param *p = in->mem.kind == OXI_MEM_PARAM && in->mem.index >= 0 && in->mem.index < k->params.len
+                             ? k->params.items[in->mem.index] : NULL;
+    bool ok = p && oxi_is_tensor_kind(p->kind) && in->type == OXI_VOID;
+    if (ok && in->op == OXI_PREFETCH)
+      ok = in->nops == 1 && t0 == OX_U64 && !in->tshape;
+    else if (ok)
+      ok = in->tshape && in->tshape->rank == p->rank && in->nops == p->rank;
+    for (int d = 0; ok && d < in->nops; d++)
+      ok = in->ops[d]->type == OX_U64 && !in->ops[d]->tshape;
+    if (!ok)
+      fail(V, b, in, "prefetch: a tensor parameter, and a u64 element index (t.prefetch: u64 tile coordinates "
+                     "of its rank)");
     break;
   }
   case OXI_CP_COMMIT:

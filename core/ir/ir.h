@@ -97,6 +97,9 @@ typedef enum oxi_op {
                       its dtype where the position is past the tile's end (t[i], t.item()) */
   OXI_T_DOT,       /* f32 [M, N] = ops[0] [M, K] x ops[1] [K, N] (+ ops[2], f32 [M, N], if given):
                       a matrix product accumulated in f32 */
+  OXI_T_PREFETCH, /* a hint (p.prefetch([..])): the tile of `tshape` of tensor `mem` at tile
+                     coordinates ops[0..rank) (u64) brought into the GPU's L2 cache; no value, no
+                     effect on any result, nothing on the CPU */
   OXI_T_ATOMIC_ADD, /* atomic tensor `mem` += a tile. sub 0: the tile ops[rank] at tile coordinates
                       ops[0..rank) (u64); sub 1 (rank 1): element e of tile ops[1] at index
                       element e of tile ops[0] (u64). Elements outside the tensor are skipped */
@@ -114,6 +117,8 @@ typedef enum oxi_op {
   OXI_CP_COMMIT, /* close this thread's group of copies started since the last commit */
   OXI_CP_WAIT,  /* wait until all but the last `imm` groups of this thread's copies have landed
                    (before a barrier) */
+  OXI_PREFETCH, /* a hint: the cache line of element ops0 (u64) of tensor parameter `mem` into
+                   the L2 cache (prefetch.global.L2; CUDA target only) */
   OXI_PACK,     /* v4 from ops0..3 (32-bit scalars) */
   OXI_UNPACK,   /* register `index` of ops0 (v4 or vf32) as `type` (a 32-bit scalar); or half
                    `index` (0 low, 1 high) of ops0 (u32) as `type` (bf16 or f16), PACK2's inverse */

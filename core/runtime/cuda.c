@@ -182,16 +182,17 @@ ox_status oxr_cuda_launch_error(CUresult r, CUfunction f, const char *name, cons
                        name, why, block[0], block[1], block[2], shared, regs, most, dyn);
 }
 
-/* Whether launches may overlap the kernel before them (OXIDE_PDL=1: yes; off by default,
- * as it did not pay on its own: bench/RESULTS.md, session 20), and whether the driver
- * took such a launch (cleared by the first it refuses). */
+/* Whether launches may overlap the kernel before them (on unless OXIDE_PDL=0: with the
+ * kernels' L2 prefetches before their wait, the Llama decode step takes 5-7% less time,
+ * bench/RESULTS.md, session 21), and whether the driver took such a launch (cleared by
+ * the first it refuses). */
 static _Atomic int pdl_state = -1; /* -1: not read yet, 0: off, 1: on */
 
 static bool pdl_on(void) {
   int st = pdl_state;
   if (st < 0) {
     const char *e = getenv("OXIDE_PDL");
-    st = oxr_cu.cuLaunchKernelEx && e && !strcmp(e, "1");
+    st = oxr_cu.cuLaunchKernelEx && !(e && !strcmp(e, "0"));
     pdl_state = st;
   }
   return st == 1;

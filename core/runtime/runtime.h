@@ -337,9 +337,10 @@ ox_status oxr_cuda_get_function(CUmodule m, const char *name, CUfunction *out);
 int oxr_cuda_driver_version(void);
 
 /* Launches f on stream s. With `overlap` (code built for sm_90 and newer, whose kernels
- * begin with griddepcontrol.wait), the launch allows programmatic stream serialization: it
- * may start while the kernel before it on s finishes, and waits for it on the device.
- * Off unless OXIDE_PDL=1 (it does not pay yet: the kernels wait before any work). */
+ * wait with griddepcontrol.wait before they touch global memory), the launch allows
+ * programmatic stream serialization: it may start while the kernel before it on s
+ * finishes (and prefetch into L2 meanwhile), and waits for it on the device. On unless
+ * OXIDE_PDL=0. */
 CUresult oxr_cuda_launch(CUfunction f, const uint32_t grid[3], const uint32_t block[3], unsigned shared,
                          CUstream s, void **params, bool overlap);
 /* Turns a CUresult into an Oxide error naming `what` ("cuLaunchKernel"). */

@@ -80,6 +80,7 @@ static void lower_instr(oxt_lowerer *L, const oxi_instr *in) {
   }
   case OXI_T_DOT: oxt_lower_dot(L, in); return;
   case OXI_T_ATOMIC_ADD: oxt_lower_atomic(L, in); return;
+  case OXI_T_PREFETCH: oxt_lower_prefetch(L, in); return;
   case OXI_VAR_GET:
   case OXI_VAR_SET:
     if (in->tshape || (in->op == OXI_VAR_SET && in->ops[0]->tshape)) {

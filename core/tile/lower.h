@@ -249,6 +249,8 @@ oxi_instr **oxt_in_layout(oxt_lowerer *L, const oxi_instr *old, bool mma);
  * (two adjacent columns) a 4-byte load where the whole tile is inside. */
 bool oxt_loads_pairs(const oxt_lowerer *L, const oxi_instr *in);
 void oxt_lower_load(oxt_lowerer *L, const oxi_instr *in);
+/* p.prefetch([..]): prefetch.global.L2 of the lines of this thread's chunks of the tile. */
+void oxt_lower_prefetch(oxt_lowerer *L, const oxi_instr *in);
 /* Whether store `in` of an mma-layout tile into a 16-bit contiguous16 output
  * stores four adjacent elements at once where the tile is wholly inside (a
  * lane trades a pair with its neighbour: oxt_store_quad). */

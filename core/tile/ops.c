@@ -171,6 +171,47 @@ void oxt_lower_load(oxt_lowerer *L, const oxi_instr *in) {
   L->tval[in->id] = out;
 }
 
+/* A prefetch (p.prefetch([..])): each thread asks L2 for the line of each
+ * chunk (VEC elements) it holds of the tile in the blocked layout, where the
+ * chunk lies inside the tensor; a warp's requests for one line are one
+ * request. Nothing waits for them. Straight-line where the whole tile is
+ * inside, as a load's fast path; else one test a chunk. */
+void oxt_lower_prefetch(oxt_lowerer *L, const oxi_instr *in) {
+  if (!L->cuda) /* the GPU lowering run on the CPU (OXIDE_TILE_THREADS=1): no L2 to fill */
+    return;
+  oxt_layout y = oxt_layout_of(L, in->tshape);
+  int n = oxt_count_in(L, in->tshape, false);
+  oxi_instr *coord[OXI_MAX_RANK];
+  for (int d = 0; d < in->nops; d++)
+    coord[d] = oxt_mapped(L, in->ops[d]);
+  oxt_element_site *es = oxb_malloc(sizeof *es * (size_t)n);
+  oxt_origins(L, in->tshape, coord, in->mem.index, false);
+  oxt_sites(L, in->tshape, false, coord, in->mem.index, es);
+  oxi_instr *full = oxt_whole_tile_inside(L, in->tshape, false, coord, in->mem.index);
+  oxi_block *done = oxi_block_new(L->m, L->nk), *slow = NULL;
+  for (int pass = full ? 0 : 1; pass < 2; pass++) {
+    if (pass == 0)
+      oxt_begin_if(L, full, &slow);
+    for (int e = 0; e < n; e += y.VEC) {
+      oxi_block *join = NULL;
+      if (pass == 1)
+        oxt_begin_if(L, es[e].inb, &join);
+      oxi_instr *p = oxt_emit(L, OXI_PREFETCH, OXI_VOID);
+      p->mem = in->mem;
+      p->ops[0] = es[e].index;
+      p->nops = 1;
+      if (pass == 1)
+        oxt_end_if(L, join);
+    }
+    if (pass == 0) {
+      oxt_end_if(L, done);
+      L->cur = slow;
+    }
+  }
+  oxt_end_if(L, done);
+  free(es);
+}
+
 /* The fast path of a store of a 16-bit mma-layout tile wholly inside a
  * contiguous16 tensor, 8 bytes a store: a lane holds columns 2q, 2q + 1 of
  * each 8 (q = lane % 4), so its own stores would cover 16 bytes of a row a

@@ -368,6 +368,7 @@ void oxt_serial_instr(oxt_lowerer *L, const oxi_instr *in) {
     return;
   case OXI_T_DOT: s_dot(L, in); return;
   case OXI_T_ATOMIC_ADD: s_atomic(L, in); return;
+  case OXI_T_PREFETCH: return; /* a hint for the GPU's L2: nothing on the CPU */
   case OXI_VAR_GET:
   case OXI_VAR_SET:
     if (in->tshape || (in->op == OXI_VAR_SET && in->ops[0]->tshape)) {

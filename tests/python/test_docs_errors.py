@@ -746,7 +746,7 @@ TRIGGERS = {
         Compile(tile("    let n = x.len();\n    z.store(0.0);")),
     "an output tile (&mut Tensor) has methods store(t), dim(k) and stride(k), not 'foo'":
         Compile(tile("    z.foo();\n    z.store(0.0);")),
-    "a partition has methods load([..]), load_padded([..], value) and num_tiles(axis), not 'store'":
+    "a partition has methods load([..]), load_padded([..], value), prefetch([..]) and num_tiles(axis), not 'store'":
         Compile(tile("    x.partition([16]).store(load_tile_like(x, z));\n    z.store(0.0);")),
     "unknown function": Compile(simt("    let t = tile_id(0);")),
     # 12.6 Operations on tiles

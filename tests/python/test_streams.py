@@ -131,11 +131,24 @@ def test_stream_argument_kinds():
                stream=oxide.device("cpu").stream())
 
 
+ADD1_TILE = """
+#[tile]
+fn add1t<const B: i32>(y: &mut Tensor<f32, [B]>, x: &Tensor<f32, [-1]>) {
+    let p = x.partition([B]);
+    p.prefetch([tile_id(0)]);
+    y.store(p.load([tile_id(0)]) + 1.0);
+}
+"""
+
+
 @pytest.mark.gpu
-def test_overlapped_launches_keep_order(tmp_path):
-    """OXIDE_PDL=1: each launch may start while the kernel before it finishes (programmatic
-    dependent launch), and must still see all it wrote: 400 dependent launches of many
-    blocks, then the same as a captured graph, checked exactly."""
+@pytest.mark.parametrize("pdl", [None, "1", "0"])
+def test_overlapped_launches_keep_order(tmp_path, pdl):
+    """Launch overlap (programmatic dependent launch; on by default, OXIDE_PDL=0 turns it
+    off): each launch may start while the kernel before it finishes, and must still see all
+    it wrote: 400 dependent launches of many blocks, then the same as a captured graph,
+    checked exactly; for a SIMT kernel, and for a tile kernel that prefetches (before its
+    wait) the very tile the kernel before writes."""
     import os
     import subprocess
     import sys
@@ -143,26 +156,35 @@ def test_overlapped_launches_keep_order(tmp_path):
     script.write_text(
         "import numpy as np, oxide\n"
         "ADD1 = %r\n"
+        "ADD1_TILE = %r\n"
         "dev = oxide.device('cuda')\n"
         "m = oxide.compile(ADD1, dev)\n"
-        "n = 1 << 20\n"
-        "a = oxide.tensor(np.zeros(n, dtype=np.float32), device=dev)\n"
-        "b = oxide.empty(n, device=dev)\n"
-        "for i in range(200):\n"
-        "    m.add1(a, b, grid=n // 256, block=256)\n"
-        "    m.add1(b, a, grid=n // 256, block=256)\n"
-        "assert (a.numpy() == 400).all(), 'eager'\n"
-        "ch = oxide.Chain(dev)\n"
-        "for i in range(50):\n"
-        "    ch.launch(m.add1, a, b, grid=n // 256, block=256)\n"
-        "    ch.launch(m.add1, b, a, grid=n // 256, block=256)\n"
-        "ch.capture()\n"
-        "s = dev.stream()\n"
-        "for r in range(3):\n"
-        "    ch.run(stream=s)\n"
-        "s.synchronize()\n"
-        "assert (a.numpy() == 700).all(), 'graph'\n"
-        "print('in order')\n" % ADD1)
-    env = dict(os.environ, OXIDE_PDL="1")
+        "t = oxide.compile(ADD1_TILE, dev)\n"
+        "t.add1t.set_generic('B', 1024)\n"
+        "n = (1 << 20) + 3\n"
+        "kernels = [lambda x, y: m.add1(x, y, grid=-(-n // 256), block=256),\n"
+        "           lambda x, y: t.add1t(y.partition(1024), x)]\n"
+        "for k in kernels:\n"
+        "    a = oxide.tensor(np.zeros(n, dtype=np.float32), device=dev)\n"
+        "    b = oxide.empty(n, device=dev)\n"
+        "    for i in range(200):\n"
+        "        k(a, b)\n"
+        "        k(b, a)\n"
+        "    assert (a.numpy() == 400).all(), 'eager'\n"
+        "    ch = oxide.Chain(dev)\n"
+        "    for i in range(50):\n"
+        "        ch.launch(m.add1, a, b, grid=-(-n // 256), block=256)\n"
+        "        ch.launch(t.add1t, a.partition(1024), b)\n"
+        "    ch.capture()\n"
+        "    s = dev.stream()\n"
+        "    for r in range(3):\n"
+        "        ch.run(stream=s)\n"
+        "    s.synchronize()\n"
+        "    assert (a.numpy() == 700).all(), 'graph'\n"
+        "print('in order')\n" % (ADD1, ADD1_TILE))
+    env = dict(os.environ)
+    env.pop("OXIDE_PDL", None)
+    if pdl is not None:
+        env["OXIDE_PDL"] = pdl
     out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "in order" in out.stdout, out.stdout + out.stderr

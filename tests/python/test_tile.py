@@ -169,6 +169,41 @@ def test_tile_matmul_bf16(dev, b_layout):
     assert (err <= 1e-5 * mag + 1e-6).all(), err.max()
 
 
+# y = x w^T as the Llama decode projections: the weight's first K tiles prefetched into L2
+# first (a hint: on the GPU, before the wait for the kernel before), some of them past the
+# tensor's end (skipped)
+PREFETCH_LINEAR = """\
+#[tile]
+fn linear<const BM: i32, const BN: i32, const BK: i32>(y: &mut Tensor<f32, [BM, BN]>, x: &Tensor<bf16, [-1, -1]>,
+        w: &Tensor<bf16, [-1, -1]>) {
+    let px = x.partition([BM, BK]);
+    let pw = w.partition([BN, BK]);
+    for k in 0..px.num_tiles(1) + 3 {
+        pw.prefetch([tile_id(1), k]);
+    }
+    let mut acc = full([BM, BN], 0.0f32);
+    for k in 0..px.num_tiles(1) {
+        acc = mma(px.load([tile_id(0), k]), transpose(pw.load([tile_id(1), k])), acc);
+    }
+    y.store(acc);
+}
+"""
+
+
+def test_prefetch_changes_no_result(dev):
+    M, N, K = 3, 200, 150
+    rng = np.random.default_rng(5)
+    x32 = rng.standard_normal((M, K)).astype(np.float32)
+    w32 = rng.standard_normal((N, K)).astype(np.float32)
+    x, w = oxide.tensor(x32, dtype="bf16", device=dev), oxide.tensor(w32, dtype="bf16", device=dev)
+    y = oxide.full((M, N), float("nan"), device=dev)
+    k = oxide.compile(PREFETCH_LINEAR, device=dev).linear
+    k.set_generic("BK", 64)
+    k(y.partition((64, 64)), x, w)
+    want = _bf16_reference(x32) @ _bf16_reference(w32).T
+    assert np.abs(y.numpy() - want).max() <= 1e-3 * np.abs(want).max()
+
+
 TF32_MATMUL = """\
 #[tile]
 fn mm<const BM: i32, const BN: i32>(c: &mut Tensor<f32, [BM, BN]>, a: &Tensor<f32, [-1, -1]>, b: &Tensor<f32, [-1, -1]>) {
