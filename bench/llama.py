@@ -2,7 +2,8 @@
 """The Llama model on Oxide kernels (models/llama/model.py) on one GPU, bf16,
 peers in the same run: transformers eager (SDPA attention) and transformers
 with torch.compile(mode="reduce-overhead") and a static cache, plus the decode
-roofline (weight and KV-cache bytes read per step / 4.8 TB/s, the H200's HBM).
+roofline (weight and KV-cache bytes read per step / the HBM's bandwidth:
+4.8 TB/s on an H200, 3.35 on an H100).
 Random weights from a fixed seed: no checkpoint can be downloaded here.
 
   python3 bench/llama.py [--quick] [--1b | --8b]
@@ -25,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from models.llama.model import Llama  # noqa: E402
 
-HBM = 4.8e12  # H200 bytes/s
+HBM = {"H100": 3.35e12, "H200": 4.8e12}  # bytes/s, by the device name's second word (else the H200's)
 CONFIGS = {
     "1b": dict(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
                intermediate_size=8192, vocab_size=128256, max_position_embeddings=8448, rope_theta=500000.0),
@@ -82,8 +83,9 @@ def bench(name):
         report(name, "prefill", (b, s), "oxide", b * s, cuda_time(lambda: model.prefill(host)))
     for b, ctx in DECODE:
         ids = torch.randint(0, config.vocab_size, (b, ctx), device="cuda")
-        roof = decode_bytes(config, b, ctx) / HBM
-        report(name, "decode", (b, ctx), "roofline (bytes read / 4.8 TB/s)", b, roof)
+        hbm = HBM.get(torch.cuda.get_device_name().split()[1], HBM["H200"])
+        roof = decode_bytes(config, b, ctx) / hbm
+        report(name, "decode", (b, ctx), f"roofline (bytes read / {hbm / 1e12:.2f} TB/s)", b, roof)
         with torch.no_grad():
             cache = transformers.DynamicCache()
             out = ref(ids, past_key_values=cache, use_cache=True)
