@@ -6,13 +6,14 @@ roofline (weight and KV-cache bytes read per step / the HBM's bandwidth:
 4.8 TB/s on an H200, 3.35 on an H100).
 Random weights from a fixed seed: no checkpoint can be downloaded here.
 
-  python3 bench/llama.py [--quick] [--1b | --8b]
+  python3 bench/llama.py [--quick] [--1b | --8b] [--prefill=B:S,..] [--decode=B:CTX,..]
 
 Measures prefill tokens/s at 1 x 2048 and 8 x 512, and decode tokens/s at
 batch 1, 8 and 64 with 1k and 8k of context. Writes $OUT/llama.json (else
 bench/llama.json). Needs torch and transformers (tools/gpu_llama.sh)."""
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -24,7 +25,6 @@ import timing  # bench/timing.py, beside this script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from models.llama.model import Llama  # noqa: E402
 
 HBM = {"H100": 3.35e12, "H200": 4.8e12}  # bytes/s, by the device name's second word (else the H200's)
 CONFIGS = {
@@ -37,6 +37,14 @@ PREFILL = [(1, 2048), (8, 512)]
 DECODE = [(1, 1024), (8, 1024), (64, 1024), (1, 8192), (8, 8192), (64, 8192)]
 if "--quick" in sys.argv:
     PREFILL, DECODE = [(1, 512), (8, 512)], [(1, 1024), (8, 1024), (64, 1024)]
+for a in sys.argv:  # --prefill=B:S,.. and --decode=B:CTX,.. choose the shapes (empty: none)
+    for flag in ("--prefill=", "--decode="):
+        if a.startswith(flag):
+            shapes = [tuple(int(v) for v in p.split(":")) for p in a[len(flag):].split(",") if p]
+            if flag == "--prefill=":
+                PREFILL = shapes
+            else:
+                DECODE = shapes
 rows = []
 
 
@@ -61,14 +69,53 @@ def decode_bytes(config, batch, ctx):
     return 2 * (weights + batch * L * 2 * kvh * Dh * ctx)
 
 
-def bench(name):
-    print(f"\n{name}: {CONFIGS[name]}")
+def reference(name):
+    """transformers' LlamaForCausalLM of configuration `name`, random weights of seed 0, bf16."""
     torch.manual_seed(0)
     config = transformers.LlamaConfig(**CONFIGS[name])
     config._attn_implementation = "sdpa"
-    ref = transformers.LlamaForCausalLM(config).to("cuda", torch.bfloat16).eval()
+    return config, transformers.LlamaForCausalLM(config).to("cuda", torch.bfloat16).eval()
+
+
+def compiled_decode(name, batch, ctx):
+    """Seconds a decode step of transformers + torch.compile(mode="reduce-overhead") with a
+    static cache takes, timed in a child process without Oxide (this script with
+    --compiled-decode): a crash of the peer's compile is then reported, not the end of the
+    run. Returns (seconds, None) or (None, why)."""
+    try:
+        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--compiled-decode", name, str(batch), str(ctx)],
+                           capture_output=True, text=True, timeout=1200)
+    except subprocess.TimeoutExpired:
+        return None, "no result in 20 minutes"
+    for line in r.stdout.splitlines():
+        if line.startswith("SECONDS "):
+            return float(line.split()[1]), None
+    err = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith("W1")]
+    return None, f"the child exited with {r.returncode}: {' | '.join(err[-3:])[:300]}"
+
+
+def child_compiled_decode(name, b, ctx):
+    config, ref = reference(name)
+    compiled = torch.compile(ref, mode="reduce-overhead", fullgraph=False)
+    ids = torch.randint(0, config.vocab_size, (b, ctx), device="cuda")
+    with torch.no_grad():
+        static = transformers.StaticCache(config=config, max_batch_size=b, max_cache_len=ctx + 64,
+                                          device="cuda", dtype=torch.bfloat16)
+        out = compiled(ids, past_key_values=static, use_cache=True, cache_position=torch.arange(ctx, device="cuda"))
+        nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+        pos = torch.tensor([ctx], device="cuda")
+
+        def cstep():
+            compiled(nxt, past_key_values=static, use_cache=True, cache_position=pos)
+        print(f"SECONDS {cuda_time(cstep, reps=3)!r}", flush=True)
+
+
+def bench(name):
+    from models.llama.model import Llama
+    print(f"\n{name}: {CONFIGS[name]}")
+    config, ref = reference(name)
     max_batch = max(b for b, _ in PREFILL + DECODE)
-    max_len = max(c for _, c in DECODE) + 64
+    max_len = max(c for _, c in PREFILL + DECODE) + 64
     model = Llama(config, ref.state_dict(), device="cuda", dtype="bf16", max_batch=max_batch, max_len=max_len)
     compiled = torch.compile(ref, mode="reduce-overhead", fullgraph=False)
     for b, s in PREFILL:
@@ -94,20 +141,14 @@ def bench(name):
             def step():
                 ref(nxt, past_key_values=cache, use_cache=True)
             report(name, "decode", (b, ctx), "transformers eager (SDPA)", b, cuda_time(step, reps=3))
-            try:
-                if "--quick" in sys.argv:
-                    raise RuntimeError("skipped with --quick (its compile takes minutes)")
-                static = transformers.StaticCache(config=config, max_batch_size=b, max_cache_len=ctx + 64,
-                                                  device="cuda", dtype=torch.bfloat16)
-                compiled(ids, past_key_values=static, use_cache=True,
-                         cache_position=torch.arange(ctx, device="cuda"))
-                pos = torch.tensor([ctx], device="cuda")
-
-                def cstep():
-                    compiled(nxt, past_key_values=static, use_cache=True, cache_position=pos)
-                report(name, "decode", (b, ctx), "transformers + torch.compile (static cache)", b, cuda_time(cstep, reps=3))
-            except Exception as e:
-                print(f"  torch.compile decode: {e}")
+        if "--quick" in sys.argv:
+            print("  torch.compile decode: skipped with --quick (its compile takes minutes)")
+        else:
+            secs, why = compiled_decode(name, b, ctx)
+            if secs:
+                report(name, "decode", (b, ctx), "transformers + torch.compile (static cache)", b, secs)
+            else:
+                print(f"  torch.compile decode: {why}")
         logits = model.prefill(ids.cpu().numpy().astype(np.int32))
         nid = model.greedy(logits)
 
@@ -130,6 +171,9 @@ def bench(name):
 
 
 def main():
+    if "--compiled-decode" in sys.argv:
+        i = sys.argv.index("--compiled-decode")
+        return child_compiled_decode(sys.argv[i + 1], int(sys.argv[i + 2]), int(sys.argv[i + 3]))
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, transformers {transformers.__version__}")
     names = ["1b"] if "--1b" in sys.argv else ["8b"] if "--8b" in sys.argv else ["1b", "8b"]
     for n in names:

@@ -218,8 +218,12 @@ class Llama:
         self.BM, self.BN, self.BK = (64, 128, 64) if gpu else (16, 32, 32)
         for kern in (k.linear, k.linear_part, k.gate_up):
             kern.set_generic("BK", self.BK)
-        # blocks the split-K projections aim for: two an SM (on the CPU, a
-        # split of 2 wherever M is decode-sized, so that the tests run both paths)
+        # blocks the split-K projections aim for: two an SM (on the CPU, a split
+        # of 2 wherever M is decode-sized, so that the tests run both paths). One
+        # an SM is faster for a projection alone (bench/decode_matmul.py), but the
+        # decode step was slower with it (H100, batch 1: 1468-1477 us against
+        # 1398-1404 with launch overlap): the MLP's input then runs unsplit as
+        # gate_up, whose persistent loop leaves its prefetches after the wait
         self.blocks = 2 * self.dev.multiprocessors
         k.prefill_attention.set_generic("BN", 64 if gpu else 16)
         k.decode_attention.set_generic("BN", 64 if gpu else 16)
