@@ -210,8 +210,19 @@ static ox_status gen_run(void *arg) {
   if (st != OX_OK)
     return st;
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-  char passes[32];
-  snprintf(passes, sizeof passes, "default<O%d>", C->opt->opt_level < 0 ? 0 : C->opt->opt_level > 3 ? 3 : C->opt->opt_level);
+  char passes[256];
+  int level = C->opt->opt_level < 0 ? 0 : C->opt->opt_level > 3 ? 3 : C->opt->opt_level;
+  /* On the CPU, a SIMT kernel's loop over a block's threads holds its bounds checks, whose
+     failure path (a call that records the error) keeps the loop from vectorizing. After the
+     usual pipeline, IRCE (inductive range check elimination) splits the loop's range into
+     one where every check holds (the checks are gone) and the rest (where they stay), and
+     the cleanup that follows lets the vectorizer take the first: a bounds-checked vecadd
+     went from 0.76x to 1.07x np.add's bandwidth (bench/cpu_stream.py). */
+  snprintf(passes, sizeof passes,
+           cpu && level >= 2 ? "default<O%d>,function(irce,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),loop(indvars),"
+                               "loop-vectorize,instcombine<no-verify-fixpoint>,simplifycfg)"
+                             : "default<O%d>",
+           level);
   LLVMErrorRef e = LLVMRunPasses(C->mod, passes, j->tm, po);
   LLVMDisposePassBuilderOptions(po);
   if (e) {
