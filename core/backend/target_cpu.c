@@ -50,6 +50,8 @@ static LLVMValueRef field(cg_t *C, int f, int elem, LLVMTypeRef t) {
 static LLVMValueRef sreg(cg_t *C, int which) {
   if (which <= 2)
     return C->cpu_tid[which];
+  if (which == OXI_SREG_ON_CPU)
+    return LLVMConstInt(i32t(C), 1, 0);
   if (which == 12) {
     /* laneid: warps are runs of 32 threads in linear order, as on the GPU,
      * so the lane follows from the thread index (no fiber needed) */

@@ -14,6 +14,8 @@
 static LLVMTypeRef i32t(cg_t *C) { return LLVMInt32TypeInContext(C->ctx); }
 
 static LLVMValueRef sreg(cg_t *C, int which) {
+  if (which == OXI_SREG_ON_CPU)
+    return LLVMConstInt(i32t(C), 0, 0);
   static const char *const names[] = {
       "tid.x",   "tid.y",   "tid.z",   "ctaid.x",  "ctaid.y",  "ctaid.z", "ntid.x",
       "ntid.y",  "ntid.z",  "nctaid.x", "nctaid.y", "nctaid.z", "laneid"};

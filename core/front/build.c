@@ -81,6 +81,7 @@ void oxs_size_error(sema *S, oxb_loc loc, const char *fmt, ...) {
 void oxs_begin(sema *S, const oxf_fn *fn, oxi_kernel *k) {
   S->k = k;
   S->kfn = fn;
+  S->stride_known = false;
   S->at = fn->loc;
   oxs_unbind_to(S, 0);
   S->nfacts = S->nloops = S->nframes = S->nrel = 0;
@@ -104,12 +105,12 @@ static void check_size(sema *S, oxb_loc loc) {
                        "loop body)", oxs_unit_name(S), S->kfn->name, OXF_MAX_KERNEL_INSTRS);
   } else if (k->nloops > OXF_MAX_KERNEL_LOOPS) {
     oxs_size_error(S, loc, "%s '%s' has more than %d loops, the compiler's limit (counting the loops "
-                       "of inlined functions, and three for each grid_stride loop)",
+                       "of inlined functions, and three to five for each grid_stride loop)",
                oxs_unit_name(S), S->kfn->name, OXF_MAX_KERNEL_LOOPS);
   } else if ((int64_t)k->nloops * k->ninstrs > OXF_MAX_LOOP_WORK) {
     oxs_size_error(S, loc, "%s '%s' has too many loops for its size: %d loops in %d IR instructions, "
                        "and the compiler's limit on loops times instructions is %d (counting "
-                       "inlined functions, and three loops for each grid_stride loop)",
+                       "inlined functions, and three to five loops for each grid_stride loop)",
                oxs_unit_name(S), S->kfn->name, k->nloops, k->ninstrs, OXF_MAX_LOOP_WORK);
   }
 }

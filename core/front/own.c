@@ -54,7 +54,7 @@ static const char *why_varies(const oxi_instr *v, int *budget) {
   case OXI_SREG:
     switch (v->sub) {
     case OXI_SREG_NTID_X: case OXI_SREG_NTID_Y: case OXI_SREG_NTID_Z:
-    case OXI_SREG_NCTAID_X: case OXI_SREG_NCTAID_Y: case OXI_SREG_NCTAID_Z:
+    case OXI_SREG_NCTAID_X: case OXI_SREG_NCTAID_Y: case OXI_SREG_NCTAID_Z: case OXI_SREG_ON_CPU:
       return NULL;
     case OXI_SREG_LANEID: return "the thread's lane";
     default: return "the thread's or block's index";

@@ -109,6 +109,7 @@ typedef struct sema {
   oxi_module *m;
   oxi_kernel *k;
   const oxf_fn *kfn;
+  bool stride_known, stride_any_owner; /* oxs_strides_any_owner's answer for this kernel */
   oxi_block *cur;
   binding **binds;
   int nbinds, capbinds;
@@ -210,6 +211,9 @@ oxi_instr *oxs_tensor_element(sema *S, const binding *x, oxi_instr *const *idx, 
 oxi_instr *oxs_tile_element(sema *S, oxi_instr *t, oxi_instr *const *idx);
 /* The thread's linear index in the grid (u64): unique per thread. */
 oxi_instr *oxs_linear_index(sema *S);
+/* stride.c: whether every grid_stride loop of the kernel may give its elements to any
+ * thread in any order (the CPU then runs them over contiguous runs: stmt.c). */
+bool oxs_strides_any_owner(sema *S);
 /* Binds `name` (in the current scope) as a new binding of `kind`. */
 binding *oxs_bind(sema *S, bkind kind, const char *name, oxb_loc loc);
 /* Gives binding b (made without one) the name `name`, hiding earlier ones. */

@@ -586,6 +586,70 @@ static void stride_copy(sema *S, const oxf_node *n, oxi_instr *iv, binding *boun
   oxs_br(S, cont);
 }
 
+/* A grid_stride loop on the CPU where the owner makes no difference
+ * (oxs_strides_any_owner): the elements 0..lim in runs of RUN, run r to block
+ * r mod (the grid's blocks), each run walked in order by the block's first
+ * thread, the others given none. A core then streams through memory rather than
+ * stepping by the grid's stride a thread at a time. The owner of an element
+ * depends on neither the limit nor the loop, as on the GPU: every grid_stride
+ * loop of the kernel gives it to the same block. */
+static void cpu_stride_for(sema *S, const oxf_node *n, oxi_instr *lim, binding *bound, oxi_block *done) {
+  enum { RUN = 16384 };
+  oxi_instr *tid = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, oxs_sreg64(S, OXI_SREG_TID_X),
+                           oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, oxs_sreg64(S, OXI_SREG_NTID_X),
+                                   oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, oxs_sreg64(S, OXI_SREG_TID_Y),
+                                           oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, oxs_sreg64(S, OXI_SREG_NTID_Y),
+                                                   oxs_sreg64(S, OXI_SREG_TID_Z)))));
+  oxi_instr *block = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, oxs_sreg64(S, OXI_SREG_CTAID_X),
+                             oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, oxs_sreg64(S, OXI_SREG_NCTAID_X),
+                                     oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, oxs_sreg64(S, OXI_SREG_CTAID_Y),
+                                             oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, oxs_sreg64(S, OXI_SREG_NCTAID_Y),
+                                                     oxs_sreg64(S, OXI_SREG_CTAID_Z)))));
+  oxi_instr *blocks = oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64,
+                              oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, oxs_sreg64(S, OXI_SREG_NCTAID_X),
+                                      oxs_sreg64(S, OXI_SREG_NCTAID_Y)),
+                              oxs_sreg64(S, OXI_SREG_NCTAID_Z));
+  /* runs from `block` on, `blocks` apart; the other threads start past the limit. r * RUN
+     stays below 2^63 + 2^44 (the limit is at most 2^63, and a grid has under 2^32 blocks) */
+  int rs = oxi_slot_new(S->m, S->k, OX_U64), es = oxi_slot_new(S->m, S->k, OX_U64);
+  oxi_block *first = oxs_new_block(S), *others = oxs_new_block(S), *head = oxs_new_block(S);
+  oxs_condbr(S, oxs_op2(S, OXI_CMP, OXI_EQ, OX_BOOL, tid, oxs_const_int(S, OX_U64, 0)), first, others);
+  oxs_set_block(S, others);
+  oxs_br(S, done);
+  oxs_set_block(S, first);
+  oxs_var_set(S, rs, block);
+  oxs_count_loop(S, n->loc);
+  oxs_br(S, head);
+  oxs_set_block(S, head);
+  oxi_instr *start = oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, oxs_var_get(S, rs), oxs_const_int(S, OX_U64, RUN));
+  oxi_block *run = oxs_new_block(S), *ihead = oxs_new_block(S), *ibody = oxs_new_block(S),
+            *inext = oxs_new_block(S), *latch = oxs_new_block(S);
+  oxs_condbr(S, oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, start, lim), run, done);
+  oxs_set_block(S, run);
+  oxi_instr *past = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, start, oxs_const_int(S, OX_U64, RUN));
+  oxi_instr *end = oxs_append(S, OXI_MATH, OX_U64);
+  end->sub = OXI_M_MIN;
+  end->ops[0] = past;
+  end->ops[1] = lim;
+  end->nops = 2;
+  oxs_var_set(S, es, start);
+  oxs_count_loop(S, n->loc);
+  oxs_br(S, ihead);
+  oxs_set_block(S, ihead);
+  oxi_instr *e = oxs_var_get(S, es);
+  oxs_condbr(S, oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, e, end), ibody, latch);
+  oxs_set_block(S, ibody);
+  stride_copy(S, n, e, bound, done, inext);
+  oxs_set_block(S, inext);
+  oxi_instr *enext = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, oxs_var_get(S, es), oxs_const_int(S, OX_U64, 1));
+  enext->nuw = true;
+  oxs_var_set(S, es, enext);
+  oxs_br(S, ihead);
+  oxs_set_block(S, latch);
+  oxs_var_set(S, rs, oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, oxs_var_get(S, rs), blocks));
+  oxs_br(S, head);
+}
+
 /* for i in thread::grid_stride(n): i is a witness for each of the elements
  * 0..n that this thread owns. The elements are dealt out in chunks of four:
  * chunk c (elements 4c..4c+3) belongs to the thread whose index_1d() is c
@@ -653,6 +717,16 @@ static void grid_stride_for(sema *S, const oxf_node *n) {
   int slot = oxi_slot_new(S->m, S->k, OX_U64);
   oxi_block *done = oxs_new_block(S), *tail = oxs_new_block(S);
   oxi_block *pre[2] = {oxs_new_block(S), oxs_new_block(S)};
+  if (oxs_strides_any_owner(S)) {
+    /* on the CPU (the branch is folded at code generation), runs of the elements block by
+       block instead: front/stride.c says when, cpu_stride_for how */
+    oxi_block *cpu = oxs_new_block(S), *gpu = oxs_new_block(S);
+    oxs_condbr(S, oxs_op2(S, OXI_CMP, OXI_NE, OX_BOOL, oxs_sreg(S, OXI_SREG_ON_CPU), oxs_const_int(S, OX_U32, 0)),
+               cpu, gpu);
+    oxs_set_block(S, cpu);
+    cpu_stride_for(S, n, lim, bound, done);
+    oxs_set_block(S, gpu);
+  }
   if (aligned)
     oxs_condbr(S, aligned, pre[0], pre[1]);
   else

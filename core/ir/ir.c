@@ -112,7 +112,7 @@ static const char *cmp_name(int s) {
 static const char *sreg_name(int s) {
   static const char *const names[] = {"tid.x",   "tid.y",   "tid.z",   "ctaid.x", "ctaid.y",
                                       "ctaid.z", "ntid.x",  "ntid.y",  "ntid.z",  "nctaid.x",
-                                      "nctaid.y", "nctaid.z", "laneid"};
+                                      "nctaid.y", "nctaid.z", "laneid",  "on_cpu"};
   return (s >= 0 && (size_t)s < OXB_COUNT(names)) ? names[s] : "?";
 }
 

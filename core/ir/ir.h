@@ -185,7 +185,9 @@ enum {                                                  /* OXI_SREG */
   OXI_SREG_CTAID_X, OXI_SREG_CTAID_Y, OXI_SREG_CTAID_Z,
   OXI_SREG_NTID_X, OXI_SREG_NTID_Y, OXI_SREG_NTID_Z,
   OXI_SREG_NCTAID_X, OXI_SREG_NCTAID_Y, OXI_SREG_NCTAID_Z,
-  OXI_SREG_LANEID
+  OXI_SREG_LANEID,
+  OXI_SREG_ON_CPU /* 1 on the CPU target, 0 on a GPU: code that differs by target (grid_stride's
+                     order on the CPU, front/stride.c), the other side folded away */
 };
 enum { /* OXI_MATH */
   OXI_M_SQRT, OXI_M_RSQRT, OXI_M_EXP, OXI_M_EXP2, OXI_M_LOG, OXI_M_LOG2, OXI_M_SIN, OXI_M_COS,

@@ -803,9 +803,9 @@ TRIGGERS = {
         Compile(INLINE_CHAIN),
     "kernel 'k' is too large: more than 16384 IR instructions, the compiler's limit (device functions are inlined at each call, and grid_stride copies its loop body)":
         Compile(_straight(3000)),
-    "kernel 'k' has more than 256 loops, the compiler's limit (counting the loops of inlined functions, and three for each grid_stride loop)":
+    "kernel 'k' has more than 256 loops, the compiler's limit (counting the loops of inlined functions, and three to five for each grid_stride loop)":
         Compile(simt("    loop { break; }\n" * 257)),
-    "kernel 'k' has too many loops for its size: 208 loops in 4808 IR instructions, and the compiler's limit on loops times instructions is 1000000 (counting inlined functions, and three loops for each grid_stride loop)":
+    "kernel 'k' has too many loops for its size: 208 loops in 4808 IR instructions, and the compiler's limit on loops times instructions is 1000000 (counting inlined functions, and three to five loops for each grid_stride loop)":
         Compile(simt("    let mut s = 0u32;\n" + "    for j in 0..4u32 { s += j; }\n" * 257)),
     "kernel 'k' has more than 256 bounds-checked accesses, the compiler's limit (counting those of inlined functions; a launch contract or a get_mut guard proves accesses in bounds, and those need no check)":
         Compile(simt("    let mut s = 0.0f32;\n" + "".join(f"    s += a[(s as usize) + {j}];\n" for j in range(257)))),
