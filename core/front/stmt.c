@@ -586,6 +586,27 @@ static void stride_copy(sema *S, const oxf_node *n, oxi_instr *iv, binding *boun
   oxs_br(S, cont);
 }
 
+/* The elements from `slot`'s value on, one at a time, while they are below
+ * `lim` (and `mine` holds, if given): one copy of the loop body each, then on
+ * to `exit`. */
+static void element_run(sema *S, const oxf_node *n, int slot, oxi_instr *mine, oxi_instr *lim, binding *bound,
+                        oxi_block *done, oxi_block *exit) {
+  oxi_block *head = oxs_new_block(S), *body = oxs_new_block(S), *next = oxs_new_block(S);
+  oxs_count_loop(S, n->loc);
+  oxs_br(S, head);
+  oxs_set_block(S, head);
+  oxi_instr *e = oxs_var_get(S, slot);
+  oxi_instr *go = oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, e, lim);
+  oxs_condbr(S, mine ? oxs_op2(S, OXI_BIN, OXI_AND, OX_BOOL, mine, go) : go, body, exit);
+  oxs_set_block(S, body);
+  stride_copy(S, n, e, bound, done, next);
+  oxs_set_block(S, next);
+  oxi_instr *adv = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, oxs_var_get(S, slot), oxs_const_int(S, OX_U64, 1));
+  adv->nuw = true;
+  oxs_var_set(S, slot, adv);
+  oxs_br(S, head);
+}
+
 /* A grid_stride loop on the CPU where the owner makes no difference
  * (oxs_strides_any_owner): the elements 0..lim in runs of RUN, run r to block
  * r mod (the grid's blocks), each run walked in order by the block's first
@@ -622,8 +643,7 @@ static void cpu_stride_for(sema *S, const oxf_node *n, oxi_instr *lim, binding *
   oxs_br(S, head);
   oxs_set_block(S, head);
   oxi_instr *start = oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, oxs_var_get(S, rs), oxs_const_int(S, OX_U64, RUN));
-  oxi_block *run = oxs_new_block(S), *ihead = oxs_new_block(S), *ibody = oxs_new_block(S),
-            *inext = oxs_new_block(S), *latch = oxs_new_block(S);
+  oxi_block *run = oxs_new_block(S), *latch = oxs_new_block(S);
   oxs_condbr(S, oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, start, lim), run, done);
   oxs_set_block(S, run);
   oxi_instr *past = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, start, oxs_const_int(S, OX_U64, RUN));
@@ -633,18 +653,7 @@ static void cpu_stride_for(sema *S, const oxf_node *n, oxi_instr *lim, binding *
   end->ops[1] = lim;
   end->nops = 2;
   oxs_var_set(S, es, start);
-  oxs_count_loop(S, n->loc);
-  oxs_br(S, ihead);
-  oxs_set_block(S, ihead);
-  oxi_instr *e = oxs_var_get(S, es);
-  oxs_condbr(S, oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, e, end), ibody, latch);
-  oxs_set_block(S, ibody);
-  stride_copy(S, n, e, bound, done, inext);
-  oxs_set_block(S, inext);
-  oxi_instr *enext = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, oxs_var_get(S, es), oxs_const_int(S, OX_U64, 1));
-  enext->nuw = true;
-  oxs_var_set(S, es, enext);
-  oxs_br(S, ihead);
+  element_run(S, n, es, NULL, end, bound, done, latch);
   oxs_set_block(S, latch);
   oxs_var_set(S, rs, oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, oxs_var_get(S, rs), blocks));
   oxs_br(S, head);
@@ -773,20 +782,7 @@ static void grid_stride_for(sema *S, const oxf_node *n) {
   oxi_instr *owner = oxs_op2(S, OXI_BIN, OXI_REM, OX_U64, chunks, step);
   oxi_instr *mine = oxs_op2(S, OXI_CMP, OXI_EQ, OX_BOOL, me, owner);
   oxs_var_set(S, slot, oxs_op2(S, OXI_BIN, OXI_MUL, OX_U64, chunks, oxs_const_int(S, OX_U64, CHUNK)));
-  oxi_block *thead = oxs_new_block(S), *last = oxs_new_block(S), *tnext = oxs_new_block(S);
-  oxs_br(S, thead);
-  oxs_set_block(S, thead);
-  oxi_instr *e = oxs_var_get(S, slot);
-  oxi_instr *in_tail = oxs_op2(S, OXI_BIN, OXI_AND, OX_BOOL, mine, oxs_op2(S, OXI_CMP, OXI_LT, OX_BOOL, e, lim));
-  oxs_condbr(S, in_tail, last, done);
-  oxs_count_loop(S, n->loc);
-  oxs_set_block(S, last);
-  stride_copy(S, n, e, bound, done, tnext);
-  oxs_set_block(S, tnext);
-  oxi_instr *tadv = oxs_op2(S, OXI_BIN, OXI_ADD, OX_U64, oxs_var_get(S, slot), oxs_const_int(S, OX_U64, 1));
-  tadv->nuw = true;
-  oxs_var_set(S, slot, tadv);
-  oxs_br(S, thead);
+  element_run(S, n, slot, mine, lim, bound, done, done);
   oxs_set_block(S, done);
 }
 
