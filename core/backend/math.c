@@ -6,11 +6,16 @@
  * on the GPU, exp and log (and what is made of them: exp2, log2, pow, tanh,
  * sigmoid) are Oxide's, and the others missing (oxl_math_gpu_lacks). On the
  * CPU, f32 exp, exp2, log and log2 are Oxide's inline code too, which the
- * loop vectorizer widens (libm's are calls). Calls only values.c. */
+ * loop vectorizer widens (libm's are calls); f32 sin, cos and tan are libm's,
+ * named with glibc's vector variants (libmvec) for the vectorizer. Calls only
+ * values.c. */
 #include "backend/codegen.h"
 
 #include <assert.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #define LOG2E 1.4426950408889634
 #define LN2 0.6931471805599453
@@ -335,6 +340,65 @@ static LLVMValueRef atan2_of(cg_t *C, oxi_type t, LLVMValueRef y, LLVMValueRef x
   return oxl_intrinsic2(C, "copysign", r, y);
 }
 
+/* glibc's vector math library (libmvec), loaded into the process once so that
+ * the JIT resolves its functions; 'e' (AVX-512, 16 f32 lanes), 'd' (AVX2, 8)
+ * or 0 where it or the CPU's vector width is missing. */
+static char g_mvec;
+static pthread_once_t g_mvec_once = PTHREAD_ONCE_INIT;
+
+static void mvec_init(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (!dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL))
+    return;
+  __builtin_cpu_init();
+  g_mvec = __builtin_cpu_supports("avx512f") ? 'e' : __builtin_cpu_supports("avx2") ? 'd' : 0;
+#endif
+}
+
+/* f32 `name` (sinf, cosf, tanf) on the CPU: libm's scalar function, with the
+ * vector variant of libmvec named for the loop vectorizer (the call site's
+ * vector-function-abi-variant, LLVM's VFABI), so that a loop of them widens to
+ * one call per 16 (or 8) elements instead of a call each. glibc documents these
+ * variants within 4 ulp; tests/python/test_cpu_math.py measures them. */
+static LLVMValueRef vector_libm(cg_t *C, const char *name, LLVMValueRef x) {
+  pthread_once(&g_mvec_once, mvec_init);
+  LLVMValueRef r = oxl_cg_call(C, name, LLVMTypeOf(x), &x, 1);
+  if (!g_mvec)
+    return r;
+  int lanes = g_mvec == 'e' ? 16 : 8;
+  char vname[64], abi[160];
+  snprintf(vname, sizeof vname, "_ZGV%cN%dv_%s", g_mvec, lanes, name);
+  snprintf(abi, sizeof abi, "_ZGV_LLVM_N%dv_%s(%s)", lanes, name, vname);
+  /* the variant, declared (the vectorizer calls only what the module declares) and kept
+     through the optimizer's clean-ups until it does */
+  if (!LLVMGetNamedFunction(C->mod, vname)) {
+    LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(x), (unsigned)lanes);
+    LLVMValueRef vf = LLVMAddFunction(C->mod, vname, LLVMFunctionType(vt, &vt, 1, 0));
+    LLVMValueRef used = LLVMGetNamedGlobal(C->mod, "llvm.compiler.used");
+    LLVMValueRef items[64];
+    unsigned n = 0;
+    if (used) {
+      LLVMValueRef init = LLVMGetInitializer(used);
+      for (unsigned i = 0; init && i < (unsigned)LLVMGetNumOperands(init) && n < 63; i++)
+        items[n++] = LLVMGetOperand(init, i);
+      LLVMDeleteGlobal(used);
+    }
+    items[n++] = vf;
+    LLVMTypeRef pt = LLVMPointerTypeInContext(C->ctx, 0);
+    LLVMValueRef g = LLVMAddGlobal(C->mod, LLVMArrayType2(pt, n), "llvm.compiler.used");
+    LLVMSetInitializer(g, LLVMConstArray2(pt, items, n));
+    LLVMSetLinkage(g, LLVMAppendingLinkage);
+    LLVMSetSection(g, "llvm.metadata");
+  }
+  LLVMAttributeRef a = LLVMCreateStringAttribute(C->ctx, "vector-function-abi-variant", 27, abi, (unsigned)strlen(abi));
+  LLVMAddCallSiteAttribute(r, LLVMAttributeFunctionIndex, a);
+  /* no memory touched (errno is not Oxide's), so that the vectorizer may widen the call */
+  unsigned mem = LLVMGetEnumAttributeKindForName("memory", 6), nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+  LLVMAddCallSiteAttribute(r, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(C->ctx, mem, 0));
+  LLVMAddCallSiteAttribute(r, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(C->ctx, nounwind, 0));
+  return r;
+}
+
 /* A function of libm (f64 on the CPU): declared, and resolved by the JIT in the process. */
 static LLVMValueRef libm(cg_t *C, const char *name, LLVMValueRef *a, int n) {
   return oxl_cg_call(C, name, LLVMTypeOf(a[0]), a, n);
@@ -355,9 +419,9 @@ LLVMValueRef oxl_math_float(cg_t *C, int fn, oxi_type t, LLVMValueRef *a) {
   case OXI_M_EXP2: return exp2_of(C, t, a[0]);
   case OXI_M_LOG: return gpu_f64(C, t) ? log64(C, a[0]) : cpu_log_inline(C, t) ? log32(C, a[0]) : oxl_intrinsic1(C, "log", a[0]);
   case OXI_M_LOG2: return log2_of(C, t, a[0]);
-  case OXI_M_SIN: return oxl_intrinsic1(C, "sin", a[0]);
-  case OXI_M_COS: return oxl_intrinsic1(C, "cos", a[0]);
-  case OXI_M_TAN: return libm(C, own ? "tanf" : "tan", a, 1); /* the CPU's; the GPU's: sin/cos above */
+  case OXI_M_SIN: return cpu_f32(C, t) ? vector_libm(C, "sinf", a[0]) : oxl_intrinsic1(C, "sin", a[0]);
+  case OXI_M_COS: return cpu_f32(C, t) ? vector_libm(C, "cosf", a[0]) : oxl_intrinsic1(C, "cos", a[0]);
+  case OXI_M_TAN: return own ? vector_libm(C, "tanf", a[0]) : libm(C, "tan", a, 1); /* the GPU's: sin/cos above */
   case OXI_M_POW: {
     /* pow(x, y) = exp2(y * log2(x)) on both targets, so they agree (x < 0 gives NaN) */
     return exp2_of(C, t, mul(C, a[1], log2_of(C, t, a[0])));

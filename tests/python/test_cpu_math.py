@@ -2,7 +2,9 @@
 loops of them vectorize; core/backend/math.c): their accuracy against float64
 over the whole range, subnormal results and inputs included, and their special
 values; and that a kernel with bounds checks, whose loop stays scalar, takes
-libm's logf instead."""
+libm's logf instead. f32 sin, cos and tan are libm's, widened to glibc's
+vector variants (libmvec) where there are some: their accuracy over small and
+huge arguments."""
 import numpy as np
 import pytest
 
@@ -64,6 +66,51 @@ def test_special_values():
             want = REF[f](x.astype(np.float64)).astype(np.float32)
             got = run(m, f, x)
             assert ((got == want) | (np.isnan(got) & np.isnan(want))).all(), (f, got, want)
+
+
+TRIG = ("sin", "cos", "tan")
+TRIG_SRC = "".join(f"""
+#[kernel]
+fn t_{f}(x: &[f32], y: DisjointSlice<f32>) {{
+    let i = thread::index_1d();
+    if let Some(o) = y.get_mut(i) {{ *o = {f}(x[i]); }}
+}}
+""" for f in TRIG)
+# glibc's vector variants (libmvec, where the CPU has AVX2 or AVX-512; libm's scalar
+# functions elsewhere): the most ulp measured, a little slack (language.md section 5.5)
+TRIG_BOUND = {"sin": 2.0, "cos": 2.0, "tan": 4.0}
+
+
+@pytest.mark.parametrize("f", TRIG)
+def test_trig_accuracy(f):
+    m = oxide.compile(TRIG_SRC, "cpu")
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.uniform(-10, 10, 400_000), rng.uniform(-1e6, 1e6, 100_000),
+                        rng.uniform(-3e38, 3e38, 100_000)]).astype(np.float32)
+    y = np.zeros_like(x)
+    m["t_" + f](x, y, grid=(len(x) + 255) // 256, block=256)
+    ref = getattr(np, f)(x.astype(np.float64))
+    ulp = np.spacing(np.maximum(np.abs(ref.astype(np.float32)), np.float32(2.0 ** -126))).astype(np.float64)
+    err = np.abs(y.astype(np.float64) - ref) / ulp
+    assert err.max() <= TRIG_BOUND[f], (f, err.max(), x[np.argmax(err)])
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan], dtype=np.float32)
+    got = np.zeros_like(special)
+    m["t_" + f](special, got, grid=1, block=256)
+    assert got[0] == 0.0 or f == "cos"
+    assert np.isnan(got[2:]).all()
+
+
+def test_trig_loops_vectorize():
+    """Where glibc's vector math library is there (x86-64 with AVX2 or AVX-512), a loop of
+    sin widens to its vector variant: one call per 8 or 16 elements."""
+    import ctypes.util
+    import platform
+    asm = oxide.emit(TRIG_SRC, "asm", target="cpu")
+    flags = open("/proc/cpuinfo").read() if platform.machine() == "x86_64" else ""
+    if ctypes.util.find_library("mvec") and (" avx2" in flags or " avx512f" in flags):
+        assert "_ZGV" in asm and "v_sinf" in asm and "v_cosf" in asm and "v_tanf" in asm
+    else:
+        assert "_ZGV" not in asm
 
 
 def test_checked_kernels_take_libm_log():
