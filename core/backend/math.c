@@ -344,11 +344,12 @@ static LLVMValueRef atan2_of(cg_t *C, oxi_type t, LLVMValueRef y, LLVMValueRef x
  * the JIT resolves its functions; 'e' (AVX-512, 16 f32 lanes), 'd' (AVX2, 8)
  * or 0 where it or the CPU's vector width is missing. */
 static char g_mvec;
+static void *g_mvec_lib;
 static pthread_once_t g_mvec_once = PTHREAD_ONCE_INIT;
 
 static void mvec_init(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (!dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL))
+  if (!(g_mvec_lib = dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL)))
     return;
   __builtin_cpu_init();
   g_mvec = __builtin_cpu_supports("avx512f") ? 'e' : __builtin_cpu_supports("avx2") ? 'd' : 0;
@@ -368,6 +369,8 @@ static LLVMValueRef vector_libm(cg_t *C, const char *name, LLVMValueRef x) {
   int lanes = g_mvec == 'e' ? 16 : 8;
   char vname[64], abi[160];
   snprintf(vname, sizeof vname, "_ZGV%cN%dv_%s", g_mvec, lanes, name);
+  if (!dlsym(g_mvec_lib, vname)) /* an older glibc (tanf's came in 2.35) */
+    return r;
   snprintf(abi, sizeof abi, "_ZGV_LLVM_N%dv_%s(%s)", lanes, name, vname);
   /* the variant, declared (the vectorizer calls only what the module declares) and kept
      through the optimizer's clean-ups until it does */
