@@ -1238,7 +1238,6 @@ ox_status oxl_cg_module(cg_t *C) {
   define_fail(C, err_as);
   for (int i = 0; i < C->m->kernels.len; i++) {
     C->k = C->m->kernels.items[i];
-    C->checks_of = NULL;
     assert(!C->k->is_tile && "tile kernels are lowered (core/tile) before code generation");
     if (unsupported(C))
       return OX_ERR_UNSUPPORTED;

@@ -55,9 +55,6 @@ struct cg_t {
   char *diag_error; /* the first error diagnostic LLVM reported, if any */
   oxb_arena scratch; /* CPU: the looped kernels (threads.c) made for generation */
   bool oom;         /* the diagnostic handler ran out of memory */
-  /* math.c: whether checks_of (the kernel it was computed for) has bounds checks */
-  const oxi_kernel *checks_of;
-  bool checks;
 };
 
 /* values.c */

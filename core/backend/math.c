@@ -221,25 +221,6 @@ static LLVMValueRef log2_32(cg_t *C, LLVMValueRef x) {
 
 static bool cpu_f32(cg_t *C, oxi_type t) { return C->opt->target == OXL_CPU && t == OX_F32; }
 
-/* f32 log on the CPU, inline where the kernel's loops may vectorize: not in a
- * kernel with bounds checks, whose exits keep its thread loop scalar, and where
- * libm's table-driven logf costs half as much as the inline polynomial (exp's
- * costs the same, so it is inline everywhere). */
-static bool cpu_log_inline(cg_t *C, oxi_type t) {
-  if (!cpu_f32(C, t))
-    return false;
-  if (C->checks_of != C->k) {
-    C->checks_of = C->k;
-    C->checks = false;
-    for (int bi = 0; bi < C->k->blocks.len && !C->checks; bi++) {
-      const oxi_block *b = C->k->blocks.items[bi];
-      for (int i = 0; i < b->instrs.len && !C->checks; i++)
-        C->checks = ((const oxi_instr *)b->instrs.items[i])->check != 0;
-    }
-  }
-  return !C->checks;
-}
-
 /* 2^x: ex2.approx on the GPU for f32 (relative error about 2^-22), Oxide's
  * elsewhere but for f64 on the CPU (libm's). */
 static LLVMValueRef exp2_of(cg_t *C, oxi_type t, LLVMValueRef x) {
@@ -253,7 +234,7 @@ static LLVMValueRef exp2_of(cg_t *C, oxi_type t, LLVMValueRef x) {
 static LLVMValueRef log2_of(cg_t *C, oxi_type t, LLVMValueRef x) {
   return gpu_f32(C, t)   ? oxl_ptx_f32(C, "lg2.approx.f32", x)
          : gpu_f64(C, t) ? mul(C, log64(C, x), k(C, OX_F64, LOG2E))
-         : cpu_log_inline(C, t) ? log2_32(C, x)
+         : cpu_f32(C, t) ? log2_32(C, x)
                          : oxl_intrinsic1(C, "log2", x);
 }
 
@@ -420,7 +401,7 @@ LLVMValueRef oxl_math_float(cg_t *C, int fn, oxi_type t, LLVMValueRef *a) {
   case OXI_M_RSQRT: return LLVMBuildFDiv(C->b, k(C, t, 1.0), oxl_intrinsic1(C, "sqrt", a[0]), "");
   case OXI_M_EXP: return gpu_f64(C, t) ? exp64(C, a[0]) : cpu_f32(C, t) ? exp32(C, a[0]) : oxl_intrinsic1(C, "exp", a[0]);
   case OXI_M_EXP2: return exp2_of(C, t, a[0]);
-  case OXI_M_LOG: return gpu_f64(C, t) ? log64(C, a[0]) : cpu_log_inline(C, t) ? log32(C, a[0]) : oxl_intrinsic1(C, "log", a[0]);
+  case OXI_M_LOG: return gpu_f64(C, t) ? log64(C, a[0]) : cpu_f32(C, t) ? log32(C, a[0]) : oxl_intrinsic1(C, "log", a[0]);
   case OXI_M_LOG2: return log2_of(C, t, a[0]);
   case OXI_M_SIN: return cpu_f32(C, t) ? vector_libm(C, "sinf", a[0]) : oxl_intrinsic1(C, "sin", a[0]);
   case OXI_M_COS: return cpu_f32(C, t) ? vector_libm(C, "cosf", a[0]) : oxl_intrinsic1(C, "cos", a[0]);

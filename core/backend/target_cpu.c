@@ -142,7 +142,6 @@ void oxl_cg_kernel_cpu(cg_t *C) {
   if (k->uses_sync && oxi_can_loop_threads(k)) { /* its threads in loops, not on fibers */
     oxi_module tmp = {.arena = &C->scratch, .filename = C->m->filename};
     C->k = k = oxi_loop_threads(&tmp, k);
-    C->checks_of = NULL;
   }
   C->hooks = &cpu_hooks;
   /* the body: (ctx, tx, ty, tz, flattened params) */
