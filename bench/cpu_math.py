@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """f32 transcendentals on the CPU backend (issue 31, item 4), beside NumPy (and
 torch CPU when it is installed) in the same run: a tile row softmax of 4096 x
-4096 (examples/tile_softmax.oxk) and elementwise exp, log and tanh over 2^22
+4096 (examples/tile_softmax.oxk) and elementwise exp, log, tanh and sin over 2^22
 elements (SIMT, one element a thread): ms, the median of 5 runs after a warm-up.
 
   python3 bench/cpu_math.py [LIBOXIDE ...]
@@ -19,7 +19,7 @@ fn k_{f}(x: &[f32], y: DisjointSlice<f32>) {{
     let i = thread::index_1d();
     if let Some(o) = y.get_mut(i) {{ *o = {f}(x[i]); }}
 }}
-""" for f in ("exp", "ln", "tanh"))
+""" for f in ("exp", "ln", "tanh", "sin"))
 N = 1 << 22
 R = C = 4096
 
@@ -64,7 +64,7 @@ def measure():
     v = np.random.default_rng(1).uniform(0.1, 10, N).astype(np.float32)
     a, b = oxide.tensor(v), oxide.empty((N,))
     out = np.empty_like(v)
-    for f, npf in (("exp", np.exp), ("ln", np.log), ("tanh", np.tanh)):
+    for f, npf in (("exp", np.exp), ("ln", np.log), ("tanh", np.tanh), ("sin", np.sin)):
         k = m["k_" + f]
 
         def run():
