@@ -246,7 +246,10 @@ static void test_big_shared(void) {
 
 /* Grid-stride witness loops: every element exactly once, for lengths that are
  * and are not multiples of the chunk, grids smaller and larger than the data,
- * with continue and break in the body. */
+ * with continue and break in the body. Without the break (`gs_any`, two loops
+ * with different limits over one output), the CPU runs the loops over runs of
+ * elements block by block (front/stride.c): an element's owner must be the same
+ * in both loops. */
 static void test_grid_stride(void) {
   static const char *src =
       "#[kernel]\n"
@@ -256,15 +259,26 @@ static void test_grid_stride(void) {
       "        if i.get() % 7 == 3 { continue; }\n"
       "        if let Some(out) = c.get_mut(i) { *out += a[i] + 1; }\n"
       "    }\n"
+      "}\n"
+      "#[kernel]\n"
+      "fn gs_any(a: &[i32], c: DisjointSlice<i32>, stop: usize) {\n"
+      "    for i in thread::grid_stride(c.len()) {\n"
+      "        if i.get() % 7 == 3 { continue; }\n"
+      "        if let Some(out) = c.get_mut(i) { *out += a[i] + 1; }\n"
+      "    }\n"
+      "    for i in thread::grid_stride(stop) {\n"
+      "        if let Some(out) = c.get_mut(i) { *out += 1000; }\n"
+      "    }\n"
       "}\n";
   ox_module m;
-  ox_kernel k = kernel(&m, src, "gs");
+  ox_kernel k = kernel(&m, src, "gs"), kany = NULL;
   if (!k)
     return;
-  static const int64_t lens[] = {0, 1, 3, 4, 5, 1000, 4099};
+  CHECK_OK(ox_module_get_kernel(m, "gs_any", &kany));
+  static const int64_t lens[] = {0, 1, 3, 4, 5, 1000, 4099, 40003};
   static const uint32_t grids[][2] = {{1, 1}, {1, 32}, {3, 64}, {64, 128}};
-  int32_t a[4099], c[4099];
-  for (int i = 0; i < 4099; i++)
+  static int32_t a[40003], c[40003];
+  for (int i = 0; i < 40003; i++)
     a[i] = i * 3;
   for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
     for (size_t gi = 0; gi < sizeof grids / sizeof grids[0]; gi++)
@@ -287,6 +301,21 @@ static void test_grid_stride(void) {
           bad += c[i] != 100 && c[i] != 100 + a[i] + 1;
         CHECK(bad == 0, "grid_stride n=%lld grid=%ux%u break=%d: %d wrong", (long long)n,
               grids[gi][0], grids[gi][1], brk, bad);
+        /* gs_any: the second loop over the first half (brk) or past the end */
+        uint64_t n2 = brk ? (uint64_t)n / 2 : (uint64_t)n + 9;
+        for (int i = 0; i < n; i++)
+          c[i] = 100;
+        if (n)
+          CHECK_OK(ox_tensor_copy_from_host(tc, stream, c, sizeof(int32_t) * (size_t)n));
+        args[2] = ox_arg_u64(n2);
+        CHECK_OK(ox_launch(kany, stream, &cfg, args, 3));
+        if (n)
+          CHECK_OK(ox_tensor_to_host(tc, stream, c, sizeof(int32_t) * (size_t)n));
+        bad = 0;
+        for (int64_t i = 0; i < n; i++)
+          bad += c[i] != (i % 7 == 3 ? 100 : 100 + a[i] + 1) + ((uint64_t)i < n2 ? 1000 : 0);
+        CHECK(bad == 0, "grid_stride (any owner) n=%lld n2=%llu grid=%ux%u: %d wrong", (long long)n,
+              (unsigned long long)n2, grids[gi][0], grids[gi][1], bad);
         ox_tensor_release(ta);
         ox_tensor_release(tc);
       }
