@@ -102,15 +102,15 @@ static void walk(scan *s, const oxf_node *n) {
     return;
   int saved = s->nnames;
   switch (n->kind) {
-  case OXF_CALL:
+  case OXF_CALL: {
     if (starts(n->name, "thread::") || starts(n->name, "warp::") || starts(n->name, "block::") ||
         !strcmp(n->name, "sync_threads")) {
       s->pure = false;
       return;
     }
     walk_all(s, &n->args);
-    if (function(s, n->name)) {
-      const oxf_fn *f = function(s, n->name);
+    const oxf_fn *f = function(s, n->name);
+    if (f) {
       if (s->depth == MAX_DEPTH) {
         s->pure = false;
         return;
@@ -123,6 +123,7 @@ static void walk(scan *s, const oxf_node *n) {
       s->pure = c.pure;
     }
     return;
+  }
   case OXF_ASSIGN:
     assigned(s, n->lhs);
     walk(s, n->lhs);
@@ -191,18 +192,18 @@ static void identity_free(scan *s, const oxf_node *n, bool in_loop) {
     s->pure = false;
     return;
   }
-  if (n->kind == OXF_METHOD && !in_loop && n->name &&
-      (starts(n->name, "fetch_") || !strcmp(n->name, "swap") || starts(n->name, "compare_exchange"))) {
+  if (n->kind == OXF_METHOD && !in_loop && n->name && starts(n->name, "atomic_")) { /* its old value: a ticket */
     s->pure = false;
     return;
   }
-  if (n->kind == OXF_CALL && function(s, n->name)) {
+  const oxf_fn *f = n->kind == OXF_CALL ? function(s, n->name) : NULL;
+  if (f) {
     if (s->depth == MAX_DEPTH) {
       s->pure = false;
       return;
     }
     s->depth++;
-    identity_free(s, function(s, n->name)->body, in_loop);
+    identity_free(s, f->body, in_loop);
     s->depth--;
   }
   in_loop |= is_stride(n);
@@ -227,9 +228,10 @@ static bool loops_pure(scan *s, const oxf_node *n) {
     s->pure = b.pure;
     return s->pure;
   }
-  if (n->kind == OXF_CALL && function(s, n->name) && s->depth < MAX_DEPTH) {
+  const oxf_fn *f = n->kind == OXF_CALL ? function(s, n->name) : NULL;
+  if (f && s->depth < MAX_DEPTH) {
     s->depth++;
-    loops_pure(s, function(s, n->name)->body);
+    loops_pure(s, f->body);
     s->depth--;
   }
   const oxf_node *kids[] = {n->lhs, n->rhs, n->cond, n->then, n->els, n->body, n->init, n->step, n->value};
