@@ -7,8 +7,7 @@ median of 5 launches after a warm-up, 2^20 f32 elements in blocks of 256.
 
 With paths to several liboxide.so builds, each is timed in a subprocess of
 its own (OXIDE_LIBRARY), the rows side by side: a before/after comparison."""
-import sys
-import time
+from libs import median_s, run  # bench/libs.py, beside this script
 
 SRC = """
 #[kernel]
@@ -51,31 +50,11 @@ def measure():
     x, y = oxide.tensor(xs), oxide.empty((N,))
     rows = {}
     for name in ("vecadd", "reverse", "warp_sum"):
-        times = []
-        for _ in range(6):
-            t0 = time.perf_counter()
-            m[name](x, y, grid=N // 256, block=256)
-            dev.synchronize()
-            times.append(time.perf_counter() - t0)
-        rows[name] = sorted(times[1:])[2] / N * 1e9
+        rows[name] = median_s(lambda: (m[name](x, y, grid=N // 256, block=256), dev.synchronize())) / N * 1e9
     out = np.empty_like(xs)
-    times = []
-    for _ in range(6):
-        t0 = time.perf_counter()
-        np.add(xs, 1.0, out=out)
-        times.append(time.perf_counter() - t0)
-    rows["numpy add"] = sorted(times[1:])[2] / N * 1e9
-    for k, v in rows.items():
-        print(f"{k} {v:.2f}")
-
-
-def main():
-    if len(sys.argv) > 1:
-        from libs import side_by_side  # bench/libs.py, beside this script
-        side_by_side(__file__, sys.argv[1:], "ns an element", ' ')
-    else:
-        measure()
+    rows["numpy add"] = median_s(lambda: np.add(xs, 1.0, out=out)) / N * 1e9
+    return rows
 
 
 if __name__ == "__main__":
-    main()
+    run(__file__, measure, "ns an element")

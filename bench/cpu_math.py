@@ -9,8 +9,8 @@ elements (SIMT, one element a thread): ms, the median of 5 runs after a warm-up.
 With paths to several liboxide.so builds, each is timed in a subprocess of
 its own (OXIDE_LIBRARY), the rows side by side: a before/after comparison."""
 import os
-import sys
-import time
+
+from libs import median_s, run  # bench/libs.py, beside this script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ELEMENTWISE = "".join(f"""
@@ -24,13 +24,8 @@ N = 1 << 22
 R = C = 4096
 
 
-def median_ms(fn, runs=6):
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return sorted(times[1:])[len(times) // 2 - 1] * 1e3
+def median_ms(fn):
+    return median_s(fn) * 1e3
 
 
 def measure():
@@ -67,22 +62,13 @@ def measure():
     for f, npf in (("exp", np.exp), ("ln", np.log), ("tanh", np.tanh), ("sin", np.sin)):
         k = m["k_" + f]
 
-        def run():
+        def launch():
             k(a, b, grid=N // 256, block=256)
             dev.synchronize()
-        rows[f"{f} 2^22 oxide"] = median_ms(run)
+        rows[f"{f} 2^22 oxide"] = median_ms(launch)
         rows[f"{f} 2^22 numpy"] = median_ms(lambda: npf(v, out=out))
-    for key, val in rows.items():
-        print(f"{key}|{val:.3f}")
-
-
-def main():
-    if len(sys.argv) > 1:
-        from libs import side_by_side  # bench/libs.py, beside this script
-        side_by_side(__file__, sys.argv[1:], "ms", '|')
-    else:
-        measure()
+    return rows
 
 
 if __name__ == "__main__":
-    main()
+    run(__file__, measure, "ms")

@@ -12,9 +12,9 @@ grid-stride loop over 64 x 256 threads.
 
 With paths to several liboxide.so builds, each is timed in a subprocess of
 its own (OXIDE_LIBRARY), the rows side by side: a before/after comparison."""
-import os
-import sys
 import time
+
+from libs import run  # bench/libs.py, beside this script
 
 SRC = """
 #[kernel]
@@ -87,12 +87,4 @@ def measure():
 
 
 if __name__ == "__main__":
-    libs = sys.argv[1:]
-    if libs:
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        from libs import side_by_side
-        side_by_side(os.path.abspath(__file__), libs, "GB/s or ratio", sep="\t")
-    else:
-        tty = sys.stdout.isatty()
-        for k, v in measure().items():
-            print(f"{k:<56s} {v:8.2f}" if tty else f"{k}\t{v}")
+    run(__file__, measure, "GB/s or ratio")

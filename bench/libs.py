@@ -1,10 +1,12 @@
-"""Before/after runs of a CPU benchmark: the script run once per liboxide build,
-each in a subprocess of its own (OXIDE_LIBRARY), its `name<sep>value` lines
-printed side by side, one column a build (named by the build's folder, and its
-checkout's where two folders share a name)."""
+"""What the CPU benchmarks share: a median timing, and their two modes. With
+paths to liboxide builds as arguments, the script runs once per build, each
+in a subprocess of its own (OXIDE_LIBRARY), its `name<TAB>value` lines printed
+side by side, one column a build (named by the build's folder, and its
+checkout's where two folders share a name); without, it prints its rows."""
 import os
 import subprocess
 import sys
+import time
 
 
 def side_by_side(script, libs, unit, sep=" "):
@@ -20,3 +22,24 @@ def side_by_side(script, libs, unit, sep=" "):
     print(f"{unit:<{width}} " + " ".join(f"{n[-14:]:>14}" for n in names))
     for key in cols[0]:
         print(f"{key:<{width}} " + " ".join(f"{float(c[key]):14.3f}" for c in cols))
+
+
+def median_s(fn, runs=6):
+    """Seconds of fn(): the median of runs - 1 timings after a first, warm-up run."""
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    times = sorted(times[1:])
+    return times[len(times) // 2]
+
+
+def run(script, measure, unit):
+    """The benchmark's main: side by side over the builds given as arguments, or
+    measure()'s rows (a dict of name -> value) as `name<TAB>value` lines."""
+    if len(sys.argv) > 1:
+        side_by_side(script, sys.argv[1:], unit, sep="\t")
+        return
+    for key, val in measure().items():
+        print(f"{key}\t{val}")
