@@ -20,6 +20,22 @@ bool oxt_loads_pairs(const oxt_lowerer *L, const oxi_instr *in) {
          oxt_mma_layout_of(L, in->tshape, &ml) && ml.wn >= 8;
 }
 
+/* The sites of this thread's elements (in the mma layout where `mma`) of the
+ * tile that T_LOAD or T_PREFETCH `in` reads, malloc'ed, *n of them; the tile's
+ * first element in `coord`; and in *full whether the whole tile lies inside the
+ * tensor (oxt_whole_tile_inside). */
+static oxt_element_site *tile_sites(oxt_lowerer *L, const oxi_instr *in, bool mma, oxi_instr **coord, int *n,
+                                    oxi_instr **full) {
+  *n = oxt_count_in(L, in->tshape, mma);
+  for (int d = 0; d < in->nops; d++)
+    coord[d] = oxt_mapped(L, in->ops[d]);
+  oxt_element_site *es = oxb_malloc(sizeof *es * (size_t)*n);
+  oxt_origins(L, in->tshape, coord, in->mem.index, in->sub == 1);
+  oxt_sites(L, in->tshape, mma, coord, in->mem.index, es);
+  *full = oxt_whole_tile_inside(L, in->tshape, mma, coord, in->mem.index);
+  return es;
+}
+
 /* A tile load: straight-line loads when the whole tile is inside the tensor
  * (independent loads the GPU keeps in flight together), else one predicated
  * load per element with the padding outside. */
@@ -31,15 +47,10 @@ void oxt_lower_load(oxt_lowerer *L, const oxi_instr *in) {
      whole tile moving through shared memory */
   bool mma = L->mma[in->id];
   oxt_layout y = oxt_layout_of(L, in->tshape);
-  int n = oxt_count_in(L, in->tshape, mma);
-  oxi_instr *coord[OXI_MAX_RANK];
-  for (int d = 0; d < in->nops; d++)
-    coord[d] = oxt_mapped(L, in->ops[d]);
-  oxt_element_site *es = oxb_malloc(sizeof *es * (size_t)n);
+  int n;
+  oxi_instr *coord[OXI_MAX_RANK], *full;
+  oxt_element_site *es = tile_sites(L, in, mma, coord, &n, &full);
   int *slot = oxb_malloc(sizeof *slot * (size_t)n);
-  oxt_origins(L, in->tshape, coord, in->mem.index, in->sub == 1);
-  oxt_sites(L, in->tshape, mma, coord, in->mem.index, es);
-  oxi_instr *full = oxt_whole_tile_inside(L, in->tshape, mma, coord, in->mem.index);
   for (int e = 0; e < n; e++)
     slot[e] = oxi_slot_new(L->m, L->nk, in->type);
   int *pair = NULL; /* slots of packed pairs, if held so */
@@ -180,14 +191,9 @@ void oxt_lower_prefetch(oxt_lowerer *L, const oxi_instr *in) {
   if (!L->cuda) /* the GPU lowering run on the CPU (OXIDE_TILE_THREADS=1): no L2 to fill */
     return;
   oxt_layout y = oxt_layout_of(L, in->tshape);
-  int n = oxt_count_in(L, in->tshape, false);
-  oxi_instr *coord[OXI_MAX_RANK];
-  for (int d = 0; d < in->nops; d++)
-    coord[d] = oxt_mapped(L, in->ops[d]);
-  oxt_element_site *es = oxb_malloc(sizeof *es * (size_t)n);
-  oxt_origins(L, in->tshape, coord, in->mem.index, false);
-  oxt_sites(L, in->tshape, false, coord, in->mem.index, es);
-  oxi_instr *full = oxt_whole_tile_inside(L, in->tshape, false, coord, in->mem.index);
+  int n;
+  oxi_instr *coord[OXI_MAX_RANK], *full;
+  oxt_element_site *es = tile_sites(L, in, false, coord, &n, &full);
   oxi_block *done = oxi_block_new(L->m, L->nk), *slow = NULL;
   for (int pass = full ? 0 : 1; pass < 2; pass++) {
     if (pass == 0)
