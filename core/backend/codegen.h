@@ -95,6 +95,22 @@ void oxl_cpu_finish(cg_t *C);
  * gets a copy on each incoming edge, so that ptxas keeps the groups in
  * flight (see there). */
 void oxl_cuda_finish(cg_t *C);
+
+/* cfg.c: an LLVM function's blocks in layout order, a block's index, and (if
+ * asked) each block's predecessors, for the passes after optimization. */
+typedef struct oxl_bb_key {
+  LLVMBasicBlockRef bb;
+  unsigned index;
+} oxl_bb_key;
+typedef struct oxl_cfg {
+  unsigned n;
+  LLVMBasicBlockRef *bbs; /* [n] */
+  oxl_bb_key *keys;       /* sorted by address */
+  unsigned **preds, *npred, *pred_mem;
+} oxl_cfg;
+void oxl_cfg_build(oxl_cfg *g, LLVMValueRef fn, bool preds);
+unsigned oxl_cfg_index(const oxl_cfg *g, LLVMBasicBlockRef bb);
+void oxl_cfg_free(oxl_cfg *g);
 /* The diagnostic handler of a CPU code generation (context: the cg_t): keeps
  * the frame sizes and the first error. */
 void oxl_cpu_diagnostic(LLVMDiagnosticInfoRef di, void *cg);

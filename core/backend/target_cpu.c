@@ -245,24 +245,6 @@ void oxl_cg_kernel_cpu(cg_t *C) {
 
 /* ------------------------------------------- cancellation polls (after -O) */
 
-/* A basic block and its position in the function, sorted by address. */
-typedef struct bb_key {
-  LLVMBasicBlockRef bb;
-  unsigned index;
-} bb_key;
-
-static int bb_cmp(const void *a, const void *b) {
-  uintptr_t x = (uintptr_t)((const bb_key *)a)->bb, y = (uintptr_t)((const bb_key *)b)->bb;
-  return x < y ? -1 : x > y;
-}
-
-static unsigned bb_find(const bb_key *keys, unsigned n, LLVMBasicBlockRef bb) {
-  bb_key k = {bb, 0};
-  const bb_key *hit = bsearch(&k, keys, n, sizeof k, bb_cmp);
-  assert(hit);
-  return hit->index;
-}
-
 /* Routes every edge u -> v through a new block that reads the cancel word
  * (`cancel`, loaded once in the entry block) and returns when its cancel bit
  * is set. The read is relaxed (monotonic) and the branch marked unlikely: a
@@ -337,17 +319,14 @@ typedef struct dfs_edge {
  * one, so no loop can run forever without reading the cancel word, and edges
  * that are no back-edges get none. */
 static void add_polls(cg_t *C, LLVMValueRef fn) {
-  unsigned n = LLVMCountBasicBlocks(fn);
-  LLVMBasicBlockRef *bbs = oxb_malloc(n * sizeof *bbs);
-  bb_key *keys = oxb_malloc(n * sizeof *keys);
+  oxl_cfg g;
+  oxl_cfg_build(&g, fn, false);
+  unsigned n = g.n;
+  LLVMBasicBlockRef *bbs = g.bbs;
   uint8_t *state = oxb_calloc(n, 1); /* 0 unseen, 1 on the stack, 2 done */
   dfs_frame *stack = oxb_malloc(n * sizeof *stack);
   dfs_edge *edges = oxb_malloc(n * sizeof *edges * 2);
   unsigned nedges = 0, cap = 2 * n;
-  LLVMGetBasicBlocks(fn, bbs);
-  for (unsigned i = 0; i < n; i++)
-    keys[i] = (bb_key){bbs[i], i};
-  qsort(keys, n, sizeof *keys, bb_cmp);
   unsigned sp = 0;
   stack[sp++] = (dfs_frame){0, 0};
   state[0] = 1;
@@ -360,7 +339,7 @@ static void add_polls(cg_t *C, LLVMValueRef fn) {
       sp--;
       continue;
     }
-    unsigned v = bb_find(keys, n, LLVMGetSuccessor(term, stack[sp - 1].next++));
+    unsigned v = oxl_cfg_index(&g, LLVMGetSuccessor(term, stack[sp - 1].next++));
     if (state[v] == 0) {
       state[v] = 1;
       stack[sp++] = (dfs_frame){v, 0};
@@ -384,8 +363,7 @@ static void add_polls(cg_t *C, LLVMValueRef fn) {
     for (unsigned i = 0; i < nedges; i++)
       poll_edge(C, fn, bbs[edges[i].u], bbs[edges[i].v], cancel, &ret_bb);
   }
-  free(bbs);
-  free(keys);
+  oxl_cfg_free(&g);
   free(state);
   free(stack);
   free(edges);

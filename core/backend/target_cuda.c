@@ -303,13 +303,6 @@ static bool touches_global(LLVMValueRef in) {
   return true;
 }
 
-static int block_index(LLVMBasicBlockRef *bbs, int n, LLVMBasicBlockRef b) {
-  for (int i = 0; i < n; i++)
-    if (bbs[i] == b)
-      return i;
-  return -1;
-}
-
 /* Moves kernel fn's griddepcontrol.wait (at its entry, oxl_cg_kernel_cuda)
  * down past its L2 prefetches, when it has any: to the deepest block that
  * dominates every instruction touching global memory and every return, out
@@ -322,43 +315,26 @@ static void place_grid_wait(cg_t *C, LLVMValueRef fn) {
   if (!entry)
     return;
   LLVMValueRef wait = NULL;
-  bool prefetches = false;
   for (LLVMValueRef in = LLVMGetFirstInstruction(entry); in && !wait; in = LLVMGetNextInstruction(in)) {
     size_t n;
-    const char *text = asm_text(in, &n);
-    if (starts(text, n, "griddepcontrol.wait"))
+    if (starts(asm_text(in, &n), n, "griddepcontrol.wait"))
       wait = in;
   }
-  int nb = (int)LLVMCountBasicBlocks(fn);
-  LLVMBasicBlockRef *bbs = oxb_malloc(sizeof *bbs * (size_t)nb);
-  LLVMGetBasicBlocks(fn, bbs);
-  for (int i = 0; wait && i < nb && !prefetches; i++)
-    for (LLVMValueRef in = LLVMGetFirstInstruction(bbs[i]); in && !prefetches; in = LLVMGetNextInstruction(in)) {
+  bool prefetches = false;
+  for (LLVMBasicBlockRef bb = entry; wait && bb && !prefetches; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in && !prefetches; in = LLVMGetNextInstruction(in)) {
       size_t n;
       prefetches = starts(asm_text(in, &n), n, "prefetch.");
     }
-  if (!prefetches) {
-    free(bbs);
+  if (!prefetches)
     return;
-  }
+  oxl_cfg g;
+  oxl_cfg_build(&g, fn, true);
+  int nb = (int)g.n, words = (nb + 63) / 64;
   /* dominators: dom[b] a bit set over blocks, by iteration to the fixed point (in layout
      order, which LLVM keeps close to a reverse postorder) */
-  int words = (nb + 63) / 64;
   uint64_t *dom = oxb_malloc(sizeof *dom * (size_t)nb * (size_t)words), *t = oxb_malloc(sizeof *t * (size_t)words);
-  int **preds = oxb_malloc(sizeof *preds * (size_t)nb), *npred = oxb_malloc(sizeof *npred * (size_t)nb);
-  for (int i = 0; i < nb; i++) {
-    preds[i] = NULL;
-    npred[i] = 0;
-  }
-  for (int i = 0; i < nb; i++) {
-    LLVMValueRef term = LLVMGetBasicBlockTerminator(bbs[i]);
-    for (unsigned s = 0; term && s < LLVMGetNumSuccessors(term); s++) {
-      int j = block_index(bbs, nb, LLVMGetSuccessor(term, s));
-      preds[j] = realloc(preds[j], sizeof **preds * (size_t)(npred[j] + 1));
-      assert(preds[j]);
-      preds[j][npred[j]++] = i;
-    }
-  }
+#define DOMINATES(a, b) (dom[(size_t)(b) * words + (size_t)(a) / 64] >> ((a) % 64) & 1)
   for (int i = 0; i < nb; i++)
     for (int w = 0; w < words; w++)
       dom[(size_t)i * words + w] = i ? ~(uint64_t)0 : 0;
@@ -367,10 +343,10 @@ static void place_grid_wait(cg_t *C, LLVMValueRef fn) {
     changed = false;
     for (int i = 1; i < nb; i++) {
       for (int w = 0; w < words; w++)
-        t[w] = npred[i] ? ~(uint64_t)0 : 0;
-      for (int p = 0; p < npred[i]; p++)
+        t[w] = g.npred[i] ? ~(uint64_t)0 : 0;
+      for (unsigned p = 0; p < g.npred[i]; p++)
         for (int w = 0; w < words; w++)
-          t[w] &= dom[(size_t)preds[i][p] * words + w];
+          t[w] &= dom[(size_t)g.preds[i][p] * words + w];
       t[i / 64] |= (uint64_t)1 << (i % 64);
       for (int w = 0; w < words; w++)
         if (t[w] != dom[(size_t)i * words + w]) {
@@ -384,7 +360,7 @@ static void place_grid_wait(cg_t *C, LLVMValueRef fn) {
     t[w] = ~(uint64_t)0;
   for (int i = 0; i < nb; i++) {
     bool touching = false;
-    for (LLVMValueRef in = LLVMGetFirstInstruction(bbs[i]); in && !touching; in = LLVMGetNextInstruction(in))
+    for (LLVMValueRef in = LLVMGetFirstInstruction(g.bbs[i]); in && !touching; in = LLVMGetNextInstruction(in))
       touching = in != wait && touches_global(in);
     for (int w = 0; touching && w < words; w++)
       t[w] &= dom[(size_t)i * words + w];
@@ -393,13 +369,12 @@ static void place_grid_wait(cg_t *C, LLVMValueRef fn) {
   for (int i = 0; i < nb; i++) {
     if (!(t[i / 64] >> (i % 64) & 1))
       continue;
-    /* out of loops: a block that reaches itself is in one */
+    /* out of loops: a block between a loop's header j and a back edge p -> j (j dominates
+       p) that it dominates is in that loop */
     bool in_loop = false;
     for (int j = 0; j < nb && !in_loop; j++)
-      for (int p = 0; p < npred[j] && !in_loop; p++) /* an edge p -> j back to a dominator of p */
-        in_loop = (dom[(size_t)preds[j][p] * words + j / 64] >> (j % 64) & 1) &&
-                  (dom[(size_t)preds[j][p] * words + i / 64] >> (i % 64) & 1) &&
-                  (dom[(size_t)i * words + j / 64] >> (j % 64) & 1);
+      for (unsigned p = 0; p < g.npred[j] && !in_loop; p++)
+        in_loop = DOMINATES(j, g.preds[j][p]) && DOMINATES(j, i) && DOMINATES(i, g.preds[j][p]);
     int count = 0;
     for (int w = 0; w < words; w++)
       count += __builtin_popcountll(dom[(size_t)i * words + w]);
@@ -408,22 +383,19 @@ static void place_grid_wait(cg_t *C, LLVMValueRef fn) {
       best_n = count;
     }
   }
+#undef DOMINATES
   LLVMValueRef at = NULL;
-  for (LLVMValueRef in = LLVMGetFirstInstruction(bbs[best]); in && !at; in = LLVMGetNextInstruction(in))
-    if (in != wait && (touches_global(in) || in == LLVMGetBasicBlockTerminator(bbs[best])))
+  for (LLVMValueRef in = LLVMGetFirstInstruction(g.bbs[best]); in && !at; in = LLVMGetNextInstruction(in))
+    if (in != wait && (touches_global(in) || in == LLVMGetBasicBlockTerminator(g.bbs[best])))
       at = in;
   if (at && at != LLVMGetNextInstruction(wait)) {
     LLVMInstructionRemoveFromParent(wait);
     LLVMPositionBuilderBefore(C->b, at);
     LLVMInsertIntoBuilder(C->b, wait);
   }
-  for (int i = 0; i < nb; i++)
-    free(preds[i]);
-  free(preds);
-  free(npred);
+  oxl_cfg_free(&g);
   free(dom);
   free(t);
-  free(bbs);
 }
 
 /* ptxas serializes every wgmma of a kernel (its info C7514: each HGMMA then
